@@ -1,0 +1,1 @@
+"""Datasets: passages, entity lexicon and evaluation set, validated up front."""

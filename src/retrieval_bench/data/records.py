@@ -1,0 +1,57 @@
+"""The in-memory records every later stage reads; loaders produce them, nothing mutates them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+LABEL_STATUSES = ("reviewed", "unreviewed", "no_answer")
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    text: str
+    title: str = ""
+    doc_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Entity:
+    name: str
+    aliases: tuple[str, ...] = ()
+    type: str = ""
+    city: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalQuery:
+    query_id: str
+    query: str
+    query_type: str
+    label_status: str
+    # Graded relevance: passage id -> grade (> 0 relevant, 0 judged non-relevant).
+    relevance: dict[str, int] = field(default_factory=dict)
+    expected_entities: tuple[str, ...] = ()
+    negative_entities: tuple[str, ...] = ()
+    expected_cities: tuple[str, ...] = ()
+    user_role: str | None = None
+    # Evidence chain: one list of acceptable passage ids per hop.
+    hops: tuple[tuple[str, ...], ...] = ()
+    reference_answer: str | None = None
+    notes: str | None = None
+
+    @property
+    def relevant_ids(self) -> tuple[str, ...]:
+        return tuple(pid for pid, grade in self.relevance.items() if grade > 0)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    passages: tuple[Passage, ...]
+    queries: tuple[EvalQuery, ...]
+    entities: tuple[Entity, ...] = ()
+    # Content hashes of each source file, recorded in the manifest.
+    hashes: dict[str, str] = field(default_factory=dict)
