@@ -1,0 +1,107 @@
+"""The typed schema behind `conf/`: Hydra rejects unknown keys and wrong types with it, and
+`validate` rejects out-of-range values, each error naming its key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
+
+from retrieval_bench.encoders.config import EncoderConfig
+from retrieval_bench.errors import ConfigError
+from retrieval_bench.filters import FilterConfig
+from retrieval_bench.pipeline import COMBINERS
+from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config
+from retrieval_bench.text import TextConfig
+
+ARMS = ("bm25", "dense")
+DATASET_FORMATS = ("native", "beir")
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "travel"
+    format: str = "native"
+    # native: a folder holding passages.jsonl (and lexicon.jsonl), and an evaluation set file
+    corpus: str = "corpus/travel"
+    evalset: str = "evalsets/travel.jsonl"
+    # beir: a folder holding corpus.jsonl, queries.jsonl and qrels/<split>.tsv
+    path: str = ""
+    split: str = "test"
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = "hybrid"
+    arms: list[str] = field(default_factory=lambda: ["bm25", "dense"])
+    combine: str = "rrf"
+    pool_size: int = 10
+    rrf_k: int = 60
+
+
+@dataclass
+class RouterConfig:
+    name: str = "none"
+
+
+@dataclass
+class ScoringConfig:
+    # Cut-offs scored besides top_k.
+    cutoffs: list[int] = field(default_factory=list)
+    # Metadata fields to break metrics down by, e.g. "meta.city".
+    group_by: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunConfig:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    bm25: BM25Config = field(default_factory=BM25Config)
+    text: TextConfig = field(default_factory=TextConfig)
+    filters: FilterConfig = field(default_factory=FilterConfig)
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    top_k: int = 6
+    # Embedding cache shared by every job (relative paths resolve against the project root).
+    cache_dir: str = "outputs/cache"
+
+
+def register_configs() -> None:
+    ConfigStore.instance().store(name="base_config", node=RunConfig)
+
+
+def _positive(key: str, value: int) -> None:
+    if value < 1:
+        raise ConfigError(key, f"must be a positive integer, got {value}")
+
+
+def _one_of(key: str, value: str, options: tuple[str, ...]) -> None:
+    if value not in options:
+        raise ConfigError(key, f"'{value}' is not one of: {', '.join(options)}")
+
+
+def validate(cfg: RunConfig) -> None:
+    """Values Hydra's types cannot check; the first bad one raises ConfigError."""
+    _positive("top_k", cfg.top_k)
+    _positive("retriever.pool_size", cfg.retriever.pool_size)
+    if cfg.retriever.rrf_k < 0:
+        raise ConfigError("retriever.rrf_k", f"must be >= 0, got {cfg.retriever.rrf_k}")
+    if not cfg.retriever.arms:
+        raise ConfigError("retriever.arms", "needs at least one arm")
+    for arm in cfg.retriever.arms:
+        _one_of("retriever.arms", arm, ARMS)
+    if len(set(cfg.retriever.arms)) != len(cfg.retriever.arms):
+        raise ConfigError("retriever.arms", f"an arm is listed twice: {list(cfg.retriever.arms)}")
+    _one_of("retriever.combine", cfg.retriever.combine, COMBINERS)
+    for i, cutoff in enumerate(cfg.scoring.cutoffs):
+        _positive(f"scoring.cutoffs[{i}]", cutoff)
+    _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)
+    if cfg.dataset.format == "beir" and not cfg.dataset.path:
+        raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")
+    _one_of("bm25.impl", cfg.bm25.impl, BM25_IMPLS)
+    if cfg.bm25.k1 < 0:
+        raise ConfigError("bm25.k1", f"must be >= 0, got {cfg.bm25.k1}")
+    if not 0 <= cfg.bm25.b <= 1:
+        raise ConfigError("bm25.b", f"must be within [0, 1], got {cfg.bm25.b}")
+    cfg.encoder.validate()

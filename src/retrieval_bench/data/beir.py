@@ -1,0 +1,94 @@
+"""BEIR folders as they are: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (score > 0 relevant)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from retrieval_bench.data.jsonl import file_sha256, read_jsonl, require_str
+from retrieval_bench.data.records import Dataset, EvalQuery, Passage
+from retrieval_bench.errors import DataError
+
+
+def _record_id(record: dict, path: Path, line: int) -> str:
+    value = record.get("_id")
+    if isinstance(value, int):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(path, "field '_id' must be a non-empty string", line)
+    return value
+
+
+def load_beir(root: Path, split: str = "test", name: str | None = None) -> Dataset:
+    corpus_path, queries_path = root / "corpus.jsonl", root / "queries.jsonl"
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    passages: list[Passage] = []
+    seen: set[str] = set()
+    for line, record in read_jsonl(corpus_path):
+        pid = _record_id(record, corpus_path, line)
+        if pid in seen:
+            raise DataError(corpus_path, f"duplicate passage id {pid!r}", line)
+        seen.add(pid)
+        text = record.get("text")
+        if not isinstance(text, str):
+            raise DataError(corpus_path, "field 'text' must be a string", line)
+        title = record.get("title") or ""
+        meta = record.get("metadata") or {}
+        passages.append(Passage(id=pid, text=text, title=str(title), meta=dict(meta)))
+    if not passages:
+        raise DataError(corpus_path, "the corpus is empty: no passages")
+
+    qrels = _read_qrels(qrels_path)
+    queries: list[EvalQuery] = []
+    query_ids: set[str] = set()
+    for line, record in read_jsonl(queries_path):
+        qid = _record_id(record, queries_path, line)
+        if qid in query_ids:
+            raise DataError(queries_path, f"duplicate query id {qid!r}", line)
+        query_ids.add(qid)
+        if qid not in qrels:
+            continue  # not in this split
+        metadata = record.get("metadata") or {}
+        query_type = metadata.get("query_type") if isinstance(metadata, dict) else None
+        queries.append(
+            EvalQuery(
+                query_id=qid,
+                query=require_str(record, "text", queries_path, line),
+                query_type=str(query_type or "unknown"),
+                label_status="reviewed",
+                relevance=qrels[qid],
+            )
+        )
+    missing = sorted(set(qrels) - query_ids)
+    if missing:
+        raise DataError(
+            qrels_path,
+            f"{len(missing)} judged queries are not in {queries_path.name}, e.g. {missing[:3]}",
+        )
+    if not queries:
+        raise DataError(qrels_path, f"no query of {queries_path.name} is judged in this split")
+    hashes = {p.name: file_sha256(p) for p in (corpus_path, queries_path, qrels_path)}
+    return Dataset(
+        name=name or root.name, passages=tuple(passages), queries=tuple(queries), hashes=hashes
+    )
+
+
+def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    if not path.is_file():
+        raise DataError(path, "qrels file not found")
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for line, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
+            if not row or (line == 1 and row[0] == "query-id"):
+                continue
+            if len(row) != 3:
+                raise DataError(path, f"expected 3 tab-separated fields, got {len(row)}", line)
+            qid, pid, score = row
+            try:
+                grade = int(score)
+            except ValueError:
+                raise DataError(path, f"score {score!r} is not an integer", line) from None
+            if pid in qrels.setdefault(qid, {}):
+                raise DataError(path, f"duplicate judgement for ({qid}, {pid})", line)
+            qrels[qid][pid] = grade
+    return qrels

@@ -1,0 +1,49 @@
+"""One entry point for every dataset format, validated before anything is built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval_bench.data.beir import load_beir
+from retrieval_bench.data.evalset import load_evalset
+from retrieval_bench.data.jsonl import file_sha256
+from retrieval_bench.data.passages import load_lexicon, load_passages
+from retrieval_bench.data.records import Dataset
+from retrieval_bench.errors import DataError
+
+
+def load_native(name: str, corpus_dir: Path, evalset_path: Path) -> Dataset:
+    passages_path = corpus_dir / "passages.jsonl"
+    lexicon_path = corpus_dir / "lexicon.jsonl"
+    passages = load_passages(passages_path)
+    entities = load_lexicon(lexicon_path) if lexicon_path.is_file() else ()
+    queries = tuple(load_evalset(evalset_path))
+    if not queries:
+        raise DataError(evalset_path, "the evaluation set is empty: no queries")
+    known = {e.name for e in entities}
+    if known:
+        for number, passage in enumerate(passages, start=1):
+            unknown = set(passage.meta.get("entities") or ()) - known
+            if unknown:
+                raise DataError(
+                    passages_path,
+                    f"passage {passage.id!r} names entities missing "
+                    f"from {lexicon_path.name}: {sorted(unknown)}",
+                    number,
+                )
+    paths = [passages_path, evalset_path] + ([lexicon_path] if entities else [])
+    return Dataset(
+        name=name,
+        passages=passages,
+        queries=queries,
+        entities=entities,
+        hashes={str(p.name): file_sha256(p) for p in paths},
+    )
+
+
+def load_dataset(
+    fmt: str, name: str, corpus: Path, evalset: Path, path: Path, split: str
+) -> Dataset:
+    if fmt == "beir":
+        return load_beir(path, split=split, name=name)
+    return load_native(name, corpus, evalset)

@@ -1,0 +1,79 @@
+"""Native passages and entity lexicons (DESIGN.md contracts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval_bench.data.jsonl import optional_str_list, read_jsonl, require_str
+from retrieval_bench.data.records import Entity, Passage
+from retrieval_bench.errors import DataError
+
+
+def load_passages(path: Path) -> tuple[Passage, ...]:
+    passages: list[Passage] = []
+    seen: dict[str, int] = {}
+    for line, record in read_jsonl(path):
+        pid = record.get("id")
+        if isinstance(pid, int):
+            pid = str(pid)
+        if not isinstance(pid, str) or not pid.strip():
+            raise DataError(path, "field 'id' must be a non-empty string", line)
+        if any(ch.isspace() for ch in pid):
+            raise DataError(
+                path, f"passage id {pid!r} contains whitespace (TREC files forbid it)", line
+            )
+        if pid in seen:
+            raise DataError(path, f"duplicate passage id {pid!r} (first on line {seen[pid]})", line)
+        seen[pid] = line
+        text = require_str(record, "text", path, line)
+        title = record.get("title") or ""
+        if not isinstance(title, str):
+            raise DataError(path, "field 'title' must be a string", line)
+        meta = record.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise DataError(path, "field 'meta' must be an object", line)
+        if "entities" in meta:
+            optional_str_list(meta, "entities", path, line)
+        if "acl" in meta:
+            optional_str_list(meta, "acl", path, line)
+        doc_id = record.get("doc_id")
+        passages.append(
+            Passage(
+                id=pid,
+                text=text,
+                title=title,
+                doc_id=None if doc_id is None else str(doc_id),
+                meta=meta,
+            )
+        )
+    if not passages:
+        raise DataError(path, "the corpus is empty: no passages")
+    return tuple(passages)
+
+
+def load_lexicon(path: Path) -> tuple[Entity, ...]:
+    """Entities with aliases; an alias claimed by two entities is refused, naming both."""
+    entities: list[Entity] = []
+    owner: dict[str, tuple[str, int]] = {}
+    for line, record in read_jsonl(path):
+        name = require_str(record, "name", path, line)
+        aliases = optional_str_list(record, "aliases", path, line)
+        for surface in {name, *aliases}:
+            if surface in owner and owner[surface][0] != name:
+                other, other_line = owner[surface]
+                raise DataError(
+                    path,
+                    f"'{surface}' is claimed by '{name}' and by '{other}' (line {other_line})",
+                    line,
+                )
+            owner[surface] = (name, line)
+        city = record.get("city")
+        entities.append(
+            Entity(
+                name=name,
+                aliases=tuple(a for a in aliases if a != name),
+                type=str(record.get("type") or ""),
+                city=city if isinstance(city, str) else None,
+            )
+        )
+    return tuple(entities)

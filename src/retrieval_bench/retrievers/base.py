@@ -1,0 +1,57 @@
+"""One protocol for every arm, and the one ranking order used everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """An arm's candidate pool for one query: passage indices (into the corpus) and scores."""
+
+    indices: np.ndarray  # int64, best first
+    scores: np.ndarray  # float64, same length
+    requested: int
+
+    @property
+    def returned(self) -> int:
+        return len(self.indices)
+
+
+class Retriever(Protocol):
+    """Ranks the whole corpus, restricted to `allowed` before ranking (never after a cut)."""
+
+    name: str
+
+    def search(
+        self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]: ...
+
+
+class TieBreak:
+    """Score descending, then passage id descending: the order trec_eval imposes.
+
+    `id_order[i]` is passage i's position among all ids sorted ascending, so ties can be broken
+    with integer keys instead of string comparisons.
+    """
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        order = np.argsort(np.asarray(ids, dtype=object), kind="stable")
+        self.id_order = np.empty(len(ids), dtype=np.int64)
+        self.id_order[order] = np.arange(len(ids))
+
+    def top(
+        self, candidates: np.ndarray, scores: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The best k of `candidates` (indices) given their `scores`, in the canonical order."""
+        if len(candidates) > k:
+            # Keep everything tied with the k-th best so the tie-break decides who stays.
+            kth = np.partition(-scores, k - 1)[k - 1]
+            keep = -scores <= kth
+            candidates, scores = candidates[keep], scores[keep]
+        order = np.lexsort((-self.id_order[candidates], -scores))[:k]
+        return candidates[order], scores[order]

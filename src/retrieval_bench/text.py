@@ -1,0 +1,81 @@
+"""Tokenisation for BM25 and the query parser: jieba with the dataset's entity lexicon."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jieba
+
+from retrieval_bench.data.records import Entity
+
+jieba.setLogLevel(logging.WARNING)
+
+_ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    """Tokeniser settings; each one changes the BM25 index, so all of them enter its cache key."""
+
+    use_lexicon: bool = True
+    hmm: bool = True
+    drop_punctuation: bool = True
+
+
+def _is_punctuation(token: str) -> bool:
+    return all(unicodedata.category(ch).startswith(("P", "S")) for ch in token)
+
+
+class Tokenizer:
+    """jieba over NFKC text with the entity lexicon as user words.
+
+    Each instance owns its own `jieba.Tokenizer`, so two datasets' lexicons never leak into
+    each other through jieba's global dictionary.
+    """
+
+    def __init__(self, config: TextConfig, lexicon_words: Sequence[str] = ()) -> None:
+        self.config = config
+        self.lexicon_words = tuple(sorted(set(lexicon_words))) if config.use_lexicon else ()
+        self._jieba = jieba.Tokenizer()
+        for word in self.lexicon_words:
+            self._jieba.add_word(word)
+
+    @classmethod
+    def for_entities(cls, config: TextConfig, entities: Iterable[Entity]) -> Tokenizer:
+        words = [w for e in entities for w in (e.name, *e.aliases)]
+        return cls(config, words)
+
+    def identity(self) -> dict[str, object]:
+        """Everything that changes the tokens: enters cache keys and the manifest."""
+        digest = hashlib.sha256(json.dumps(self.lexicon_words, ensure_ascii=False).encode())
+        return {
+            "tokenizer": "jieba",
+            "jieba_version": getattr(jieba, "__version__", "unknown"),
+            "use_lexicon": self.config.use_lexicon,
+            "hmm": self.config.hmm,
+            "drop_punctuation": self.config.drop_punctuation,
+            "lexicon_sha256": digest.hexdigest(),
+        }
+
+    def tokenize(self, text: str) -> list[str]:
+        normalised = unicodedata.normalize("NFKC", text)
+        tokens = []
+        for token in self._jieba.lcut(normalised, HMM=self.config.hmm):
+            if not token.strip():
+                continue
+            if self.config.drop_punctuation and _is_punctuation(token):
+                continue
+            tokens.append(token.translate(_ASCII_UPPER))
+        return tokens
+
+
+@lru_cache(maxsize=8)
+def cached_tokenizer(config: TextConfig, lexicon_words: tuple[str, ...]) -> Tokenizer:
+    """One tokenizer per process and lexicon: a multirun reuses it across jobs."""
+    return Tokenizer(config, lexicon_words)
