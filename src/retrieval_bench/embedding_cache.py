@@ -1,0 +1,253 @@
+"""On-disk cache of encoded texts, so a sweep never encodes the same corpus twice.
+
+Layout: `<root>/<key[:2]>/<key>.npy` (the float32 matrix) and `<key>.json` (its sidecar: shape,
+dtype, sha256 of the .npy bytes, encoder identity, role, count). Plain arrays and JSON, never
+pickles, so a cache file cannot run code and any tool can read it.
+
+The key is a sha256 over the encoder identity, the role and the texts (each length-prefixed,
+so `["ab", "c"]` and `["a", "bc"]` differ). Hydra multirun jobs may share the cache at the same
+time, so:
+
+* every file is written to a temp file in its folder, fsynced, then `os.replace`d: a reader
+  sees the old file or the new one, never half of one; the sidecar goes last, so a sidecar
+  always describes a complete .npy;
+* encoding and writing happen under an exclusive `fcntl` lock on `<key>.lock`: a second job
+  that wants the same key waits, then reads what the first one wrote instead of encoding again;
+* a read checks the sidecar against the file (checksum, shape, dtype, count); a truncated,
+  corrupt or unmatched entry is logged as a warning and rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from retrieval_bench.encoders.base import Encoder
+
+logger = logging.getLogger(__name__)
+
+ROLES: tuple[str, ...] = ("passages", "queries")
+CACHE_FORMAT = 1
+_HASH_CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """How many texts were encoded now versus read from the cache (for the run manifest)."""
+
+    encoded: int = 0
+    cached: int = 0
+    key: str = ""
+
+    def __add__(self, other: CacheStats) -> CacheStats:
+        return CacheStats(self.encoded + other.encoded, self.cached + other.cached, "")
+
+
+def _update_len_prefixed(digest: Any, data: bytes) -> None:
+    digest.update(len(data).to_bytes(8, "little"))
+    digest.update(data)
+
+
+def cache_key(identity: dict[str, Any], role: str, texts: list[str]) -> str:
+    """sha256 over encoder identity (sorted-key JSON), role and texts, each length-prefixed."""
+    digest = hashlib.sha256()
+    _update_len_prefixed(digest, f"retrieval_bench.embedding_cache/v{CACHE_FORMAT}".encode())
+    ident = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    _update_len_prefixed(digest, ident.encode())
+    _update_len_prefixed(digest, role.encode())
+    digest.update(len(texts).to_bytes(8, "little"))
+    for text in texts:
+        _update_len_prefixed(digest, text.encode("utf-8", errors="surrogatepass"))
+    return digest.hexdigest()
+
+
+class CacheEntryInvalid(Exception):
+    """A cache entry exists but cannot be trusted; the message says why."""
+
+
+class EmbeddingCache:
+    """Encodes through a content-keyed on-disk cache that concurrent jobs can share safely."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    # -- paths --------------------------------------------------------------------------------
+    def paths(self, key: str) -> tuple[Path, Path, Path]:
+        """(.npy, .json sidecar, .lock) for a key."""
+        folder = self.root / key[:2]
+        return folder / f"{key}.npy", folder / f"{key}.json", folder / f"{key}.lock"
+
+    # -- public -------------------------------------------------------------------------------
+    def encode(
+        self, encoder: Encoder, texts: list[str], role: str
+    ) -> tuple[np.ndarray, CacheStats]:
+        """The vectors for `texts`, from the cache when a valid entry exists, else encoded now."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        texts = list(texts)
+        identity = encoder.identity()
+        key = cache_key(identity, role, texts)
+        if not texts:
+            return self._run_encoder(encoder, texts, role), CacheStats(0, 0, key)
+        npy, sidecar, lock = self.paths(key)
+
+        # Fast path without the lock: files only ever appear whole (os.replace), so a valid
+        # entry can be read while another job works on a different key.
+        if sidecar.exists():
+            with contextlib.suppress(CacheEntryInvalid):
+                array = self._read(npy, sidecar, key, role, len(texts))
+                logger.info("embedding cache hit: %d %s from %s", len(texts), role, npy)
+                return array, CacheStats(encoded=0, cached=len(texts), key=key)
+
+        npy.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(lock):
+            # Another job may have written it while this one waited for the lock.
+            if npy.exists() or sidecar.exists():
+                try:
+                    array = self._read(npy, sidecar, key, role, len(texts))
+                except CacheEntryInvalid as exc:
+                    logger.warning(
+                        "embedding cache entry %s is invalid (%s); rebuilding it", npy, exc
+                    )
+                    sidecar.unlink(missing_ok=True)
+                else:
+                    logger.info("embedding cache hit: %d %s from %s", len(texts), role, npy)
+                    return array, CacheStats(encoded=0, cached=len(texts), key=key)
+            logger.info("embedding cache miss: encoding %d %s (key %s)", len(texts), role, key)
+            array = self._run_encoder(encoder, texts, role)
+            self._write(npy, sidecar, array, key, identity, role)
+            logger.info("embedding cache wrote %s %s", array.shape, npy)
+            return array, CacheStats(encoded=len(texts), cached=0, key=key)
+
+    # -- internals ----------------------------------------------------------------------------
+    @staticmethod
+    def _run_encoder(encoder: Encoder, texts: list[str], role: str) -> np.ndarray:
+        encode = encoder.encode_queries if role == "queries" else encoder.encode_passages
+        raw = encode(texts)
+        array = np.ascontiguousarray(raw, dtype=np.float32)
+        if array.ndim != 2 or array.shape[0] != len(texts):
+            raise ValueError(
+                f"encoder returned shape {array.shape} for {len(texts)} {role}; "
+                "expected one row per text"
+            )
+        return array
+
+    @staticmethod
+    def _read(npy: Path, sidecar: Path, key: str, role: str, count: int) -> np.ndarray:
+        """Load an entry and check it against its sidecar; CacheEntryInvalid says what is wrong."""
+        try:
+            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise CacheEntryInvalid("sidecar .json is missing") from exc
+        except (OSError, ValueError) as exc:
+            raise CacheEntryInvalid(f"sidecar is unreadable: {exc}") from exc
+        if not isinstance(meta, dict):
+            raise CacheEntryInvalid("sidecar is not a JSON object")
+        expected = {"format": CACHE_FORMAT, "key": key, "role": role, "count": count}
+        for field, value in expected.items():
+            if meta.get(field) != value:
+                raise CacheEntryInvalid(f"sidecar {field}={meta.get(field)!r}, expected {value!r}")
+        try:
+            fh = npy.open("rb")
+        except FileNotFoundError as exc:
+            raise CacheEntryInvalid(".npy file is missing") from exc
+        with fh:
+            # Hash and load through one handle: a concurrent os.replace cannot swap the file
+            # between the checksum and the load.
+            digest = hashlib.sha256()
+            for block in iter(lambda: fh.read(_HASH_CHUNK), b""):
+                digest.update(block)
+            if digest.hexdigest() != meta.get("sha256"):
+                raise CacheEntryInvalid("sha256 of the .npy does not match the sidecar")
+            fh.seek(0)
+            try:
+                array = np.load(fh, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as exc:
+                raise CacheEntryInvalid(f".npy does not load: {exc}") from exc
+        if list(array.shape) != meta.get("shape") or array.ndim != 2 or array.shape[0] != count:
+            raise CacheEntryInvalid(
+                f"shape {array.shape} does not match sidecar {meta.get('shape')} / {count} texts"
+            )
+        if str(array.dtype) != meta.get("dtype") or array.dtype != np.float32:
+            raise CacheEntryInvalid(f"dtype {array.dtype} does not match sidecar")
+        return array
+
+    @staticmethod
+    def _write(
+        npy: Path,
+        sidecar: Path,
+        array: np.ndarray,
+        key: str,
+        identity: dict[str, Any],
+        role: str,
+    ) -> None:
+        # Any previous sidecar describes the previous .npy; drop it before replacing that.
+        sidecar.unlink(missing_ok=True)
+        sha256 = _atomic_write(npy, lambda fh: np.save(fh, array, allow_pickle=False))
+        meta = {
+            "format": CACHE_FORMAT,
+            "key": key,
+            "shape": list(array.shape),
+            "dtype": str(array.dtype),
+            "sha256": sha256,
+            "identity": identity,
+            "role": role,
+            "count": int(array.shape[0]),
+        }
+        text = json.dumps(meta, ensure_ascii=False, indent=2, sort_keys=True).encode()
+        _atomic_write(sidecar, lambda fh: fh.write(text))
+
+
+class _HashingWriter:
+    """File-like that hashes what passes through, so the .npy is written and hashed in one pass
+    (np.save streams through `write` for non-file objects, without a full in-memory copy)."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self.sha256 = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        return self._fh.write(data)
+
+
+def _atomic_write(path: Path, write: Callable[[_HashingWriter], object]) -> str:
+    """Write via a temp file in the same folder, fsync, os.replace; returns the sha256."""
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            writer = _HashingWriter(fh)
+            write(writer)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    return writer.sha256.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    """Exclusive advisory lock held across processes; released when the file is closed.
+
+    The lock file is left in place: deleting it would let two jobs lock different inodes.
+    """
+    with lock_path.open("a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

