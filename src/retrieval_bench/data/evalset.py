@@ -1,0 +1,124 @@
+"""Reader of native evaluation sets (`evalsets/<name>.jsonl`).
+
+It checks every field up front, naming the file and line of the first bad record: the required
+ones (id, query, type, label status, relevant ids) and, when present, the optional ones of the
+DESIGN.md contract (entities, cities, user role, hops, reference answer, notes), which the
+router and the permission filter read. It does not check labels against a corpus:
+`scoring.labels.judge` does that when a corpus is at hand.
+
+Labels: `relevant_ids` gives grade 1 to each id; an optional `relevance: {id: grade}` adds graded
+labels (grade 0 = judged non-relevant) and overrides the grade of ids also in `relevant_ids`,
+which must then stay > 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery
+from retrieval_bench.errors import DataError
+
+_REQUIRED = ("query_id", "query", "query_type", "label_status", "relevant_ids")
+
+
+def load_evalset(path: str | os.PathLike[str]) -> list[EvalQuery]:
+    """Read every record; blank lines are skipped, anything else malformed is a DataError."""
+    queries: list[EvalQuery] = []
+    first_line: dict[str, int] = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                query = _parse(path, number, line)
+                if query.query_id in first_line:
+                    raise DataError(
+                        path,
+                        f"duplicate query_id {query.query_id!r} "
+                        f"(first on line {first_line[query.query_id]})",
+                        number,
+                    )
+                first_line[query.query_id] = number
+                queries.append(query)
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    return queries
+
+
+def _parse(path: str | os.PathLike[str], number: int, line: str) -> EvalQuery:
+    def fail(message: str) -> DataError:
+        return DataError(path, message, number)
+
+    try:
+        record: Any = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise fail(f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(record, dict):
+        raise fail(f"expected a JSON object, got {type(record).__name__}")
+    for key in _REQUIRED:
+        if key not in record:
+            raise fail(f"missing field {key!r}")
+    for key in ("query_id", "query", "query_type"):
+        if not isinstance(record[key], str) or not record[key].strip():
+            raise fail(f"field {key!r} must be a non-empty string")
+    if record["label_status"] not in LABEL_STATUSES:
+        raise fail(f"label_status {record['label_status']!r} is not one of {LABEL_STATUSES}")
+
+    relevant = record["relevant_ids"]
+    if not isinstance(relevant, list) or not all(isinstance(x, str) and x for x in relevant):
+        raise fail("field 'relevant_ids' must be a list of non-empty strings")
+    relevance: dict[str, int] = {}
+    for pid in relevant:
+        if pid in relevance:
+            raise fail(f"relevant_ids lists {pid!r} twice")
+        relevance[pid] = 1
+    graded = record.get("relevance", {})
+    if not isinstance(graded, dict):
+        raise fail("field 'relevance' must be an object {id: grade}")
+    for pid, grade in graded.items():
+        if not pid:
+            raise fail("field 'relevance' has an empty id")
+        if isinstance(grade, bool) or not isinstance(grade, int):
+            raise fail(f"relevance grade of {pid!r} must be an integer, got {grade!r}")
+        if pid in relevance and grade <= 0:
+            raise fail(f"{pid!r} is in relevant_ids but has relevance grade {grade}")
+        relevance[pid] = grade
+
+    def strings(key: str) -> tuple[str, ...]:
+        value = record.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise fail(f"field {key!r} must be a list of strings")
+        return tuple(value)
+
+    def optional_text(key: str) -> str | None:
+        value = record.get(key)
+        if value is not None and not isinstance(value, str):
+            raise fail(f"field {key!r} must be a string")
+        return value
+
+    hops = record.get("hops")
+    if hops is None:
+        hops = []
+    if not isinstance(hops, list) or not all(
+        isinstance(hop, list) and all(isinstance(x, str) for x in hop) for hop in hops
+    ):
+        raise fail("field 'hops' must be a list of lists of ids")
+
+    return EvalQuery(
+        query_id=record["query_id"],
+        query=record["query"],
+        query_type=record["query_type"],
+        label_status=record["label_status"],
+        relevance=relevance,
+        expected_entities=strings("expected_entities"),
+        negative_entities=strings("negative_entities"),
+        expected_cities=strings("expected_cities"),
+        user_role=optional_text("user_role"),
+        hops=tuple(tuple(hop) for hop in hops),
+        reference_answer=optional_text("reference_answer"),
+        notes=optional_text("notes"),
+    )

@@ -1,0 +1,179 @@
+"""TREC run files (`qid Q0 docid rank score tag`) and qrels (`qid 0 docid grade`).
+
+trec_eval ignores the rank column and orders each query's documents by score descending, then by
+docid descending (byte order). Writing and reading here both use that order, so a run exported
+by this project scores the same in trec_eval as it does here, ties included.
+
+Writes are atomic (temp file in the same folder, then `os.replace`) and byte-deterministic:
+queries sorted by id, scores written with `repr` so they read back to the identical float.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from retrieval_bench.errors import DataError
+
+Run = dict[str, list[tuple[str, float]]]
+Qrels = dict[str, dict[str, int]]
+
+_WHITESPACE = re.compile(r"\s")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# Decimal or exponent notation, as C's atof reads it (no inf/nan, no underscores).
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def trec_order(pairs: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(docid, score) pairs in trec_eval's order: score descending, then docid descending."""
+    return sorted(pairs, key=lambda pair: (pair[1], pair[0]), reverse=True)
+
+
+def run_rankings(run: Mapping[str, Iterable[tuple[str, float]]]) -> dict[str, list[str]]:
+    """The ordered id lists scoring works on, from a run already in trec_eval order."""
+    return {qid: [doc for doc, _ in pairs] for qid, pairs in run.items()}
+
+
+def _check_token(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value or _WHITESPACE.search(value):
+        raise ValueError(f"{what} {value!r} cannot be written to a TREC file (empty or spaces)")
+    return value
+
+
+def _atomic_write(path: str | os.PathLike[str], text: str) -> None:
+    """Write via a temp file and os.replace, so a reader never sees a half-written file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(
+    path: str | os.PathLike[str],
+    run: Mapping[str, Iterable[tuple[str, float]] | Mapping[str, float]],
+    tag: str = "retrieval_bench",
+) -> None:
+    """Write a run; each query's (docid, score) pairs are re-sorted into trec_eval order.
+
+    Raises ValueError for a duplicate docid within a query, a non-finite score, or an id or tag
+    that a whitespace-separated format cannot hold.
+    """
+    _check_token(tag, "tag")
+    lines: list[str] = []
+    for qid in sorted(run):
+        _check_token(qid, "query id")
+        docs = run[qid]
+        pairs = list(docs.items()) if isinstance(docs, Mapping) else list(docs)
+        seen: set[str] = set()
+        for doc, score in pairs:
+            _check_token(doc, "docid")
+            if doc in seen:
+                raise ValueError(f"query {qid!r}: docid {doc!r} appears twice in the run")
+            seen.add(doc)
+            if not math.isfinite(score):
+                raise ValueError(f"query {qid!r}: docid {doc!r} has non-finite score {score!r}")
+        ordered = trec_order((doc, float(score)) for doc, score in pairs)
+        lines.extend(
+            f"{qid} Q0 {doc} {rank} {score!r} {tag}\n"
+            for rank, (doc, score) in enumerate(ordered, start=1)
+        )
+    _atomic_write(path, "".join(lines))
+
+
+def write_qrels(path: str | os.PathLike[str], qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Write qrels sorted by query id, then docid (deterministic bytes)."""
+    lines: list[str] = []
+    for qid in sorted(qrels):
+        _check_token(qid, "query id")
+        for doc in sorted(qrels[qid]):
+            grade = qrels[qid][doc]
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise ValueError(f"query {qid!r}: grade of {doc!r} must be an int, got {grade!r}")
+            lines.append(f"{qid} 0 {_check_token(doc, 'docid')} {grade}\n")
+    _atomic_write(path, "".join(lines))
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterable[tuple[int, list[str]]]:
+    """(line number, whitespace-split fields) for each non-blank line."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                fields = line.split()
+                if fields:
+                    yield number, fields
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _first_line(path: str | os.PathLike[str], qid: str, doc: str) -> int | None:
+    """Where (qid, doc) first appears; only called to report a duplicate, so the fast path
+    never keeps a line number per entry."""
+    for number, fields in _lines(path):
+        if len(fields) in (4, 6) and fields[0] == qid and fields[2] == doc:
+            return number
+    return None
+
+
+def read_run(path: str | os.PathLike[str]) -> Run:
+    """Read a run, ignoring the rank column and re-sorting as trec_eval does.
+
+    A malformed line or a (qid, docid) seen twice raises DataError with the file and line.
+    """
+    run: dict[str, dict[str, float]] = {}
+    for number, fields in _lines(path):
+        if len(fields) != 6:
+            raise DataError(
+                path, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}", number
+            )
+        qid, _, doc, rank, score_text, _ = fields
+        if not _INTEGER.fullmatch(rank):
+            raise DataError(path, f"rank {rank!r} is not an integer", number)
+        score = float(score_text) if _NUMBER.fullmatch(score_text) else math.nan
+        if not math.isfinite(score):
+            raise DataError(path, f"score {score_text!r} is not a finite number", number)
+        docs = run.setdefault(qid, {})
+        if doc in docs:
+            raise DataError(
+                path,
+                f"query {qid!r}: docid {doc!r} appears twice "
+                f"(first on line {_first_line(path, qid, doc)})",
+                number,
+            )
+        docs[doc] = score
+    return {qid: trec_order(docs.items()) for qid, docs in run.items()}
+
+
+def read_qrels(path: str | os.PathLike[str]) -> Qrels:
+    """Read qrels (`qid iter docid grade`); the iteration column is ignored, as in trec_eval."""
+    qrels: Qrels = {}
+    for number, fields in _lines(path):
+        if len(fields) != 4:
+            raise DataError(
+                path, f"expected 4 fields 'qid 0 docid grade', got {len(fields)}", number
+            )
+        qid, _, doc, grade_text = fields
+        if not _INTEGER.fullmatch(grade_text):
+            raise DataError(path, f"grade {grade_text!r} is not an integer", number)
+        grade = int(grade_text)
+        labels = qrels.setdefault(qid, {})
+        if doc in labels:
+            raise DataError(
+                path,
+                f"query {qid!r}: docid {doc!r} judged twice "
+                f"(first on line {_first_line(path, qid, doc)})",
+                number,
+            )
+        labels[doc] = grade
+    return qrels

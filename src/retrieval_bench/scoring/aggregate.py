@@ -1,0 +1,233 @@
+"""Score one recorded stage: per-query metrics, then overall, per-type and per-field aggregates.
+
+Result layout (a superset of the `metrics.json` stage contract):
+
+    {
+      "overall":  {"n": 120, "recall@10": 0.61, ...},
+      "by_type":  {"<type>": {"n": 40, "recall@10": ...}, ...},
+      "by_<field>": {"<value>": {...}},          # one per `group_by` field, e.g. by_meta.city
+      "counts": {
+        "scored": 120,
+        "excluded": {"<reason>": n, ...},
+        "not_in_labels": 0,                      # run queries the labels do not know (ignored)
+        "by_type": {"<type>": {"scored": n, "excluded": {"<reason>": n}}},
+        "by_<field>": {"<value>": {"scored": n, "excluded": {...}}},
+      },
+      "per_query": {"<qid>": {"query_type": t, "n_relevant": g,
+                              "hits@10": h, "recall@10": ..., ...}},   # scored queries only
+      "excluded_queries": {"<qid>": "<reason>"},
+    }
+
+Every group dict carries `"n"`, the number of queries scored in it (use `metric_names` to
+iterate over the metrics only). A group with no scored query has every metric set to None plus
+`"undefined": "<reason>"` -- never 0, which would read as a retriever that found nothing. The
+exclusion breakdown of each group lives in `counts`. Scored queries missing from a `group_by`
+mapping fall in the group "(missing)". Groups are listed in sorted order.
+
+Macro metrics (`recall@K`, `hit@K`, ...) are means of the per-query values; `recall_pooled@K`
+is sum(hits@K) / sum(n_relevant) over the group, both in `per_query`. So every aggregate can be
+recomputed from `per_query`.
+
+A scorable query absent from `rankings` is excluded as "not_in_run" (TREC run files cannot hold
+an empty ranking, and trec_eval skips such queries too). A query present with an empty ranking is
+scored, and scores 0: the system was asked and returned nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from retrieval_bench.scoring.labels import NOT_IN_RUN, UNKNOWN_TYPE, Judgements
+from retrieval_bench.scoring.metrics import METRICS, build_ranked_grades, first_duplicate, hits
+
+MISSING_GROUP = "(missing)"
+
+# Metric names in report order; recall_pooled is computed at group level only.
+_REPORTED = (
+    "recall",
+    "recall_pooled",
+    "recall_bound",
+    "hit",
+    "all_hit",
+    "mrr",
+    "ndcg",
+    "precision",
+    "judged",
+)
+
+
+def metric_names(cutoffs: Sequence[int]) -> list[str]:
+    """The metric keys of a group dict, in report order (excludes "n" and "undefined")."""
+    ks = _check_cutoffs(cutoffs)
+    return [f"{name}@{k}" for name in _REPORTED for k in ks]
+
+
+def _check_cutoffs(cutoffs: Sequence[int]) -> list[int]:
+    ks = sorted(set(cutoffs))
+    if not ks:
+        raise ValueError("at least one cut-off is needed")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+            raise ValueError(f"cut-offs must be positive integers, got {k!r}")
+    return [int(k) for k in ks]
+
+
+def check_rankings(rankings: Mapping[str, Sequence[str]]) -> None:
+    """Refuse a ranking that is a bare string or holds an id twice.
+
+    Duplicates are an upstream bug; silently deduplicating would score a ranking the system
+    never produced. (`build_ranked_grades` runs the same check on the rankings it scores.)
+    """
+    for qid, ranking in rankings.items():
+        if isinstance(ranking, str):
+            raise TypeError(f"ranking for query {qid!r} is a string, not a sequence of ids")
+        if len(set(ranking)) != len(ranking):
+            doc = first_duplicate(ranking)
+            raise ValueError(f"query {qid!r}: ranking holds id {doc!r} more than once")
+
+
+def per_query_columns(
+    rankings: Sequence[Sequence[str]],
+    qrels: Sequence[Mapping[str, int]],
+    cutoffs: Sequence[int],
+    query_ids: Sequence[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """Every per-query number as a column over the batch: `n_relevant`, then for each K
+    `hits@K` and each metric `name@K`. The vectorised core of `score_stage` (and what a
+    benchmark should time against pytrec_eval): no per-query dicts are built."""
+    ks = _check_cutoffs(cutoffs)
+    rg_max = build_ranked_grades(rankings, qrels, max(ks), query_ids)
+    columns: dict[str, np.ndarray] = {"n_relevant": rg_max.n_relevant}
+    for k in ks:
+        rg = rg_max.truncate(k)
+        columns[f"hits@{k}"] = hits(rg)
+        for name, fn in METRICS.items():
+            columns[f"{name}@{k}"] = fn(rg)
+    return columns
+
+
+def score_stage(
+    rankings: Mapping[str, Sequence[str]],
+    judgements: Judgements,
+    cutoffs: Sequence[int],
+    group_by: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Score one stage's ranked ids against the judgements at every cut-off (layout above)."""
+    ks = _check_cutoffs(cutoffs)
+    if group_by and "type" in group_by:
+        raise ValueError('group_by field "type" would overwrite by_type; name it differently')
+    qrels = judgements.qrels
+    types = dict(judgements.query_types)
+    for qid in (*qrels, *judgements.excluded):
+        types.setdefault(qid, UNKNOWN_TYPE)
+    excluded = dict(judgements.excluded)
+    scored = [qid for qid in qrels if qid in rankings]
+    if len(scored) < len(qrels):
+        excluded.update((qid, NOT_IN_RUN) for qid in qrels if qid not in rankings)
+    # Unscored rankings are checked here; scored ones while their grades are looked up.
+    check_rankings({q: r for q, r in rankings.items() if q not in qrels})
+    ranked = [rankings[q] for q in scored]
+    for qid, ranking in zip(scored, ranked, strict=True):
+        if isinstance(ranking, str):
+            raise TypeError(f"ranking for query {qid!r} is a string, not a sequence of ids")
+    columns = per_query_columns(ranked, [qrels[q] for q in scored], ks, scored)
+
+    names = metric_names(ks)
+    excluded_counts = _count(excluded.values())
+    result: dict[str, Any] = {
+        "overall": _aggregate(
+            {"all": len(scored)},
+            np.zeros(len(scored), dtype=np.int64),
+            columns,
+            names,
+            {"all": excluded_counts},
+        )["all"]
+    }
+    counts: dict[str, Any] = {
+        "scored": len(scored),
+        "excluded": excluded_counts,
+        "not_in_labels": sum(1 for qid in rankings if qid not in types),
+    }
+    fields: dict[str, Mapping[str, str]] = {"type": types, **(group_by or {})}
+    for field, mapping in fields.items():
+        value_of = {qid: str(mapping.get(qid, MISSING_GROUP)) for qid in types}
+        groups = sorted(set(value_of.values()))
+        index = {g: i for i, g in enumerate(groups)}
+        codes = np.fromiter((index[value_of[q]] for q in scored), dtype=np.int64, count=len(scored))
+        scored_n = np.bincount(codes, minlength=len(groups)).tolist()
+        excl_by_group: dict[str, Counter[str]] = {g: Counter() for g in groups}
+        for qid, reason in excluded.items():
+            excl_by_group[value_of[qid]][reason] += 1
+        group_excl = {g: dict(sorted(c.items())) for g, c in excl_by_group.items()}
+        sizes = {g: scored_n[index[g]] for g in groups}
+        result[f"by_{field}"] = _aggregate(sizes, codes, columns, names, group_excl)
+        counts[f"by_{field}"] = {g: {"scored": sizes[g], "excluded": group_excl[g]} for g in groups}
+
+    result["counts"] = counts
+    result["per_query"] = _per_query(scored, types, columns)
+    result["excluded_queries"] = excluded
+    return result
+
+
+def _count(reasons: Any) -> dict[str, int]:
+    return dict(sorted(Counter(reasons).items()))
+
+
+def _undefined_reason(excluded: Mapping[str, int]) -> str:
+    if not excluded:
+        return "no queries"
+    detail = ", ".join(f"{reason}={n}" for reason, n in excluded.items())
+    return f"no scorable queries (excluded: {detail})"
+
+
+def _aggregate(
+    sizes: Mapping[str, int],
+    codes: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    excluded: Mapping[str, Mapping[str, int]],
+) -> dict[str, dict[str, Any]]:
+    """Group means (macro) and pooled recall for every group at once, via bincount."""
+    groups = list(sizes)
+    n_groups = len(groups)
+    n = np.bincount(codes, minlength=n_groups).astype(np.float64)
+    safe_n = np.where(n > 0, n, 1.0)
+    relevant = np.bincount(codes, weights=columns["n_relevant"], minlength=n_groups)
+    safe_relevant = np.where(relevant > 0, relevant, 1.0)
+    means: dict[str, list[float]] = {}
+    for name in names:
+        metric, k = name.rsplit("@", 1)
+        if metric == "recall_pooled":
+            found = np.bincount(codes, weights=columns[f"hits@{k}"], minlength=n_groups)
+            means[name] = (found / safe_relevant).tolist()
+        else:
+            sums = np.bincount(codes, weights=columns[name], minlength=n_groups)
+            means[name] = (sums / safe_n).tolist()
+    out: dict[str, dict[str, Any]] = {}
+    for i, group in enumerate(groups):
+        entry: dict[str, Any] = {"n": sizes[group]}
+        if sizes[group] == 0:
+            entry.update(dict.fromkeys(names))
+            entry["undefined"] = _undefined_reason(excluded.get(group, {}))
+        else:
+            entry.update((name, means[name][i]) for name in names)
+        out[group] = entry
+    return out
+
+
+def _per_query(
+    scored: Sequence[str], types: Mapping[str, str], columns: Mapping[str, np.ndarray]
+) -> dict[str, dict[str, Any]]:
+    """One record per scored query, built from whole columns (tolist), not value by value."""
+    keys = ["query_type", *columns]
+    values = [[types[q] for q in scored]]
+    for name, column in columns.items():
+        integer = name == "n_relevant" or name.startswith("hits@")
+        values.append(column.astype(np.int64 if integer else np.float64).tolist())
+    records = map(dict, map(zip, repeat(keys), zip(*values, strict=True)))
+    return dict(zip(scored, records, strict=True))

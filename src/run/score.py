@@ -1,0 +1,82 @@
+"""`python -m run.score QRELS RUN -k K [-k K2 ...] [--json]`: score any TREC run.
+
+QRELS is TREC qrels or a native evaluation set (`.jsonl`, labels judged without a corpus check).
+Prints the overall metrics and how many queries were scored or excluded (and why); `--json`
+prints `{"overall": ..., "counts": ...}` with the metric names of metrics.json. Exit 2 on bad
+input. The work is done by the library; this file only wires it to the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.data.evalset import load_evalset
+from retrieval_bench.data.trec import read_qrels, read_run, run_rankings
+from retrieval_bench.errors import DataError
+from retrieval_bench.scoring.aggregate import metric_names, score_stage
+from retrieval_bench.scoring.labels import Judgements, judge, judge_qrels
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cut-off must be an integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"cut-off must be positive, got {value}")
+    return value
+
+
+def load_labels(path: Path) -> Judgements:
+    """A `.jsonl` path is a native evaluation set; anything else is TREC qrels."""
+    if path.suffix == ".jsonl":
+        return judge(load_evalset(path), corpus_ids=None)
+    return judge_qrels(read_qrels(path))
+
+
+def format_table(result: dict[str, Any], cutoffs: Sequence[int]) -> str:
+    overall, counts = result["overall"], result["counts"]
+    lines = [f"{'metric':<20} value"]
+    for name in metric_names(cutoffs):
+        value = overall[name]
+        lines.append(f"{name:<20} {'undefined' if value is None else f'{value:.4f}'}")
+    if "undefined" in overall:
+        lines.append(f"undefined: {overall['undefined']}")
+    lines.append(f"scored: {counts['scored']}")
+    for reason, n in counts["excluded"].items():
+        lines.append(f"excluded ({reason}): {n}")
+    if counts["not_in_labels"]:
+        lines.append(f"ignored (run queries without labels): {counts['not_in_labels']}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m run.score", description="Score a TREC run.")
+    parser.add_argument("qrels", type=Path, help="TREC qrels, or a native evaluation set .jsonl")
+    parser.add_argument("run", type=Path, help="TREC run file (qid Q0 docid rank score tag)")
+    parser.add_argument(
+        "-k", dest="cutoffs", metavar="K", type=_positive_int, action="append", required=True
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    try:
+        judgements = load_labels(args.qrels)
+        rankings = run_rankings(read_run(args.run))
+    except (DataError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = score_stage(rankings, judgements, args.cutoffs)
+    if args.json:
+        print(json.dumps({"overall": result["overall"], "counts": result["counts"]}, indent=2))
+    else:
+        print(format_table(result, args.cutoffs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
