@@ -15,22 +15,11 @@ from retrieval_bench.errors import DataError
 def load_native(name: str, corpus_dir: Path, evalset_path: Path) -> Dataset:
     passages_path = corpus_dir / "passages.jsonl"
     lexicon_path = corpus_dir / "lexicon.jsonl"
-    passages = load_passages(passages_path)
     entities = load_lexicon(lexicon_path) if lexicon_path.is_file() else ()
+    passages = load_passages(passages_path, {e.name for e in entities})
     queries = tuple(load_evalset(evalset_path))
     if not queries:
         raise DataError(evalset_path, "the evaluation set is empty: no queries")
-    known = {e.name for e in entities}
-    if known:
-        for number, passage in enumerate(passages, start=1):
-            unknown = set(passage.meta.get("entities") or ()) - known
-            if unknown:
-                raise DataError(
-                    passages_path,
-                    f"passage {passage.id!r} names entities missing "
-                    f"from {lexicon_path.name}: {sorted(unknown)}",
-                    number,
-                )
     paths = [passages_path, evalset_path] + ([lexicon_path] if entities else [])
     return Dataset(
         name=name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from retrieval_bench.data.jsonl import optional_str_list, read_jsonl, require_str
@@ -9,7 +10,8 @@ from retrieval_bench.data.records import Entity, Passage
 from retrieval_bench.errors import DataError
 
 
-def load_passages(path: Path) -> tuple[Passage, ...]:
+def load_passages(path: Path, known_entities: Collection[str] = ()) -> tuple[Passage, ...]:
+    """Passages in file order; with `known_entities`, every meta.entities name must be one."""
     passages: list[Passage] = []
     seen: dict[str, int] = {}
     for line, record in read_jsonl(path):
@@ -33,7 +35,13 @@ def load_passages(path: Path) -> tuple[Passage, ...]:
         if not isinstance(meta, dict):
             raise DataError(path, "field 'meta' must be an object", line)
         if "entities" in meta:
-            optional_str_list(meta, "entities", path, line)
+            unknown = set(optional_str_list(meta, "entities", path, line)) - set(known_entities)
+            if known_entities and unknown:
+                raise DataError(
+                    path,
+                    f"meta.entities names entities missing from the lexicon: {sorted(unknown)}",
+                    line,
+                )
         if "acl" in meta:
             optional_str_list(meta, "acl", path, line)
         doc_id = record.get("doc_id")
