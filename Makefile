@@ -10,7 +10,7 @@ demo: $(VENV)/.installed-base
 	$(PY) -m run
 
 test: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 
 sweep: $(VENV)/.installed-base
