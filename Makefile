@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint sweep clean
+.PHONY: demo test lint sweep monthly clean
 
 demo: $(VENV)/.installed-base
 	$(PY) -m run
@@ -15,6 +15,9 @@ test: $(VENV)/.installed-test
 
 sweep: $(VENV)/.installed-base
 	$(PY) -m run -m retriever=bm25,dense,hybrid
+
+monthly: $(VENV)/.installed-base
+	$(PY) -m run experiment=monthly
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -83,3 +83,76 @@ def test_tokenizer_uses_lexicon_and_normalises() -> None:
     assert "abc" in tokens and "hotel" in tokens
     assert all(t.strip() for t in tokens) and "，" not in tokens
     assert with_lexicon.identity() != plain.identity()
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_sparse_scores_are_bit_identical_to_rank_bm25(seed: int) -> None:
+    """Same weights, same IDFs, same additions in the same order: not just close, equal."""
+    corpus = random_corpus(seed, n_docs=300, vocab=80)
+    reference = BM25Okapi(corpus)
+    sparse = SparseBM25(corpus, BM25Config())
+    assert sparse.average_idf == reference.average_idf
+    rng = random.Random(seed)
+    for _ in range(50):
+        # Repeated tokens count twice, as rank_bm25 iterates the query list.
+        query = [f"w{rng.randint(0, 90)}" for _ in range(rng.randint(1, 10))]
+        query += query[:2]
+        scores, _ = sparse.scores(query)
+        np.testing.assert_array_equal(scores, reference.get_scores(query))
+
+
+def test_negative_average_idf_floor_and_matching() -> None:
+    """Most terms in most passages: the mean IDF is negative, so floored terms score < 0, and
+    passages sharing only such terms are still candidates (matched is not `score > 0`)."""
+    corpus = [["a", "b", "u1"], ["a", "b", "u2"], ["a", "b"], ["a", "c"]]
+    reference = BM25Okapi(corpus)
+    assert reference.average_idf < 0
+    sparse = SparseBM25(corpus, BM25Config())
+    for query in (["a"], ["b", "u1"], ["a", "a", "c"], ["zzz"], []):
+        scores, matched = sparse.scores(query)
+        np.testing.assert_array_equal(scores, reference.get_scores(query))
+        present = {t for t in query if t in reference.idf}
+        expected = [i for i, f in enumerate(reference.doc_freqs) if present & f.keys()]
+        assert matched.tolist() == expected
+    ids = ["p0", "p1", "p2", "p3"]
+    results = {}
+    for impl in ("sparse", "rank_bm25"):
+        retriever = BM25Retriever(ids, corpus, str.split, BM25Config(impl=impl))
+        (ranked,) = retriever.search(["a"], 10, [None])
+        results[impl] = (ranked.indices.tolist(), ranked.scores.tolist())
+    assert results["sparse"] == results["rank_bm25"]
+    assert len(results["sparse"][0]) == 4, "every passage holding 'a' is a candidate"
+
+
+def test_from_term_ids_equals_token_build() -> None:
+    corpus = random_corpus(7, n_docs=120)
+    built = SparseBM25(corpus, BM25Config())
+    vocab = list(built.vocab)
+    ids = np.array([built.vocab[t] for doc in corpus for t in doc], dtype=np.int32)
+    lengths = np.array([len(doc) for doc in corpus])
+    again = SparseBM25.from_term_ids(vocab, ids, lengths, BM25Config())
+    assert (again.matrix != built.matrix).nnz == 0
+    np.testing.assert_array_equal(again.idf, built.idf)
+    assert list(again.vocab) == vocab
+
+
+def test_empty_passages_and_unknown_terms() -> None:
+    corpus = [[], ["a"], ["a", "b"], []]
+    sparse = SparseBM25(corpus, BM25Config())
+    np.testing.assert_array_equal(sparse.scores(["a"])[0], BM25Okapi(corpus).get_scores(["a"]))
+    scores, matched = sparse.scores(["nope"])
+    assert not scores.any() and matched.size == 0
+    assert "nope" not in sparse.vocab, "a query lookup must not grow the vocabulary"
+
+
+def test_aliases_become_the_canonical_entity_token() -> None:
+    from retrieval_bench.data.records import Entity
+
+    entities = [Entity("蜈支洲岛旅游区", ("蜈支洲岛", "蜈支洲")), Entity("Hotel ABC", ("abc",))]
+    tokenizer = Tokenizer.for_entities(TextConfig(), entities)
+    assert "蜈支洲岛旅游区" in tokenizer.tokenize("蜈支洲门票")
+    assert "蜈支洲岛旅游区" in tokenizer.tokenize("去蜈支洲岛")
+    assert "hotel abc" in tokenizer.tokenize("住 ABC")
+    literal = Tokenizer.for_entities(TextConfig(canonical_entities=False), entities)
+    assert "蜈支洲" in literal.tokenize("蜈支洲门票")
+    assert literal.identity() != tokenizer.identity()

@@ -7,11 +7,17 @@ from dataclasses import dataclass, field
 
 from hydra.core.config_store import ConfigStore
 
+from retrieval_bench.benchmark.config import BenchmarkConfig
+from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.encoders.config import EncoderConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.filters import FilterConfig
 from retrieval_bench.pipeline import COMBINERS
 from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config
+from retrieval_bench.retrievers.dense_index import DenseIndexConfig
+from retrieval_bench.router_config import RouterConfig, load_rule_set
+from retrieval_bench.scoring.groups import check_field
+from retrieval_bench.scoring.refusal import RefusalConfig
 from retrieval_bench.text import TextConfig
 
 ARMS = ("bm25", "dense")
@@ -40,15 +46,11 @@ class RetrieverConfig:
 
 
 @dataclass
-class RouterConfig:
-    name: str = "none"
-
-
-@dataclass
 class ScoringConfig:
     # Cut-offs scored besides top_k.
     cutoffs: list[int] = field(default_factory=list)
-    # Metadata fields to break metrics down by, e.g. "meta.city".
+    # Fields to break every metric down by: meta.<field> (of the relevant passages), a query
+    # field (user_role, ...) or query_length (see retrieval_bench.scoring.groups).
     group_by: list[str] = field(default_factory=list)
 
 
@@ -59,12 +61,20 @@ class RunConfig:
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
     bm25: BM25Config = field(default_factory=BM25Config)
+    # Dense index: FAISS factory string (Flat = exact) and its search settings.
+    dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    # Which stage's top score the refusal evaluation thresholds (retrieval_bench.scoring.refusal).
+    refusal: RefusalConfig = field(default_factory=RefusalConfig)
     top_k: int = 6
     # Embedding cache shared by every job (relative paths resolve against the project root).
     cache_dir: str = "outputs/cache"
+    # How a multirun's jobs are compared when it ends (retrieval_bench.compare).
+    compare: CompareConfig = field(default_factory=CompareConfig)
+    # The monthly benchmark job (python -m run experiment=monthly).
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
 
 
 def register_configs() -> None:
@@ -96,6 +106,9 @@ def validate(cfg: RunConfig) -> None:
     _one_of("retriever.combine", cfg.retriever.combine, COMBINERS)
     for i, cutoff in enumerate(cfg.scoring.cutoffs):
         _positive(f"scoring.cutoffs[{i}]", cutoff)
+    for name in cfg.scoring.group_by:
+        check_field(name)
+    cfg.refusal.validate()
     _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)
     if cfg.dataset.format == "beir" and not cfg.dataset.path:
         raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")
@@ -105,3 +118,7 @@ def validate(cfg: RunConfig) -> None:
     if not 0 <= cfg.bm25.b <= 1:
         raise ConfigError("bm25.b", f"must be within [0, 1], got {cfg.bm25.b}")
     cfg.encoder.validate()
+    cfg.dense.validate()
+    cfg.compare.validate()
+    cfg.benchmark.validate()
+    load_rule_set(cfg.router, ARMS)  # router=rules: its rules, routes, strategies and cues

@@ -12,20 +12,27 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.config import RunConfig
+from retrieval_bench.config import ARMS, RunConfig
 from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.filters import PassageFilter
 from retrieval_bench.pipeline import Pipeline, QueryRecord, Strategy
-from retrieval_bench.query_parser import QueryParser
+from retrieval_bench.query_parser import NegationRules, QueryParser
 from retrieval_bench.retrievers.base import Retriever
 from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.retrievers.dense import DenseRetriever
+from retrieval_bench.router import build_router
+from retrieval_bench.router_config import load_rule_set
 from retrieval_bench.scoring.aggregate import score_stage
+from retrieval_bench.scoring.families import ScoringContext, score_families
+from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements, judge
-from retrieval_bench.text import cached_tokenizer
+from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_refusal
+from retrieval_bench.scoring.routing import router_metrics
+from retrieval_bench.text import cached_tokenizer, lexicon_of
+from retrieval_bench.token_cache import tokenize_corpus
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +73,8 @@ class JobResult:
     timings: dict[str, float] = field(default_factory=dict)
     embeddings: dict[str, dict[str, int]] = field(default_factory=dict)
     tokenizer: dict[str, Any] = field(default_factory=dict)
+    # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
+    indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Timer:
@@ -93,17 +102,26 @@ def run_job(cfg: RunConfig) -> JobResult:
             cfg.dataset.split,
         )
         judgements = judge(dataset.queries, {p.id for p in dataset.passages})
+        # Before any retrieval, so a bad group_by field fails fast.
+        groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
     embeddings: dict[str, dict[str, int]] = {}
     texts = [passage_text(p) for p in dataset.passages]
     ids = [p.id for p in dataset.passages]
-    tokenizer = cached_tokenizer(
-        cfg.text, tuple(w for e in dataset.entities for w in (e.name, *e.aliases))
-    )
+    tokenizer = cached_tokenizer(cfg.text, *lexicon_of(dataset.entities))
+    rule_set = load_rule_set(cfg.router, ARMS)
+    # With a router every arm is built: strategies pick among them, and each runs alone as a
+    # baseline for the routed-vs-single comparison.
+    arm_names = list(ARMS) if rule_set else list(cfg.retriever.arms)
     arms: dict[str, Retriever] = {}
-    for arm in cfg.retriever.arms:
+    for arm in arm_names:
         with timer.phase(f"index_{arm}"):
             if arm == "bm25":
-                tokens = [tokenizer.tokenize(t) for t in texts]
+                tokens = tokenize_corpus(
+                    texts,
+                    tokenizer.tokenize,
+                    tokenizer.identity(),
+                    resolve_path(cfg.cache_dir) / "tokens",
+                )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
             else:
                 arms[arm] = _dense_arm(cfg, ids, texts, embeddings)
@@ -111,23 +129,47 @@ def run_job(cfg: RunConfig) -> JobResult:
         name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
     )
     cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
-    parser = QueryParser(cities)
+    parser = QueryParser(
+        cities, dataset.entities, rule_set.negation if rule_set else NegationRules()
+    )
+    route, baselines = build_router(rule_set, strategy, arm_names)
     pipeline = Pipeline(
         dataset.passages,
         arms,
         parse=parser.parse,
         passage_filter=PassageFilter(dataset.passages, cfg.filters),
-        route=lambda query, parsed: (None, strategy),
+        route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
         rrf_k=cfg.retriever.rrf_k,
+        baselines=baselines,
     )
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
     with timer.phase("score"):
-        metrics = score_records(records, judgements, [cfg.top_k, *cfg.scoring.cutoffs])
+        metrics = score_records(
+            records,
+            judgements,
+            [cfg.top_k, *cfg.scoring.cutoffs],
+            ScoringContext.from_dataset(dataset),
+            groups,
+            cfg.refusal,
+        )
+        if rule_set:
+            metrics["router"] = router_metrics(
+                records, rule_set, dataset.passages, metrics, cfg.top_k
+            )
     return JobResult(
-        dataset, judgements, records, metrics, timer.timings, embeddings, tokenizer.identity()
+        dataset,
+        judgements,
+        records,
+        metrics,
+        timer.timings,
+        embeddings,
+        tokenizer.identity(),
+        indexes={
+            name: arm.index_info() for name, arm in arms.items() if hasattr(arm, "index_info")
+        },
     )
 
 
@@ -146,7 +188,7 @@ def _dense_arm(
         counts["cached"] += query_stats.cached
         return query_vectors
 
-    return DenseRetriever(ids, vectors, encode_queries)
+    return DenseRetriever(ids, vectors, encode_queries, cfg.dense, stats.key)
 
 
 def stage_names(records: list[QueryRecord]) -> list[str]:
@@ -159,14 +201,42 @@ def stage_names(records: list[QueryRecord]) -> list[str]:
 
 
 def score_records(
-    records: list[QueryRecord], judgements: Judgements, cutoffs: list[int]
+    records: list[QueryRecord],
+    judgements: Judgements,
+    cutoffs: list[int],
+    context: ScoringContext | None = None,
+    group_by: dict[str, dict[str, str]] | None = None,
+    refusal: RefusalConfig | None = None,
 ) -> dict[str, Any]:
+    """Every stage's doc metrics; with a context also its other metric families
+    (`stage["families"]`, see scoring.families) and, with a refusal config, the job's refusal
+    evaluation (`metrics["refusal"]`)."""
     cutoffs = sorted(set(cutoffs))
     stages = {}
     for name in stage_names(records):
         rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
-        stages[name] = score_stage(rankings, judgements, cutoffs)
-    return {"cutoffs": cutoffs, "stages": stages}
+        stages[name] = score_stage(rankings, judgements, cutoffs, group_by)
+        if context is not None:
+            stages[name]["families"] = score_families(
+                rankings, judgements, context, cutoffs, group_by
+            )
+    result: dict[str, Any] = {"cutoffs": cutoffs, "stages": stages}
+    if context is not None and refusal is not None:
+        stage = choose_stage(refusal.score_stage, [set(r.stages) for r in records])
+        scores = {r.query.query_id: r.stages[stage].scores for r in records if stage in r.stages}
+        result["refusal"] = score_refusal(
+            scores, judgements, context.unreadable(judgements), stage, refusal.thresholds
+        )
+    # Single retrievers run beside a router (see QueryRecord.baselines), scored the same way.
+    baseline_names = dict.fromkeys(name for r in records for name in r.baselines)
+    if baseline_names:
+        result["baselines"] = {
+            name: score_stage(
+                {r.query.query_id: r.baselines[name].ids for r in records}, judgements, cutoffs
+            )
+            for name in baseline_names
+        }
+    return result
 
 
 def package_versions() -> dict[str, str | None]:
@@ -213,9 +283,9 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         },
         "tokenizer": result.tokenizer,
         "embeddings": result.embeddings,
+        "dense_index": result.indexes.get("dense"),
+        "bm25_index": result.indexes.get("bm25"),
         "timings_s": result.timings,
         "packages": package_versions(),
         "git_revision": git_revision(),
     }
-
-

@@ -14,7 +14,9 @@ import numpy as np
 from retrieval_bench.data.records import Passage
 
 
-@dataclass(frozen=True)
+# Not frozen: Hydra makes a frozen structured config read-only, and then an override such as
+# filters.permissions=false could not be applied.
+@dataclass
 class FilterConfig:
     city: bool = True
     permissions: bool = True

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,12 +22,23 @@ class Strategy:
     """How one query is answered: which arms, and how their pools become one list.
 
     `rrf` fuses all pools; `fill` keeps the first arm's pool in order and lets later arms
-    fill the places it leaves empty.
+    fill the places it leaves empty. `exclude` sends the parsed excluded entities to the filter,
+    so no arm ever ranks their passages (a strategy without it ignores exclusions).
     """
 
     name: str
     arms: tuple[str, ...]
     combine: str = "rrf"
+    exclude: bool = False
+
+
+class Routing(NamedTuple):
+    """A router's answer for one query: the route (None without a router), its strategy, and
+    the rule that chose it, recorded so every routing decision can be explained."""
+
+    route: str | None
+    strategy: Strategy
+    rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,10 @@ class QueryRecord:
     parsed: ParsedQuery
     filter: FilterDecision
     stages: dict[str, StageRecord] = field(default_factory=dict)
+    rule: str | None = None
+    # With a router: each single retriever cut to top_k on the same query, filtered as without
+    # a router (no exclusions), so routed and unrouted are compared on identical queries.
+    baselines: dict[str, StageRecord] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,14 +77,16 @@ class QueryRecord:
             "query_type": self.query.query_type,
             "label_status": self.query.label_status,
             "route": self.route,
+            "rule": self.rule,
             "strategy": self.strategy,
             "parsed": self.parsed.to_json(),
             "filter": {"applied": list(self.filter.applied), "allowed": self.filter.allowed},
             "stages": {name: stage.to_json() for name, stage in self.stages.items()},
+            "baselines": {name: stage.to_json() for name, stage in self.baselines.items()},
         }
 
 
-Router = Callable[[EvalQuery, ParsedQuery], tuple[str | None, Strategy]]
+Router = Callable[[EvalQuery, ParsedQuery], Routing]
 
 
 class Pipeline:
@@ -83,6 +100,7 @@ class Pipeline:
         pool_size: int,
         top_k: int,
         rrf_k: int,
+        baselines: Mapping[str, Strategy] | None = None,
     ) -> None:
         self.ids = [p.id for p in passages]
         self.arms = arms
@@ -92,42 +110,82 @@ class Pipeline:
         self.pool_size = pool_size
         self.top_k = top_k
         self.rrf_k = rrf_k
+        self.baselines = dict(baselines or {})
         self.tie_break = TieBreak(self.ids)
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
         parsed = [self.parse(q.query) for q in queries]
         routed = [self.route(q, p) for q, p in zip(queries, parsed, strict=True)]
         decisions = [
-            self.passage_filter.decide(p.cities, q.user_role, p.excluded_entities)
-            for q, p in zip(queries, parsed, strict=True)
-        ]
-        # Each arm ranks, in one batch, every query whose strategy uses it.
-        pools: list[dict[str, Ranked]] = [{} for _ in queries]
-        for arm_name, arm in self.arms.items():
-            members = [i for i, (_, s) in enumerate(routed) if arm_name in s.arms]
-            if not members:
-                continue
-            ranked = arm.search(
-                [queries[i].query for i in members],
-                self.pool_size,
-                [decisions[i].mask for i in members],
+            self.passage_filter.decide(
+                p.cities, q.user_role, p.excluded_entities if r.strategy.exclude else ()
             )
-            for i, result in zip(members, ranked, strict=True):
-                pools[i][arm_name] = result
+            for q, p, r in zip(queries, parsed, routed, strict=True)
+        ]
+        wanted = [set(r.strategy.arms) for r in routed]
+        baseline_arms = {arm for s in self.baselines.values() for arm in s.arms}
+        # Baselines share the routed pools when the routed filter excluded nothing; otherwise
+        # they rank again under the filter a router-less job would have used.
+        plain: dict[int, FilterDecision] = {}
+        for i, (query, parse, decision) in enumerate(zip(queries, parsed, decisions, strict=True)):
+            if not baseline_arms:
+                break
+            if "exclusions" in decision.applied:
+                plain[i] = self.passage_filter.decide(parse.cities, query.user_role, ())
+            else:
+                wanted[i] |= baseline_arms
+        pools = self._search(queries, [d.mask for d in decisions], wanted)
+        plain_pools = dict(
+            zip(
+                plain,
+                self._search(
+                    [queries[i] for i in plain],
+                    [d.mask for d in plain.values()],
+                    [baseline_arms] * len(plain),
+                ),
+                strict=True,
+            )
+        )
         records = []
-        for query, parse, (route, strategy), decision, arm_pools in zip(
-            queries, parsed, routed, decisions, pools, strict=True
+        for i, (query, parse, routing, decision, arm_pools) in enumerate(
+            zip(queries, parsed, routed, decisions, pools, strict=True)
         ):
+            strategy = routing.strategy
             stages = {name: self._stage(arm_pools[name]) for name in strategy.arms}
             combined = self._combine(strategy, [arm_pools[name] for name in strategy.arms])
             if len(strategy.arms) > 1:
                 stages["fused"] = self._stage(combined)
-            final = Ranked(
-                combined.indices[: self.top_k], combined.scores[: self.top_k], self.top_k
-            )
-            stages["final"] = self._stage(final)
-            records.append(QueryRecord(query, route, strategy.name, parse, decision, stages))
+            stages["final"] = self._stage(self._cut(combined))
+            base_pools = plain_pools.get(i, arm_pools)
+            baselines = {
+                name: self._stage(self._cut(self._combine(s, [base_pools[a] for a in s.arms])))
+                for name, s in self.baselines.items()
+            }
+            record = QueryRecord(query, routing.route, strategy.name, parse, decision, stages)
+            records.append(replace(record, rule=routing.rule, baselines=baselines))
         return records
+
+    def _search(
+        self,
+        queries: Sequence[EvalQuery],
+        masks: Sequence[np.ndarray | None],
+        wanted: Sequence[set[str]],
+    ) -> list[dict[str, Ranked]]:
+        """Each arm ranks, in one batch, every query that wants it."""
+        pools: list[dict[str, Ranked]] = [{} for _ in queries]
+        for arm_name, arm in self.arms.items():
+            members = [i for i, arms in enumerate(wanted) if arm_name in arms]
+            if not members:
+                continue
+            ranked = arm.search(
+                [queries[i].query for i in members], self.pool_size, [masks[i] for i in members]
+            )
+            for i, result in zip(members, ranked, strict=True):
+                pools[i][arm_name] = result
+        return pools
+
+    def _cut(self, ranked: Ranked) -> Ranked:
+        return Ranked(ranked.indices[: self.top_k], ranked.scores[: self.top_k], self.top_k)
 
     def _combine(self, strategy: Strategy, pools: list[Ranked]) -> Ranked:
         if len(pools) == 1:

@@ -1,9 +1,50 @@
-"""Deterministic query parsing (no model): what the filters and the router read."""
+"""Deterministic query parsing (no model): what the filters and the router read.
+
+Everything is found by dictionary lookup over the NFKC-normalised, ASCII-lowercased query, so a
+parse costs microseconds and the same query always parses the same way:
+
+- entities: every name and alias of the dataset's lexicon; the longest surface wins where
+  two overlap ("亚龙湾热带天堂森林公园" is the park, not 亚龙湾); an alias maps to its
+  canonical name;
+- cities: the corpus's city names, longest first, no overlaps;
+- negation: cue words from config. A prefix cue ("除了", "不想去") excludes the first entity
+  or city that follows it within `max_gap` characters in the same clause, plus any joined to it
+  by a conjunction ("和", "、"); a suffix cue ("以外") does the same looking backwards.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from retrieval_bench.data.records import Entity
+
+_ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def normalise(text: str) -> str:
+    """The same normalisation the BM25 tokenizer applies, so lexicon and query agree."""
+    return unicodedata.normalize("NFKC", text).translate(_ASCII_UPPER)
+
+
+def query_length(text: str) -> int:
+    """Characters that carry meaning: whitespace and punctuation do not make a query longer."""
+    return sum(
+        1 for ch in text if not ch.isspace() and not unicodedata.category(ch).startswith(("P", "S"))
+    )
+
+
+@dataclass(frozen=True)
+class NegationRules:
+    """Cue words and scope limits of negation (they come from the router config)."""
+
+    prefix_cues: tuple[str, ...] = ()
+    suffix_cues: tuple[str, ...] = ()
+    conjunctions: tuple[str, ...] = ()
+    clause_breaks: tuple[str, ...] = ()
+    max_gap: int = 4
 
 
 @dataclass(frozen=True)
@@ -12,31 +53,152 @@ class ParsedQuery:
     entities: tuple[str, ...] = ()
     excluded_entities: tuple[str, ...] = ()
     negation_cues: tuple[str, ...] = ()
+    # Cities a cue excluded: dropped from `cities` so the city filter never narrows to them.
+    excluded_cities: tuple[str, ...] = ()
+    # (surface as written, canonical entity) for every entity mention, in text order.
+    mentions: tuple[tuple[str, str], ...] = ()
+    length: int = 0
 
-    def to_json(self) -> dict[str, list[str]]:
-        return {key: list(value) for key, value in asdict(self).items()}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cities": list(self.cities),
+            "entities": list(self.entities),
+            "excluded_entities": list(self.excluded_entities),
+            "negation_cues": list(self.negation_cues),
+            "excluded_cities": list(self.excluded_cities),
+            "mentions": [list(m) for m in self.mentions],
+            "length": self.length,
+        }
 
 
+class Span(NamedTuple):
+    start: int
+    end: int
+    surface: str
+    value: str  # canonical entity, city or cue
+
+
+def longest_matches(text: str, table: dict[str, str], max_len: int) -> list[Span]:
+    """Every non-overlapping occurrence of the table's surfaces, longest first, in text order."""
+    found = [
+        Span(i, i + n, text[i : i + n], table[text[i : i + n]])
+        for i in range(len(text))
+        for n in range(1, min(max_len, len(text) - i) + 1)
+        if text[i : i + n] in table
+    ]
+    found.sort(key=lambda s: (-(s.end - s.start), s.start))
+    taken = [False] * len(text)
+    kept: list[Span] = []
+    for span in found:
+        if not any(taken[span.start : span.end]):
+            taken[span.start : span.end] = [True] * (span.end - span.start)
+            kept.append(span)
+    return sorted(kept)
+
+
+def _unique(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+@dataclass
 class QueryParser:
-    """Finds the corpus's cities named in a query (longest name first, no overlaps)."""
+    """Finds entities (with aliases), cities and negation in a query; see the module doc."""
 
-    def __init__(self, cities: Iterable[str]) -> None:
-        self.cities = sorted({c for c in cities if c}, key=lambda c: (-len(c), c))
+    cities: Iterable[str]
+    entities: Sequence[Entity] = ()
+    negation: NegationRules = field(default_factory=NegationRules)
+
+    def __post_init__(self) -> None:
+        self._cities = {normalise(c): c for c in self.cities if c}
+        # An alias claimed by two entities is refused when the lexicon loads, so this is a map.
+        self._entities = {
+            normalise(surface): e.name for e in self.entities for surface in (e.name, *e.aliases)
+        }
+        self._cues = {
+            normalise(c): c for c in (*self.negation.prefix_cues, *self.negation.suffix_cues)
+        }
+        self._prefix = {normalise(c) for c in self.negation.prefix_cues}
+        self._conjunctions = {normalise(c) for c in self.negation.conjunctions}
+        self._breaks = [normalise(b) for b in self.negation.clause_breaks if b]
 
     def find_cities(self, text: str) -> tuple[str, ...]:
-        found: list[str] = []
-        taken = [False] * len(text)
-        for city in self.cities:
-            start = text.find(city)
-            while start != -1:
-                span = range(start, start + len(city))
-                if not any(taken[i] for i in span):
-                    for i in span:
-                        taken[i] = True
-                    if city not in found:
-                        found.append(city)
-                start = text.find(city, start + 1)
-        return tuple(sorted(found, key=text.find))
+        spans = self._spans(normalise(text), self._cities)
+        return _unique(s.value for s in spans)
 
     def parse(self, text: str) -> ParsedQuery:
-        return ParsedQuery(cities=self.find_cities(text))
+        norm = normalise(text)
+        entities = self._spans(norm, self._entities)
+        cities = self._spans(norm, self._cities)
+        # A cue inside an entity's name is part of the name, not a negation.
+        cues = [c for c in self._spans(norm, self._cues) if not _overlaps(c, entities)]
+        # Cities inside an entity name ("三亚湾") are not separate mentions for negation scope.
+        mentions = sorted([*entities, *(c for c in cities if not _overlaps(c, entities))])
+        excluded: list[Span] = []
+        for cue in cues:
+            if cue.surface in self._prefix:
+                excluded += self._scope_after(norm, cue, mentions)
+            else:
+                excluded += self._scope_before(norm, cue, mentions)
+        excluded_ids = {(s.start, s.end) for s in excluded}
+        excluded_entities = _unique(s.value for s in entities if (s.start, s.end) in excluded_ids)
+        excluded_cities = _unique(s.value for s in cities if (s.start, s.end) in excluded_ids)
+        return ParsedQuery(
+            cities=tuple(c for c in _unique(s.value for s in cities) if c not in excluded_cities),
+            entities=_unique(s.value for s in entities),
+            excluded_entities=excluded_entities,
+            negation_cues=_unique(c.value for c in cues),
+            excluded_cities=excluded_cities,
+            mentions=tuple((s.surface, s.value) for s in entities),
+            length=query_length(norm),
+        )
+
+    @staticmethod
+    def _spans(text: str, table: dict[str, str]) -> list[Span]:
+        if not table:
+            return []
+        return longest_matches(text, table, max(map(len, table)))
+
+    def _clause(self, text: str, start: int, end: int) -> tuple[int, int]:
+        """The clause around [start, end): bounded by the nearest clause breaks either side."""
+        left, right = 0, len(text)
+        for brk in self._breaks:
+            before = text.rfind(brk, 0, start)
+            if before != -1:
+                left = max(left, before + len(brk))
+            after = text.find(brk, end)
+            if after != -1:
+                right = min(right, after)
+        return left, right
+
+    def _joined(self, text: str, a: Span, b: Span) -> bool:
+        """Two mentions in a row that a conjunction (or nothing) joins: "日月湾和石梅湾"."""
+        gap = text[a.end : b.start].strip()
+        return gap == "" or gap in self._conjunctions
+
+    def _scope_after(self, text: str, cue: Span, mentions: list[Span]) -> list[Span]:
+        _, clause_end = self._clause(text, cue.start, cue.end)
+        after = [m for m in mentions if m.start >= cue.end and m.end <= clause_end]
+        if not after or after[0].start - cue.end > self.negation.max_gap:
+            return []
+        scope = [after[0]]
+        for nxt in after[1:]:
+            if not self._joined(text, scope[-1], nxt):
+                break
+            scope.append(nxt)
+        return scope
+
+    def _scope_before(self, text: str, cue: Span, mentions: list[Span]) -> list[Span]:
+        clause_start, _ = self._clause(text, cue.start, cue.end)
+        before = [m for m in mentions if m.end <= cue.start and m.start >= clause_start]
+        if not before or cue.start - before[-1].end > self.negation.max_gap:
+            return []
+        scope = [before[-1]]
+        for prev in reversed(before[:-1]):
+            if not self._joined(text, prev, scope[-1]):
+                break
+            scope.append(prev)
+        return scope
+
+
+def _overlaps(span: Span, others: Sequence[Span]) -> bool:
+    return any(span.start < o.end and o.start < span.end for o in others)

@@ -26,6 +26,9 @@ class TextConfig:
     use_lexicon: bool = True
     hmm: bool = True
     drop_punctuation: bool = True
+    # Rewrite an alias token to its entity's canonical name, so "蜈支洲" in a query matches
+    # "蜈支洲岛" in a passage; the lexicon's own words are the only ones rewritten.
+    canonical_entities: bool = True
 
 
 def _is_punctuation(token: str) -> bool:
@@ -39,27 +42,36 @@ class Tokenizer:
     each other through jieba's global dictionary.
     """
 
-    def __init__(self, config: TextConfig, lexicon_words: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        config: TextConfig,
+        lexicon_words: Sequence[str] = (),
+        canonical: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.config = config
         self.lexicon_words = tuple(sorted(set(lexicon_words))) if config.use_lexicon else ()
+        use_canonical = config.use_lexicon and config.canonical_entities
+        self.canonical = dict(sorted(canonical)) if use_canonical else {}
         self._jieba = jieba.Tokenizer()
         for word in self.lexicon_words:
             self._jieba.add_word(word)
 
     @classmethod
     def for_entities(cls, config: TextConfig, entities: Iterable[Entity]) -> Tokenizer:
-        words = [w for e in entities for w in (e.name, *e.aliases)]
-        return cls(config, words)
+        words, canonical = lexicon_of(entities)
+        return cls(config, words, canonical)
 
     def identity(self) -> dict[str, object]:
         """Everything that changes the tokens: enters cache keys and the manifest."""
-        digest = hashlib.sha256(json.dumps(self.lexicon_words, ensure_ascii=False).encode())
+        lexicon = [self.lexicon_words, sorted(self.canonical.items())]
+        digest = hashlib.sha256(json.dumps(lexicon, ensure_ascii=False).encode())
         return {
             "tokenizer": "jieba",
             "jieba_version": getattr(jieba, "__version__", "unknown"),
             "use_lexicon": self.config.use_lexicon,
             "hmm": self.config.hmm,
             "drop_punctuation": self.config.drop_punctuation,
+            "canonical_entities": bool(self.canonical),
             "lexicon_sha256": digest.hexdigest(),
         }
 
@@ -71,11 +83,28 @@ class Tokenizer:
                 continue
             if self.config.drop_punctuation and _is_punctuation(token):
                 continue
-            tokens.append(token.translate(_ASCII_UPPER))
+            token = token.translate(_ASCII_UPPER)
+            tokens.append(self.canonical.get(token, token))
         return tokens
 
 
+def lexicon_of(entities: Iterable[Entity]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The jieba user words of a lexicon, and each lower-cased alias's canonical name."""
+    words: list[str] = []
+    canonical: list[tuple[str, str]] = []
+    for entity in entities:
+        for surface in (entity.name, *entity.aliases):
+            words.append(surface)
+            key = surface.translate(_ASCII_UPPER)
+            canonical.append((key, entity.name.translate(_ASCII_UPPER)))
+    return tuple(words), tuple(canonical)
+
+
 @lru_cache(maxsize=8)
-def cached_tokenizer(config: TextConfig, lexicon_words: tuple[str, ...]) -> Tokenizer:
+def cached_tokenizer(
+    config: TextConfig,
+    lexicon_words: tuple[str, ...],
+    canonical: tuple[tuple[str, str], ...] = (),
+) -> Tokenizer:
     """One tokenizer per process and lexicon: a multirun reuses it across jobs."""
-    return Tokenizer(config, lexicon_words)
+    return Tokenizer(config, lexicon_words, canonical)

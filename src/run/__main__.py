@@ -24,6 +24,10 @@ def main(dict_cfg: DictConfig) -> float | None:
     cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
     try:
         validate(cfg)
+        if cfg.benchmark.enabled:  # python -m run experiment=monthly: the benchmark driver
+            from retrieval_bench.benchmark.driver import run_from_hydra
+
+            sys.exit(run_from_hydra(cfg))
         result = run_job(cfg)
         job_dir = write_job(
             HydraConfig.get().runtime.output_dir,

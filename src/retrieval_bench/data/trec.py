@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from retrieval_bench.errors import DataError
+from retrieval_bench.io import atomic_write_text
 
 Run = dict[str, list[tuple[str, float]]]
 Qrels = dict[str, dict[str, int]]
@@ -42,22 +41,6 @@ def _check_token(value: str, what: str) -> str:
     if not isinstance(value, str) or not value or _WHITESPACE.search(value):
         raise ValueError(f"{what} {value!r} cannot be written to a TREC file (empty or spaces)")
     return value
-
-
-def _atomic_write(path: str | os.PathLike[str], text: str) -> None:
-    """Write via a temp file and os.replace, so a reader never sees a half-written file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_run(
@@ -89,7 +72,7 @@ def write_run(
             f"{qid} Q0 {doc} {rank} {score!r} {tag}\n"
             for rank, (doc, score) in enumerate(ordered, start=1)
         )
-    _atomic_write(path, "".join(lines))
+    atomic_write_text(path, "".join(lines))
 
 
 def write_qrels(path: str | os.PathLike[str], qrels: Mapping[str, Mapping[str, int]]) -> None:
@@ -102,7 +85,7 @@ def write_qrels(path: str | os.PathLike[str], qrels: Mapping[str, Mapping[str, i
             if isinstance(grade, bool) or not isinstance(grade, int):
                 raise ValueError(f"query {qid!r}: grade of {doc!r} must be an int, got {grade!r}")
             lines.append(f"{qid} 0 {_check_token(doc, 'docid')} {grade}\n")
-    _atomic_write(path, "".join(lines))
+    atomic_write_text(path, "".join(lines))
 
 
 def _lines(path: str | os.PathLike[str]) -> Iterable[tuple[int, list[str]]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval_bench.experiment import JobResult
+from retrieval_bench.reports.families import console_lines
+from retrieval_bench.reports.router import router_summary
 from retrieval_bench.reports.tables import core_columns, exclusions_line, per_type_rows, text_table
 
 
@@ -18,7 +20,11 @@ def job_summary(result: JobResult, k: int, job_dir: Path) -> str:
         if embedded
         else ""
     )
+    router = result.metrics.get("router")
     return (
         f"\n{result.dataset.name}: final stage (top {k}), macro means per query type\n"
-        f"{table}\n{exclusions_line(stage)}{cache}\noutputs: {job_dir}\n"
+        f"{table}\n{exclusions_line(stage)}{cache}\n"
+        + console_lines(result.metrics, k)
+        + (router_summary(router, k) if router else "")
+        + f"outputs: {job_dir}\n"
     )

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from retrieval_bench.experiment import JobResult
+from retrieval_bench.reports.families import (
+    evidence_section,
+    family_tables,
+    group_by_section,
+    headline_section,
+    refusal_section,
+)
+from retrieval_bench.reports.router import router_section
 from retrieval_bench.reports.tables import (
     core_columns,
     exclusions_line,
@@ -13,11 +22,14 @@ from retrieval_bench.reports.tables import (
 )
 
 
-def job_report(result: JobResult, config: dict[str, Any]) -> str:
+def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] = ()) -> str:
+    """The report; `plots` are the figures written beside it (paths relative to the job)."""
     cutoffs = result.metrics["cutoffs"]
     retriever = config.get("retriever", {})
+    router = config.get("router", {}).get("name", "none")
+    system = retriever.get("name") if router == "none" else f"router={router}"
     lines = [
-        f"# {result.dataset.name}: {retriever.get('name')} (top_k {config.get('top_k')})",
+        f"# {result.dataset.name}: {system} (top_k {config.get('top_k')})",
         "",
         f"{len(result.dataset.passages)} passages, {len(result.dataset.queries)} queries. "
         "Metrics are macro means over scored queries unless named `pooled` "
@@ -25,6 +37,13 @@ def job_report(result: JobResult, config: dict[str, Any]) -> str:
         "reach at that depth. Per-query values: `rankings.jsonl`, `metrics.json`.",
         "",
     ]
+    if "router" in result.metrics:
+        lines += router_section(result.metrics["router"], int(config.get("top_k", cutoffs[0])))
+    top_k = int(config.get("top_k", cutoffs[0]))
+    lines += headline_section(result.metrics, top_k, plots)
+    lines += refusal_section(result.metrics.get("refusal"), plots)
+    lines += evidence_section(result.metrics, plots)
+    lines += group_by_section(result.metrics, top_k)
     for name, stage in result.metrics["stages"].items():
         lines += [f"## Stage `{name}`", "", exclusions_line(stage), ""]
         for k in cutoffs:
@@ -35,6 +54,7 @@ def job_report(result: JobResult, config: dict[str, Any]) -> str:
                 markdown_table(["type", "n", *columns], per_type_rows(stage, columns)),
                 "",
             ]
+        lines += family_tables(stage, cutoffs)
     lines += [
         "## Timings (s)",
         "",

@@ -48,6 +48,17 @@ class TieBreak:
         self, candidates: np.ndarray, scores: np.ndarray, k: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """The best k of `candidates` (indices) given their `scores`, in the canonical order."""
+        if k > 0 and len(candidates) > max(8 * k, 4096):
+            # Exact pre-filter for long candidate lists (BM25 matches most of a corpus): the
+            # k-th largest of 8k block maxima is k distinct scores, so at least k candidates
+            # score >= it and every member of the top k (ties included) survives the cut.
+            block = len(scores) // (8 * k)
+            maxima = scores[: 8 * k * block].reshape(8 * k, block).max(axis=1)
+            if len(scores) > 8 * k * block:
+                maxima = np.append(maxima, scores[8 * k * block :].max())
+            floor = np.partition(maxima, len(maxima) - k)[len(maxima) - k]
+            keep = scores >= floor
+            candidates, scores = candidates[keep], scores[keep]
         if len(candidates) > k:
             # Keep everything tied with the k-th best so the tie-break decides who stays.
             kth = np.partition(-scores, k - 1)[k - 1]

@@ -10,19 +10,21 @@ itself.
 from __future__ import annotations
 
 import math
-from collections import Counter
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import sparse
 
 from retrieval_bench.retrievers.base import Ranked, TieBreak
+from retrieval_bench.token_cache import TokenizedCorpus
 
 BM25_IMPLS = ("sparse", "rank_bm25")
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: Hydra overrides (bm25.k1=1.2) must be able to set it
 class BM25Config:
     k1: float = 1.5
     b: float = 0.75
@@ -31,49 +33,95 @@ class BM25Config:
 
 
 class SparseBM25:
-    """Exact BM25Okapi over a term x passage CSR matrix of saturated, length-normalised tf."""
+    """Exact BM25Okapi over a term x passage CSR matrix of idf x saturated, normalised tf.
+
+    Bit-for-bit rank_bm25: each stored weight is computed with rank_bm25's expression and
+    operation order, IDFs with `math.log` in rank_bm25's vocabulary order (the epsilon floor
+    uses the same sequential mean), and a query's per-term contributions are added per passage
+    in query-token order starting from 0.0, as `get_scores` adds them.
+    """
 
     def __init__(self, corpus_tokens: Sequence[Sequence[str]], config: BM25Config) -> None:
+        # One C-level pass numbers the terms by first occurrence: rank_bm25's vocabulary order,
+        # which fixes the order it sums IDFs in for the epsilon floor.
+        corpus = TokenizedCorpus.from_tokens(corpus_tokens)
+        vocab = dict(zip(corpus.vocab, range(len(corpus.vocab)), strict=True))
+        term_ids, lengths = corpus.ids, corpus.lengths
+        self._build(vocab, term_ids, lengths, config)
+
+    @classmethod
+    def from_term_ids(
+        cls,
+        vocab: Sequence[str],
+        term_ids: np.ndarray,
+        lengths: np.ndarray,
+        config: BM25Config,
+    ) -> SparseBM25:
+        """Index a corpus already mapped to term ids (`vocab[i]` in first-occurrence order,
+        passage j's ids are the next `lengths[j]` of `term_ids`), e.g. from a token cache."""
+        self = cls.__new__(cls)
+        self._build(dict(zip(vocab, range(len(vocab)), strict=True)), term_ids, lengths, config)
+        return self
+
+    def _build(
+        self, vocab: dict[str, int], term_ids: np.ndarray, lengths: np.ndarray, config: BM25Config
+    ) -> None:
         self.config = config
-        vocab: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        tfs: list[int] = []
-        doc_len = np.zeros(len(corpus_tokens), dtype=np.float64)
-        for doc, tokens in enumerate(corpus_tokens):
-            doc_len[doc] = len(tokens)
-            for term, tf in Counter(tokens).items():
-                rows.append(vocab.setdefault(term, len(vocab)))
-                cols.append(doc)
-                tfs.append(tf)
         self.vocab = vocab
-        n_docs = len(corpus_tokens)
-        avgdl = float(doc_len.sum()) / n_docs
-        tf = np.asarray(tfs, dtype=np.float64)
-        col = np.asarray(cols, dtype=np.int64)
-        k1, b = config.k1, config.b
-        weight = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len[col] / avgdl))
-        self.matrix = sparse.csr_matrix(
-            (weight, (np.asarray(rows, dtype=np.int64), col)), shape=(len(vocab), n_docs)
+        n_docs = len(lengths)
+        if n_docs == 0:
+            raise ValueError("BM25 needs at least one passage")
+        doc_ids = np.repeat(np.arange(n_docs, dtype=np.int32), lengths)
+        # (term, passage) pairs -> CSR; duplicate pairs sum into the term frequency.
+        tf_matrix = sparse.csr_matrix(
+            (np.ones(len(term_ids)), (term_ids, doc_ids)), shape=(len(vocab), n_docs)
         )
-        df = np.diff(self.matrix.indptr).astype(np.float64)
-        idf = np.array([math.log(n_docs - f + 0.5) - math.log(f + 0.5) for f in df])
-        # rank_bm25 sums IDFs in insertion order; math.fsum keeps the mean exact either way.
-        average_idf = math.fsum(idf) / len(idf) if len(idf) else 0.0
+        tf_matrix.sum_duplicates()
+        tf_matrix.sort_indices()
+        doc_len = lengths.astype(np.float64)
+        avgdl = int(lengths.sum()) / n_docs
+        k1, b = config.k1, config.b
+        tf = tf_matrix.data
+        # rank_bm25's expression, term for term, so every weight is the same double.
+        weight = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len[tf_matrix.indices] / avgdl))
+        df = np.diff(tf_matrix.indptr)
+        # math.log (not np.log, whose SIMD kernels may round differently) on each distinct df.
+        distinct, inverse = np.unique(df, return_inverse=True)
+        logs = [math.log(n_docs - f + 0.5) - math.log(f + 0.5) for f in distinct.tolist()]
+        idf = np.asarray(logs, dtype=np.float64)[inverse]
+        # rank_bm25 sums the IDFs one by one in vocabulary order; cumsum does the same.
+        average_idf = float(np.cumsum(idf)[-1]) / len(idf) if len(idf) else 0.0
         idf[idf < 0] = config.epsilon * average_idf
         self.idf = idf
+        self.average_idf = average_idf
+        # Each stored value is idf * weight: the very product rank_bm25 forms per query term,
+        # so a query only gathers and adds.
+        tf_matrix.data = np.repeat(idf, df) * weight
+        self.matrix = tf_matrix
+        self.n_docs = n_docs
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(scores over all passages, indices of passages sharing at least one query term)."""
-        counts = Counter(t for t in query_tokens if t in self.vocab)
-        n_docs = self.matrix.shape[1]
-        if not counts:
-            return np.zeros(n_docs), np.empty(0, dtype=np.int64)
-        term_ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64)
-        weights = self.idf[term_ids] * np.fromiter(counts.values(), dtype=np.float64)
-        rows = self.matrix[term_ids]
-        scores = np.asarray(rows.T @ weights).ravel()
-        matched = np.unique(rows.indices).astype(np.int64)
+        vocab = self.vocab
+        # A token repeated in the query counts twice, as rank_bm25 iterates the query list.
+        rows = [vocab[t] for t in query_tokens if t in vocab]
+        if not rows:
+            return np.zeros(self.n_docs), np.empty(0, dtype=np.int64)
+        indptr, indices, data = self.matrix.indptr, self.matrix.indices, self.matrix.data
+        if len(rows) == 1:
+            start, end = indptr[rows[0]], indptr[rows[0] + 1]
+            docs, contributions = indices[start:end], data[start:end]
+        else:
+            docs = np.concatenate([indices[indptr[r] : indptr[r + 1]] for r in rows])
+            contributions = np.concatenate([data[indptr[r] : indptr[r + 1]] for r in rows])
+        # bincount adds each passage's contributions in array order, i.e. query-token order,
+        # from 0.0: the same additions, in the same order, as rank_bm25's `score +=`.
+        scores = np.bincount(docs, weights=contributions, minlength=self.n_docs)
+        if (self.idf[rows] > 0).all():
+            # Every contribution is > 0, so a passage is matched iff its score is > 0.
+            matched = np.flatnonzero(scores > 0)
+        else:
+            matched = np.flatnonzero(np.bincount(docs, minlength=self.n_docs))
         return scores, matched
 
 
@@ -103,14 +151,47 @@ class BM25Retriever:
     def __init__(
         self,
         passage_ids: Sequence[str],
-        corpus_tokens: Sequence[Sequence[str]],
+        corpus_tokens: Sequence[Sequence[str]] | TokenizedCorpus,
         tokenize: Callable[[str], list[str]],
         config: BM25Config,
     ) -> None:
-        impl = SparseBM25 if config.impl == "sparse" else ReferenceBM25
-        self.scorer = impl(corpus_tokens, config)
+        start = time.perf_counter()
+        self.tokens_cached: bool | None = None
+        if isinstance(corpus_tokens, TokenizedCorpus):
+            self.tokens_cached = corpus_tokens.cached
+            if config.impl == "sparse":
+                self.scorer: SparseBM25 | ReferenceBM25 = SparseBM25.from_term_ids(
+                    corpus_tokens.vocab, corpus_tokens.ids, corpus_tokens.lengths, config
+                )
+            else:
+                self.scorer = ReferenceBM25(corpus_tokens.token_lists(), config)
+        else:
+            impl = SparseBM25 if config.impl == "sparse" else ReferenceBM25
+            self.scorer = impl(corpus_tokens, config)
+        self.build_s = time.perf_counter() - start
+        self.config = config
         self.tokenize = tokenize
         self.tie_break = TieBreak(passage_ids)
+
+    def index_info(self) -> dict[str, Any]:
+        """For the manifest: which implementation, how big, how long it took to build."""
+        info: dict[str, Any] = {
+            "impl": self.config.impl,
+            "passages": len(self.tie_break.id_order),
+            "vocabulary": len(self.scorer.vocab),
+            "build_s": round(self.build_s, 4),
+            "tokens_from_cache": self.tokens_cached,
+        }
+        if isinstance(self.scorer, SparseBM25):
+            matrix = self.scorer.matrix
+            info["postings"] = int(matrix.nnz)
+            info["bytes"] = int(
+                matrix.data.nbytes
+                + matrix.indices.nbytes
+                + matrix.indptr.nbytes
+                + self.scorer.idf.nbytes
+            )
+        return info
 
     def search(
         self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]

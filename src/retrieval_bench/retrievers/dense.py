@@ -1,17 +1,22 @@
-"""The dense arm: cosine similarity over L2-normalised vectors in a FAISS IndexFlatIP.
+"""The dense arm: cosine similarity over L2-normalised vectors in a FAISS index.
 
-Filters go into FAISS as an id selector, so the pool is ranked among allowed passages only
-(never over-fetched and dropped).
+The index is exact `Flat` (IndexFlatIP) unless `dense.index` names another FAISS factory string
+(see dense_index.py); an approximate index also keeps an exact Flat index when
+`dense.recall_vs_exact` is on, and `index_info()` reports recall@k of the approximate pools
+against the exact ones. Filters go into FAISS as an id selector, so the pool is ranked among
+allowed passages only (never over-fetched and dropped).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import faiss
 import numpy as np
 
 from retrieval_bench.retrievers.base import Ranked, TieBreak
+from retrieval_bench.retrievers.dense_index import DenseIndexConfig, FaissIndex, build_index
 
 
 class DenseRetriever:
@@ -22,10 +27,17 @@ class DenseRetriever:
         passage_ids: Sequence[str],
         passage_vectors: np.ndarray,
         encode_queries: Callable[[list[str]], np.ndarray],
+        config: DenseIndexConfig | None = None,
+        vectors_key: str | None = None,
     ) -> None:
+        config = config or DenseIndexConfig()
         vectors = np.ascontiguousarray(passage_vectors, dtype=np.float32)
-        self.index = faiss.IndexFlatIP(vectors.shape[1])
-        self.index.add(vectors)
+        self.index = build_index(vectors, config, vectors_key)
+        self.exact_index: FaissIndex | None = None
+        if not self.index.exact and config.recall_vs_exact:
+            self.exact_index = build_index(vectors, DenseIndexConfig(), vectors_key)
+        # recall_vs_exact@k: k -> [sum over queries of |approx & exact| / |exact|, queries]
+        self._recall: dict[int, list[float]] = {}
         self.encode_queries = encode_queries
         self.tie_break = TieBreak(passage_ids)
         self.n_passages = len(passage_ids)
@@ -43,23 +55,42 @@ class DenseRetriever:
             groups.setdefault(key, []).append(qi)
             masks[key] = mask
         for key, members in groups.items():
-            for qi, ranked in zip(
-                members, self._search_group(vectors[members], k, masks[key]), strict=True
-            ):
+            group = self._search_group(self.index, vectors[members], k, masks[key])
+            for qi, ranked in zip(members, group, strict=True):
                 results[qi] = ranked
+            if self.exact_index is not None:
+                exact = self._search_group(self.exact_index, vectors[members], k, masks[key])
+                self._add_recall(k, group, exact)
         return [r for r in results if r is not None]
 
-    def _search_group(self, vectors: np.ndarray, k: int, mask: np.ndarray | None) -> list[Ranked]:
+    def _add_recall(self, k: int, approx: list[Ranked], exact: list[Ranked]) -> None:
+        total = self._recall.setdefault(k, [0.0, 0])
+        for a, e in zip(approx, exact, strict=True):
+            if len(e.indices):
+                total[0] += len(np.intersect1d(a.indices, e.indices)) / len(e.indices)
+                total[1] += 1
+
+    def index_info(self) -> dict[str, Any]:
+        """For the manifest: the index, and recall@k of its pools against exact Flat ones."""
+        info = self.index.describe()
+        for k, (found, n) in sorted(self._recall.items()):
+            info[f"recall_vs_exact@{k}"] = found / n if n else None
+            info["recall_queries"] = n
+        return info
+
+    def _search_group(
+        self, index: FaissIndex, vectors: np.ndarray, k: int, mask: np.ndarray | None
+    ) -> list[Ranked]:
         n_allowed = self.n_passages if mask is None else int(mask.sum())
-        params = None
+        selector = None
         if mask is not None:
+            index.check_filterable()
             selector = faiss.IDSelectorBatch(np.flatnonzero(mask).astype(np.int64))
-            params = faiss.SearchParameters(sel=selector)
         out = []
         # Fetch one extra: a tie at the cut must be broken by id, as everywhere else, so the
         # fetch grows until the last fetched score falls below the k-th (or nothing is left).
         fetch = min(k + 1, n_allowed)
-        scores, indices = self._raw_search(vectors, fetch, params)
+        scores, indices = self._raw_search(index, vectors, fetch, selector)
         for row, vector in enumerate(vectors):
             sc, idx = scores[row], indices[row]
             row_fetch = fetch
@@ -70,18 +101,24 @@ class DenseRetriever:
                 and sc[-1] == sc[k - 1]
             ):
                 row_fetch = min(2 * row_fetch, n_allowed)
-                sc, idx = (a[0] for a in self._raw_search(vector[None, :], row_fetch, params))
+                sc, idx = (
+                    a[0] for a in self._raw_search(index, vector[None, :], row_fetch, selector)
+                )
             top_idx, top_sc = self.tie_break.top(idx, sc, k)
             out.append(Ranked(indices=top_idx, scores=top_sc, requested=k))
         return out
 
     def _raw_search(
-        self, vectors: np.ndarray, fetch: int, params: faiss.SearchParameters | None
+        self,
+        index: FaissIndex,
+        vectors: np.ndarray,
+        fetch: int,
+        selector: faiss.IDSelector | None,
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         if fetch == 0:
             empty = [np.empty(0, np.float64)] * len(vectors), [np.empty(0, np.int64)] * len(vectors)
             return empty
-        scores, indices = self.index.search(vectors, fetch, params=params)
+        scores, indices = index.search(vectors, fetch, index.params(fetch, selector))
         valid = indices >= 0
         return (
             [s[v].astype(np.float64) for s, v in zip(scores, valid, strict=True)],

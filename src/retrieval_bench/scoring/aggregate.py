@@ -26,7 +26,11 @@ mapping fall in the group "(missing)". Groups are listed in sorted order.
 
 Macro metrics (`recall@K`, `hit@K`, ...) are means of the per-query values; `recall_pooled@K`
 is sum(hits@K) / sum(n_relevant) over the group, both in `per_query`. So every aggregate can be
-recomputed from `per_query`.
+recomputed from `per_query`. A pooled ratio whose denominator sums to 0 is None.
+
+`summarise` builds this layout from any per-query columns; every other metric family (readable
+recall, leak, entities, evidence: see `scoring.families`) goes through it, so each family's
+result in `metrics.json` has exactly this shape, with its own scored and excluded counts.
 
 A scorable query absent from `rankings` is excluded as "not_in_run" (TREC run files cannot hold
 an empty ranking, and trec_eval skips such queries too). A query present with an empty ranking is
@@ -63,11 +67,12 @@ _REPORTED = (
 
 def metric_names(cutoffs: Sequence[int]) -> list[str]:
     """The metric keys of a group dict, in report order (excludes "n" and "undefined")."""
-    ks = _check_cutoffs(cutoffs)
+    ks = check_cutoffs(cutoffs)
     return [f"{name}@{k}" for name in _REPORTED for k in ks]
 
 
-def _check_cutoffs(cutoffs: Sequence[int]) -> list[int]:
+def check_cutoffs(cutoffs: Sequence[int]) -> list[int]:
+    """The distinct cut-offs, ascending; ValueError unless each is a positive integer."""
     ks = sorted(set(cutoffs))
     if not ks:
         raise ValueError("at least one cut-off is needed")
@@ -100,7 +105,7 @@ def per_query_columns(
     """Every per-query number as a column over the batch: `n_relevant`, then for each K
     `hits@K` and each metric `name@K`. The vectorised core of `score_stage` (and what a
     benchmark should time against pytrec_eval): no per-query dicts are built."""
-    ks = _check_cutoffs(cutoffs)
+    ks = check_cutoffs(cutoffs)
     rg_max = build_ranked_grades(rankings, qrels, max(ks), query_ids)
     columns: dict[str, np.ndarray] = {"n_relevant": rg_max.n_relevant}
     for k in ks:
@@ -118,7 +123,7 @@ def score_stage(
     group_by: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Score one stage's ranked ids against the judgements at every cut-off (layout above)."""
-    ks = _check_cutoffs(cutoffs)
+    ks = check_cutoffs(cutoffs)
     if group_by and "type" in group_by:
         raise ValueError('group_by field "type" would overwrite by_type; name it differently')
     qrels = judgements.qrels
@@ -137,7 +142,43 @@ def score_stage(
             raise TypeError(f"ranking for query {qid!r} is a string, not a sequence of ids")
     columns = per_query_columns(ranked, [qrels[q] for q in scored], ks, scored)
 
-    names = metric_names(ks)
+    pooled = {f"recall_pooled@{k}": (f"hits@{k}", "n_relevant") for k in ks}
+    return summarise(
+        columns,
+        scored,
+        types,
+        excluded,
+        metric_names(ks),
+        pooled=pooled,
+        group_by=group_by,
+        not_in_labels=sum(1 for qid in rankings if qid not in types),
+    )
+
+
+def summarise(
+    columns: Mapping[str, np.ndarray],
+    scored: Sequence[str],
+    types: Mapping[str, str],
+    excluded: Mapping[str, str],
+    names: Sequence[str],
+    pooled: Mapping[str, tuple[str, str]] | None = None,
+    group_by: Mapping[str, Mapping[str, str]] | None = None,
+    not_in_labels: int | None = None,
+) -> dict[str, Any]:
+    """The layout above for any per-query columns (`columns[c][i]` belongs to `scored[i]`).
+
+    Every metric family (doc, readable, leak, entities, evidence) goes through here, so they
+    all share one layout and one set of rules. `names` are macro means of the column of that
+    name; `pooled` maps a metric name to (numerator column, denominator column) summed over the
+    group (None when the denominator sums to 0). `types` should cover the whole evaluation set
+    so that per-type exclusion counts are complete.
+    """
+    if group_by and "type" in group_by:
+        raise ValueError('group_by field "type" would overwrite by_type; name it differently')
+    types = dict(types)
+    for qid in (*scored, *excluded):
+        types.setdefault(qid, UNKNOWN_TYPE)
+    pooled = dict(pooled or {})
     excluded_counts = _count(excluded.values())
     result: dict[str, Any] = {
         "overall": _aggregate(
@@ -146,13 +187,12 @@ def score_stage(
             columns,
             names,
             {"all": excluded_counts},
+            pooled,
         )["all"]
     }
-    counts: dict[str, Any] = {
-        "scored": len(scored),
-        "excluded": excluded_counts,
-        "not_in_labels": sum(1 for qid in rankings if qid not in types),
-    }
+    counts: dict[str, Any] = {"scored": len(scored), "excluded": excluded_counts}
+    if not_in_labels is not None:
+        counts["not_in_labels"] = not_in_labels
     fields: dict[str, Mapping[str, str]] = {"type": types, **(group_by or {})}
     for field, mapping in fields.items():
         value_of = {qid: str(mapping.get(qid, MISSING_GROUP)) for qid in types}
@@ -165,12 +205,12 @@ def score_stage(
             excl_by_group[value_of[qid]][reason] += 1
         group_excl = {g: dict(sorted(c.items())) for g, c in excl_by_group.items()}
         sizes = {g: scored_n[index[g]] for g in groups}
-        result[f"by_{field}"] = _aggregate(sizes, codes, columns, names, group_excl)
+        result[f"by_{field}"] = _aggregate(sizes, codes, columns, names, group_excl, pooled)
         counts[f"by_{field}"] = {g: {"scored": sizes[g], "excluded": group_excl[g]} for g in groups}
 
     result["counts"] = counts
     result["per_query"] = _per_query(scored, types, columns)
-    result["excluded_queries"] = excluded
+    result["excluded_queries"] = dict(excluded)
     return result
 
 
@@ -191,23 +231,26 @@ def _aggregate(
     columns: Mapping[str, np.ndarray],
     names: Sequence[str],
     excluded: Mapping[str, Mapping[str, int]],
+    pooled: Mapping[str, tuple[str, str]],
 ) -> dict[str, dict[str, Any]]:
-    """Group means (macro) and pooled recall for every group at once, via bincount."""
+    """Group means (macro) and pooled ratios for every group at once, via bincount."""
     groups = list(sizes)
     n_groups = len(groups)
     n = np.bincount(codes, minlength=n_groups).astype(np.float64)
     safe_n = np.where(n > 0, n, 1.0)
-    relevant = np.bincount(codes, weights=columns["n_relevant"], minlength=n_groups)
-    safe_relevant = np.where(relevant > 0, relevant, 1.0)
-    means: dict[str, list[float]] = {}
+    means: dict[str, list[float | None]] = {}
     for name in names:
-        metric, k = name.rsplit("@", 1)
-        if metric == "recall_pooled":
-            found = np.bincount(codes, weights=columns[f"hits@{k}"], minlength=n_groups)
-            means[name] = (found / safe_relevant).tolist()
+        if name in pooled:
+            top, bottom = pooled[name]
+            found = np.bincount(codes, weights=columns[top], minlength=n_groups)
+            total = np.bincount(codes, weights=columns[bottom], minlength=n_groups)
+            ratio = np.full(n_groups, np.nan)
+            np.divide(found, total, out=ratio, where=total > 0)
         else:
             sums = np.bincount(codes, weights=columns[name], minlength=n_groups)
-            means[name] = (sums / safe_n).tolist()
+            ratio = sums / safe_n
+        # NaN (a pooled ratio over nothing) becomes None: undefined, never 0.
+        means[name] = [None if np.isnan(v) else v for v in ratio.tolist()]
     out: dict[str, dict[str, Any]] = {}
     for i, group in enumerate(groups):
         entry: dict[str, Any] = {"n": sizes[group]}
@@ -226,8 +269,8 @@ def _per_query(
     """One record per scored query, built from whole columns (tolist), not value by value."""
     keys = ["query_type", *columns]
     values = [[types[q] for q in scored]]
-    for name, column in columns.items():
-        integer = name == "n_relevant" or name.startswith("hits@")
+    for column in columns.values():
+        integer = column.dtype.kind in "iub"  # counts stay integers, rates stay floats
         values.append(column.astype(np.int64 if integer else np.float64).tolist())
     records = map(dict, map(zip, repeat(keys), zip(*values, strict=True)))
     return dict(zip(scored, records, strict=True))

@@ -1,0 +1,284 @@
+"""Build the comparison of a set of finished jobs and write it next to them.
+
+Per dataset (jobs on different datasets are never compared with each other):
+
+* verdict table: for each query type (and `all`) and each metric, each configuration's mean
+  with its verdict (`scoring.comparison.verdict_cell`), and the best configuration per type;
+* ablation: when a baseline is named (`compare.baseline`), or the jobs vary anything besides the
+  retriever, each setting's difference from the baseline, per type, with significance;
+* bad cases (`compare.drilldown`).
+
+Files: `comparison.json`, `comparison.md`, `badcases.json`, `badcases.md` in the output folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.compare.config import CompareConfig
+from retrieval_bench.compare.drilldown import drilldown
+from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
+from retrieval_bench.compare.jobs import (
+    FinishedJob,
+    JobFolderError,
+    Snapshot,
+    assign_labels,
+    canonical,
+    group_by_dataset,
+    load_jobs,
+)
+from retrieval_bench.errors import BenchError
+from retrieval_bench.io import atomic_write_json, atomic_write_text
+from retrieval_bench.scoring.comparison import ALL, delta_cells, ordered_types, verdict_cell
+from retrieval_bench.scoring.significance import SignificanceSettings
+
+
+def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
+    return SignificanceSettings(
+        alpha=cfg.alpha, n_resamples=cfg.n_resamples, confidence=cfg.confidence, seed=cfg.seed
+    )
+
+
+def values_by_type(
+    job: FinishedJob, stage: str, spec: str, types: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """type -> {query id: value}; `all` holds every scored query."""
+    values = job.per_query(stage, spec)
+    qtypes = job.query_types(stage)
+    out: dict[str, dict[str, float]] = {t: {} for t in types}
+    for qid, value in values.items():
+        t = qtypes.get(qid, "unknown")
+        out.setdefault(t, {})[qid] = value
+        out[ALL][qid] = value
+    return out
+
+
+def _metric_heading(jobs: Sequence[FinishedJob], spec: str) -> str:
+    names = sorted({j.resolve_metric(spec) for j in jobs})
+    if len(names) == 1:
+        return names[0]
+    ks = sorted({j.top_k for j in jobs})
+    return f"{spec} (K = each job's top_k: {', '.join(map(str, ks))})"
+
+
+def _types(jobs: Sequence[FinishedJob], stage: str) -> list[str]:
+    found: set[str] = set()
+    for job in jobs:
+        found.update((job.stage(stage).get("by_type") or {}).keys())
+        found.update(job.query_types(stage).values())
+    return ordered_types(list(found))
+
+
+def _scored_counts(jobs: Sequence[FinishedJob], stage: str) -> dict[str, dict[str, Any]]:
+    """Per type, what the first job's counts say (labels are shared by the jobs of a dataset)."""
+    counts = jobs[0].stage(stage).get("counts") or {}
+    out = {t: dict(v) for t, v in (counts.get("by_type") or {}).items()}
+    out[ALL] = {"scored": counts.get("scored"), "excluded": counts.get("excluded", {})}
+    return out
+
+
+def compare_dataset(
+    jobs: list[FinishedJob], cfg: CompareConfig, baseline: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The comparison record of one dataset's jobs (labels are assigned here)."""
+    keys = assign_labels(jobs)
+    stage = cfg.stage
+    sig = significance_settings(cfg)
+    types = _types(jobs, stage)
+    metrics: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    cells: dict[str, dict[str, Any]] = {}
+    per_type_values: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for spec in cfg.metrics:
+        missing = [j.label for j in jobs if not j.has_metric(stage, spec)]
+        if missing:
+            skipped[spec] = f"not in metrics.json of: {', '.join(missing)}"
+            continue
+        per_type_values[spec] = {j.label: values_by_type(j, stage, spec, types) for j in jobs}
+        metrics.append(
+            {
+                "spec": spec,
+                "heading": _metric_heading(jobs, spec),
+                "resolved": {j.label: j.resolve_metric(spec) for j in jobs},
+            }
+        )
+        cells[spec] = {}
+        for t in types:
+            values = {label: v.get(t, {}) for label, v in per_type_values[spec].items()}
+            cells[spec][t] = verdict_cell(values, sig, cfg.min_queries).to_json()
+    if not metrics:
+        raise BenchError(f"no metric of {list(cfg.metrics)} is in every job: {skipped}")
+
+    counts = _scored_counts(jobs, stage)
+    for spec_cells in cells.values():
+        for t, cell in spec_cells.items():
+            excluded = (counts.get(t) or {}).get("excluded") or {}
+            if cell["n"] == 0 and excluded:
+                detail = ", ".join(f"{reason} {k}" for reason, k in sorted(excluded.items()))
+                cell["note"] = f"no scored query (excluded: {detail})"
+    best: dict[str, dict[str, dict[str, Any]]] = {}
+    for t in types:
+        best[t] = {}
+        for m in metrics:
+            cell = cells[m["spec"]][t]
+            best[t][m["spec"]] = _best_entry(cell, cfg.weak_below)
+
+    record: dict[str, Any] = {
+        "dataset": jobs[0].dataset,
+        "stage": stage,
+        "varying": keys,
+        "configurations": [
+            {
+                "label": j.label,
+                "path": str(j.path),
+                "setting": j.setting,
+                "top_k": j.top_k,
+            }
+            for j in jobs
+        ],
+        "counts": counts,
+        "metrics": metrics,
+        "skipped_metrics": skipped,
+        "types": types,
+        "cells": cells,
+        "best": best,
+        "ablation": None,
+    }
+    if len(jobs) > 1 and (baseline or any(k != "retriever" for k in keys)):
+        record["ablation"] = build_ablation(
+            jobs, keys, baseline or {}, metrics, per_type_values, types, cfg
+        )
+    return record
+
+
+def _best_entry(cell: Mapping[str, Any], weak_below: float) -> dict[str, Any]:
+    means = {k: v for k, v in cell["means"].items() if v == v}
+    top = max(means.values()) if means else None
+    weak = top is not None and top < weak_below
+    if cell["best"]:
+        text = cell["best"]
+    elif cell["verdicts"]:
+        tied = [k for k, v in cell["verdicts"].items() if v == "tie"]
+        text = "all tie" if len(tied) == len(cell["verdicts"]) else "tie: " + ", ".join(tied)
+    else:
+        text = cell["note"] or "undecided"
+    if weak:
+        text += f" (all weak: best {top:.3f} < {weak_below:g})"
+    return {"best": cell["best"], "text": text, "all_weak": weak, "n": cell["n"]}
+
+
+def build_ablation(
+    jobs: Sequence[FinishedJob],
+    keys: Sequence[str],
+    baseline: Mapping[str, Any],
+    metrics: Sequence[Mapping[str, Any]],
+    per_type_values: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
+    types: Sequence[str],
+    cfg: CompareConfig,
+) -> dict[str, Any]:
+    """Each setting minus the baseline setting, per type and metric.
+
+    The baseline names some of the varying keys (e.g. `top_k=6`); jobs are grouped by the keys
+    it does not name (e.g. per retriever), and in each group every job is compared with the
+    group's job that matches the baseline. Without a baseline, the first job's setting is it.
+    """
+    spec = {str(k): canonical(v) for k, v in baseline.items()} or dict(jobs[0].setting)
+    unknown = [k for k in spec if k not in keys]
+    if unknown:
+        raise BenchError(
+            f"ablation baseline key(s) {unknown} do not vary between these jobs "
+            f"(varying: {', '.join(keys) or 'nothing'})"
+        )
+    rest = [k for k in keys if k not in spec]
+    groups: dict[tuple[str, ...], list[FinishedJob]] = {}
+    for job in jobs:
+        groups.setdefault(tuple(job.setting[k] for k in rest), []).append(job)
+    sig = significance_settings(cfg)
+    out_groups = []
+    for group_key, members in groups.items():
+        title = ",".join(f"{k}={v}" for k, v in zip(rest, group_key, strict=True)) or "all jobs"
+        base = [j for j in members if all(j.setting.get(k) == v for k, v in spec.items())]
+        others = [j for j in members if j not in base]
+        entry: dict[str, Any] = {"group": title, "baseline": None, "settings": [], "deltas": {}}
+        if len(base) != 1:
+            entry["note"] = (
+                "no job matches the baseline" if not base else "several jobs match the baseline"
+            )
+            out_groups.append(entry)
+            continue
+        b = base[0]
+
+        def short(job: FinishedJob) -> str:
+            return ",".join(f"{k}={job.setting[k]}" for k in spec)
+
+        entry["baseline"] = {"label": b.label, "setting": short(b)}
+        entry["settings"] = [{"label": o.label, "setting": short(o)} for o in others]
+        for m in metrics:
+            s = m["spec"]
+            entry["deltas"][s] = {}
+            for t in types:
+                base_values = per_type_values[s][b.label].get(t, {})
+                other_values = {short(o): per_type_values[s][o.label].get(t, {}) for o in others}
+                deltas = delta_cells(base_values, other_values, sig, cfg.min_queries)
+                entry["deltas"][s][t] = [d.to_json() for d in deltas]
+        out_groups.append(entry)
+    return {"baseline": spec, "keys": list(spec), "groups": out_groups}
+
+
+@dataclass
+class ComparisonOutput:
+    record: dict[str, Any]
+    text: str
+    files: list[Path]
+
+
+def compare_dirs(
+    paths: Sequence[str | Path],
+    cfg: CompareConfig,
+    out_dir: str | Path | None = None,
+    baseline: Mapping[str, Any] | None = None,
+    unchanged: Snapshot | None = None,
+) -> ComparisonOutput:
+    """Load the job folders under `paths`, compare them per dataset, write the files to
+    `out_dir` (if given), and return the record and the terminal text."""
+    from retrieval_bench.reports.comparison import comparison_markdown, comparison_text
+
+    jobs = load_jobs(paths, unchanged=unchanged)
+    if not jobs:
+        raise JobFolderError("no finished job to compare")
+    baseline = dict(baseline if baseline is not None else cfg.baseline_setting())
+    datasets: dict[str, Any] = {}
+    badcases: dict[str, Any] = {}
+    for name, group in group_by_dataset(jobs).items():
+        datasets[name] = compare_dataset(group, cfg, baseline)
+        primary = datasets[name]["metrics"][0]["spec"]
+        badcases[name] = drilldown(group, cfg.stage, primary)
+    record = {
+        "settings": {
+            "stage": cfg.stage,
+            "metrics": list(cfg.metrics),
+            "alpha": cfg.alpha,
+            "n_resamples": cfg.n_resamples,
+            "confidence": cfg.confidence,
+            "seed": cfg.seed,
+            "min_queries": cfg.min_queries,
+            "test": "paired randomization (sign-flip), two-sided; Holm per cell",
+            "interval": "paired bootstrap of the mean difference (BCa)",
+        },
+        "datasets": datasets,
+    }
+    files: list[Path] = []
+    if out_dir is not None:
+        out = Path(out_dir)
+        atomic_write_json(out / "comparison.json", record)
+        atomic_write_text(out / "comparison.md", comparison_markdown(record))
+        atomic_write_json(out / "badcases.json", badcases)
+        atomic_write_text(
+            out / "badcases.md",
+            "\n".join(badcases_markdown(b, name) for name, b in badcases.items()),
+        )
+        files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]
+    return ComparisonOutput(record, comparison_text(record, files), files)

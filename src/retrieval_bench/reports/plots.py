@@ -1,0 +1,158 @@
+"""PNG figures for report.md: the refusal curve, per-type bars, evidence completeness curves.
+
+Drawn with matplotlib's object API on the Agg canvas (no pyplot state, no display needed) and
+written atomically under `<job>/plots/`. Labels are ASCII: the job machine may lack a CJK font,
+and query-type names are ASCII in the shipped sets. Every plotted number is read from
+metrics.json, so a figure never shows anything the file does not hold. PNG metadata omits the
+matplotlib version, so the same metrics give the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from retrieval_bench.io import atomic_write_bytes
+
+PLOT_DIR = "plots"
+REFUSAL_PNG = f"{PLOT_DIR}/refusal.png"
+PER_TYPE_PNG = f"{PLOT_DIR}/per_type_final.png"
+EVIDENCE_PNG = f"{PLOT_DIR}/evidence_curves.png"
+
+
+def _save(fig: Figure, path: Path) -> None:
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def refusal_figure(refusal: Mapping[str, Any]) -> Figure | None:
+    """answered-when-answerable and refused-when-unanswerable against the threshold."""
+    table = refusal.get("table") or {}
+    if (
+        not table.get("threshold")
+        or not table.get("answered_rate")
+        or not table.get("refused_rate")
+    ):
+        return None
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.add_subplot()
+    x = table["threshold"]
+    ax.plot(x, table["answered_rate"], marker="o", ms=3, label="answered | answerable")
+    ax.plot(x, table["refused_rate"], marker="s", ms=3, label="refused | unanswerable")
+    balanced = refusal.get("balanced") or {}
+    if balanced.get("threshold") is not None:
+        t = balanced["threshold"]
+        ax.axvline(t, color="grey", linestyle="--", linewidth=1)
+        ax.annotate(
+            f"balanced t={t:.4g}",
+            (t, 0.02),
+            textcoords="offset points",
+            xytext=(4, 0),
+            fontsize=8,
+            color="grey",
+        )
+    ax.set_xlabel(f"threshold on the top score of stage '{refusal.get('stage')}'")
+    ax.set_ylabel("share of queries")
+    ax.set_ylim(-0.02, 1.02)
+    counts = refusal.get("counts", {})
+    refuse_n = sum((counts.get("should_refuse") or {}).values())
+    ax.set_title(f"Refusal: {counts.get('should_answer', 0)} answerable, {refuse_n} unanswerable")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="center left", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def per_type_figure(stage: Mapping[str, Any], k: int) -> Figure | None:
+    """Grouped bars per query type of the final stage: plain and readable recall, evidence
+    chain completeness, and the share of queries with a leak. Missing bars are undefined."""
+    families = stage.get("families", {})
+    series = [
+        ("recall", stage, f"recall@{k}"),
+        ("readable_recall", families.get("readable"), f"readable_recall@{k}"),
+        ("evidence_chain", families.get("evidence"), f"evidence_chain@{k}"),
+        ("leak_any", families.get("leak"), f"leak_any@{k}"),
+    ]
+    series = [(label, result, name) for label, result, name in series if result]
+    types = sorted({t for _, result, _ in series for t in result.get("by_type", {})})
+    if not types:
+        return None
+    fig = Figure(figsize=(max(6.4, 1.1 * len(types) + 2), 4.0))
+    ax = fig.add_subplot()
+    width = 0.8 / len(series)
+    for i, (label, result, name) in enumerate(series):
+        values = [(result["by_type"].get(t) or {}).get(name) for t in types]
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(types))]
+        heights = [v if v is not None else 0.0 for v in values]
+        bars = ax.bar(xs, heights, width, label=f"{label}@{k}")
+        # Every bar is labelled, so a defined 0 never looks like an undefined (absent) value.
+        for bar, value in zip(bars, values, strict=True):
+            text = "undef" if value is None else f"{value:.2f}"
+            ax.annotate(
+                text,
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                textcoords="offset points",
+                xytext=(0, 2),
+                ha="center",
+                fontsize=5.5,
+                rotation=90,
+                color="grey" if value is None else "black",
+            )
+    ax.set_xticks(range(len(types)), types, rotation=20, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.15)
+    ax.set_ylabel("macro mean")
+    ax.set_title(f"Final stage per query type (top {k}); undef = no scorable query")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncols=len(series), loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    fig.tight_layout()
+    return fig
+
+
+def evidence_figure(curves: Mapping[str, Any]) -> Figure | None:
+    """evidence_chain@k against k, one line per hop count."""
+    by_hops = curves.get("by_hops") or {}
+    if not by_hops:
+        return None
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.add_subplot()
+    for hops, curve in sorted(by_hops.items(), key=lambda item: int(item[0])):
+        ax.plot(
+            curves["k"],
+            curve["evidence_chain"],
+            marker="o",
+            ms=3,
+            label=f"{hops}-hop (n={curve['n']})",
+        )
+    ax.set_xlabel("k (depth)")
+    ax.set_ylabel("share of chains complete in top k")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xticks(curves["k"])
+    ax.set_title("Evidence chain completeness, final stage")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write_plots(job_dir: Path, metrics: Mapping[str, Any], k: int) -> list[str]:
+    """Write every figure the metrics allow; returns their paths relative to the job folder."""
+    final = metrics.get("stages", {}).get("final", {})
+    evidence = final.get("families", {}).get("evidence", {})
+    figures = {
+        REFUSAL_PNG: refusal_figure(metrics["refusal"]) if "refusal" in metrics else None,
+        PER_TYPE_PNG: per_type_figure(final, k) if final else None,
+        EVIDENCE_PNG: evidence_figure(evidence.get("curves", {})) if evidence else None,
+    }
+    written = []
+    for name, fig in figures.items():
+        if fig is not None:
+            _save(fig, Path(job_dir) / name)
+            written.append(name)
+    return written

@@ -1,0 +1,140 @@
+"""The trend over every finished benchmark month: each metric, per query type, through time.
+
+Written to the benchmarks root: `trend.md` (one table per dataset and metric: rows are type x
+retriever, columns are months), `trend.json` (the points) and `trend-<dataset>.png` (a grid:
+one row per metric, one column per type and `all`, one line per retriever). Values are the
+`by_type` / `overall` means of each job's metrics.json, at each job's own top_k for `@K`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.benchmark.history import finished_months, month_jobs
+from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from retrieval_bench.reports.tables import markdown_table
+from retrieval_bench.scoring.comparison import ALL, ordered_types
+
+
+def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[dict[str, Any]]:
+    """One point per finished month x dataset x retriever x type x metric."""
+    points: list[dict[str, Any]] = []
+    for month_dir in finished_months(root):
+        for key, job in sorted(month_jobs(month_dir).items(), key=lambda kv: str(kv[0])):
+            st = job.stage(stage)
+            groups = {**(st.get("by_type") or {}), ALL: st.get("overall") or {}}
+            for t, group in groups.items():
+                for spec in metrics:
+                    name = job.resolve_metric(spec)
+                    points.append(
+                        {
+                            "month": month_dir.name,
+                            "dataset": key.dataset,
+                            "retriever": key.retriever,
+                            "type": t,
+                            "metric": spec,
+                            "name": name,
+                            "value": group.get(name),
+                            "n": group.get("n", 0),
+                        }
+                    )
+    return points
+
+
+def _markdown(points: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
+    months = sorted({p["month"] for p in points})
+    lines = [
+        "# Benchmark trend",
+        "",
+        f"Finished months: {', '.join(months) or 'none'}. Each cell: the month's mean "
+        "(`@K` = that month's top_k). Plots: `trend-<dataset>.png`.",
+        "",
+    ]
+    for dataset in sorted({p["dataset"] for p in points}):
+        lines += [f"## {dataset}", "", f"![trend](trend-{dataset}.png)", ""]
+        ds_points = [p for p in points if p["dataset"] == dataset]
+        types = ordered_types([p["type"] for p in ds_points])
+        retrievers = sorted({p["retriever"] for p in ds_points})
+        for metric in metrics:
+            index = {
+                (p["type"], p["retriever"], p["month"]): p
+                for p in ds_points
+                if p["metric"] == metric
+            }
+            rows = []
+            for t in types:
+                for r in retrievers:
+                    cells = [index.get((t, r, m), {}).get("value") for m in months]
+                    if any(c is not None for c in cells):
+                        rows.append([t, r, *cells])
+            lines += [f"### {metric}", "", markdown_table(["type", "retriever", *months], rows), ""]
+    return "\n".join(lines)
+
+
+def _plot(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ds_points = [p for p in points if p["dataset"] == dataset]
+    months = sorted({p["month"] for p in ds_points})
+    types = ordered_types([p["type"] for p in ds_points])
+    retrievers = sorted({p["retriever"] for p in ds_points})
+    fig, axes = plt.subplots(
+        len(metrics),
+        len(types),
+        figsize=(2.6 * len(types) + 1, 2.2 * len(metrics) + 0.8),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    x = range(len(months))
+    for i, metric in enumerate(metrics):
+        for j, t in enumerate(types):
+            ax = axes[i][j]
+            for r in retrievers:
+                by_month = {
+                    p["month"]: p["value"]
+                    for p in ds_points
+                    if p["metric"] == metric and p["type"] == t and p["retriever"] == r
+                }
+                ys = [by_month.get(m) for m in months]
+                ax.plot(
+                    list(x),
+                    [float("nan") if y is None else y for y in ys],
+                    marker="o",
+                    label=r,
+                )
+            if i == 0:
+                ax.set_title(t, fontsize=9)
+            if j == 0:
+                ax.set_ylabel(metric, fontsize=9)
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3)
+            ax.set_xticks(list(x))
+            ax.set_xticklabels(months, rotation=45, fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=8)
+    fig.suptitle(f"{dataset}: benchmark trend per query type")
+    fig.tight_layout(rect=(0, 0, 0.93, 0.95))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def write_trend(root: Path, metrics: Sequence[str], stage: str = "final") -> list[Path]:
+    """Redraw trend.md, trend.json and one PNG per dataset from every finished month."""
+    points = collect(root, metrics, stage)
+    files = [root / "trend.md", root / "trend.json"]
+    atomic_write_text(files[0], _markdown(points, metrics))
+    atomic_write_json(files[1], {"metrics": list(metrics), "stage": stage, "points": points})
+    for dataset in sorted({p["dataset"] for p in points}):
+        path = root / f"trend-{dataset}.png"
+        atomic_write_bytes(path, _plot(points, dataset, metrics))
+        files.append(path)
+    return files

@@ -1,0 +1,180 @@
+"""The FAISS index behind the dense arm, chosen by a factory string (`dense.index`).
+
+`Flat` (the default) is exact: cosine similarity as inner product over L2-normalised vectors.
+For large corpora any FAISS factory string works, e.g. `HNSW32`, `IVF1024,Flat`,
+`IVF1024,PQ64` or `OPQ64,IVF1024,PQ64`; the metric is always inner product, and indexes that
+need training (IVF, PQ) are trained on the corpus vectors (FAISS subsamples large sets).
+
+Filters are FAISS id selectors passed in the search parameters of the index's family (plain,
+`SearchParametersIVF` with `nprobe`, `SearchParametersHNSW` with `efSearch`), so a filtered
+query is ranked among allowed passages only. An index that cannot take a selector (e.g. plain
+`PQ`) is refused when a filter is asked for, never answered by over-fetching and dropping.
+
+A built index is kept per process, keyed by the vectors' content key and the index settings,
+so the jobs of a multirun build it once.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import faiss
+import numpy as np
+
+from retrieval_bench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+_MEMO_SIZE = 2
+_MEMO: OrderedDict[tuple[Any, ...], FaissIndex] = OrderedDict()
+
+
+@dataclass
+class DenseIndexConfig:
+    """The `dense:` config node (not frozen: Hydra overrides must be able to set it)."""
+
+    # FAISS index_factory string; anything but "Flat" is approximate.
+    index: str = "Flat"
+    # IVF: inverted lists probed per query (more: slower, closer to exact).
+    nprobe: int = 16
+    # HNSW: candidate list size at search time (raised to the fetch size when smaller).
+    ef_search: int = 128
+    # For an approximate index, also search exact Flat and report recall@k against it.
+    recall_vs_exact: bool = True
+
+    def validate(self) -> None:
+        if not self.index.strip():
+            raise ConfigError("dense.index", "needs a FAISS factory string, e.g. Flat or HNSW32")
+        if self.nprobe < 1:
+            raise ConfigError("dense.nprobe", f"must be a positive integer, got {self.nprobe}")
+        if self.ef_search < 1:
+            raise ConfigError(
+                "dense.ef_search", f"must be a positive integer, got {self.ef_search}"
+            )
+
+
+def _core(index: faiss.Index) -> faiss.Index:
+    """The index under any pre-transforms (PCA, OPQ...)."""
+    while isinstance(index, faiss.IndexPreTransform):
+        index = faiss.downcast_index(index.index)
+    return index
+
+
+class FaissIndex:
+    """A trained and filled inner-product FAISS index and the search parameters it takes."""
+
+    def __init__(self, vectors: np.ndarray, config: DenseIndexConfig) -> None:
+        self.config = config
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        n, dim = vectors.shape
+        start = time.perf_counter()
+        try:
+            index = faiss.index_factory(dim, config.index, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as exc:
+            raise ConfigError(
+                "dense.index",
+                f"FAISS cannot build {config.index!r} for {dim}-d vectors: "
+                f"{_faiss_message(exc)} (try Flat, HNSW32 or IVF<n>,Flat)",
+            ) from exc
+        if not index.is_trained:
+            try:
+                index.train(vectors)
+            except RuntimeError as exc:
+                raise ConfigError(
+                    "dense.index",
+                    f"training {config.index!r} on {n} passages failed: {_faiss_message(exc)} "
+                    "(an IVF index needs at least as many passages as lists, PQ at least 256)",
+                ) from exc
+        index.add(vectors)
+        self.build_s = time.perf_counter() - start
+        self.index = index
+        core = _core(index)
+        self.exact = isinstance(index, faiss.IndexFlat)
+        self.ivf = faiss.try_extract_index_ivf(index) is not None
+        self.hnsw = isinstance(core, faiss.IndexHNSW)
+        self.ntotal = n
+        self.reused = False
+        self.supports_selector = self._try_selector(vectors[:1])
+
+    def _try_selector(self, probe: np.ndarray) -> bool:
+        if len(probe) == 0:
+            return True
+        selector = faiss.IDSelectorBatch(np.zeros(1, dtype=np.int64))
+        try:
+            self.index.search(probe, 1, params=self.params(1, selector))
+        except RuntimeError:
+            return False
+        return True
+
+    def params(self, fetch: int, selector: faiss.IDSelector | None) -> Any:
+        """Search parameters for this index family, carrying the filter's selector if any."""
+        if self.ivf:
+            return faiss.SearchParametersIVF(sel=selector, nprobe=self.config.nprobe)
+        if self.hnsw:
+            return faiss.SearchParametersHNSW(
+                sel=selector, efSearch=max(self.config.ef_search, fetch)
+            )
+        return None if selector is None else faiss.SearchParameters(sel=selector)
+
+    def check_filterable(self) -> None:
+        if not self.supports_selector:
+            raise ConfigError(
+                "dense.index",
+                f"{self.config.index!r} does not accept FAISS id selectors, so a filter cannot "
+                "be applied before ranking; use Flat, HNSW<M> or IVF<n>,... (or filters off)",
+            )
+
+    def search(self, vectors: np.ndarray, fetch: int, params: Any) -> tuple[np.ndarray, ...]:
+        return self.index.search(vectors, fetch, params=params)
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "factory": self.config.index,
+            "exact": self.exact,
+            "metric": "inner_product",
+            "ntotal": self.ntotal,
+            "build_s": round(self.build_s, 4),
+            "reused_in_process": self.reused,
+        }
+        if self.ivf:
+            info["nprobe"] = self.config.nprobe
+        if self.hnsw:
+            info["ef_search"] = self.config.ef_search
+        return info
+
+
+def _faiss_message(exc: Exception) -> str:
+    """The useful last line of a FAISS C++ error."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    # Drop the C++ location ("Error in void faiss::...(...) at File.cpp:66: Error: ").
+    return re.sub(r"^Error in .* at \S+:\d+: (Error: )?", "", lines[-1])
+
+
+def build_index(vectors: np.ndarray, config: DenseIndexConfig, key: str | None) -> FaissIndex:
+    """A FaissIndex for `vectors`, reused within the process when `key` (their content hash)
+    and the settings that shape the index match."""
+    if key is None:
+        return FaissIndex(vectors, config)
+    memo_key = (key, vectors.shape, config.index)
+    found = _MEMO.get(memo_key)
+    if found is not None:
+        _MEMO.move_to_end(memo_key)
+        log.info("reusing the %s index built earlier in this process", config.index)
+        # Same trained index; search-time settings (nprobe, ef_search) come from this job.
+        clone = FaissIndex.__new__(FaissIndex)
+        clone.__dict__.update(found.__dict__)
+        clone.config = config
+        clone.reused = True
+        return clone
+    index = FaissIndex(vectors, config)
+    _MEMO[memo_key] = index
+    while len(_MEMO) > _MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return index

@@ -1,0 +1,233 @@
+"""Refusal: would a score threshold answer the answerable queries and refuse the others?
+
+The decision rule is "answer when the top score of the chosen stage is >= t, else refuse". A
+query whose ranking at that stage is empty has no top score and is refused at every threshold.
+Scoring reads only the recorded scores of one stage (`{query id: [scores, best first]}`).
+
+Which score. Scores are comparable only within one scoring function: a dense arm's top cosine,
+a BM25 arm's top score, or an RRF sum of 1/(k + rank), which measures rank agreement between
+arms, not how well any passage matches. `refusal.score_stage` chooses the stage; "auto" takes
+the dense arm when every query recorded it, else bm25 when every query did, else `final`. The
+chosen stage is named in metrics.json and in the report.
+
+Populations:
+- should answer: the queries the doc metrics score (reviewed, relevant ids in the corpus) that
+  have at least one relevant passage the asker may read;
+- should refuse: `no_answer` queries ("no_answer") and scorable queries none of whose relevant
+  passages the asker may read ("no_readable_relevant": the policy set's `permission` queries).
+  The right behaviour for that user is to refuse whatever the pipeline's configuration; with the
+  permission filter on a system can achieve it, with the filter off its top score comes from
+  the restricted passage and it answers: counted against it, because that answer leaks;
+- excluded with the doc metrics' reasons (unreviewed, no relevant ids, gold missing), and
+  "stage_not_recorded" when the query has no ranking at the chosen stage.
+
+Rates at a threshold t: `answered_rate` = share of should-answer queries with top score >= t
+(answered when answerable); `refused_rate` = share of should-refuse queries with top score < t
+(refused when unanswerable). As t rises the first never increases and the second never
+decreases. The table evaluates `refusal.thresholds` points evenly spaced from the lowest to the
+highest observed top score.
+
+Balanced threshold: over every distinct observed top score (the only thresholds that change a
+decision), the one that maximises the mean of the two rates (balanced accuracy); ties go to the
+smallest |answered_rate - refused_rate|, then to the lowest threshold. It is fitted on this
+evaluation set, so it is optimistic for new queries. Undefined (with the reason) when either
+population is empty or no query has a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from retrieval_bench.errors import ConfigError
+from retrieval_bench.scoring.labels import Judgements
+
+AUTO = "auto"
+AUTO_ORDER = ("dense", "bm25")
+ANSWER = "answer"
+REFUSE = "refuse"
+STAGE_NOT_RECORDED = "stage_not_recorded"
+NO_ANSWER = "no_answer"
+NO_READABLE_RELEVANT = "no_readable_relevant"
+STAGES = (AUTO, "final", "fused", "bm25", "dense")
+
+
+@dataclass
+class RefusalConfig:
+    """The `refusal:` config node."""
+
+    # Whose top score decides answer-or-refuse: auto | final | fused | bm25 | dense.
+    score_stage: str = AUTO
+    # Rows of the threshold table (evenly spaced over the observed top scores).
+    thresholds: int = 21
+
+    def validate(self) -> None:
+        if self.score_stage not in STAGES:
+            options = ", ".join(STAGES)
+            raise ConfigError(
+                "refusal.score_stage", f"'{self.score_stage}' is not one of: {options}"
+            )
+        if self.thresholds < 2:
+            raise ConfigError("refusal.thresholds", f"must be >= 2, got {self.thresholds}")
+
+
+def choose_stage(requested: str, recorded: Sequence[Collection[str]]) -> str:
+    """The stage whose scores decide: `requested`, or for "auto" the first of dense, bm25 that
+    every query recorded, else "final"."""
+    if requested != AUTO:
+        return requested
+    for name in AUTO_ORDER:
+        if recorded and all(name in stages for stages in recorded):
+            return name
+    return "final"
+
+
+def top_scores(scores: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """The best score per query; -inf for an empty ranking (nothing to answer from)."""
+    return {qid: (float(s[0]) if len(s) else -np.inf) for qid, s in scores.items()}
+
+
+def populations(
+    judgements: Judgements, unreadable: Collection[str]
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(should, why_refuse, excluded): {qid: "answer" | "refuse"}, {qid: "no_answer" |
+    "no_readable_relevant"} for the should-refuse ones, {qid: exclusion reason} for the rest."""
+    unreadable = set(unreadable)
+    should: dict[str, str] = {}
+    why_refuse: dict[str, str] = {}
+    for qid in judgements.qrels:
+        should[qid] = REFUSE if qid in unreadable else ANSWER
+        if qid in unreadable:
+            why_refuse[qid] = NO_READABLE_RELEVANT
+    for qid in judgements.no_answer:
+        should[qid] = REFUSE
+        why_refuse[qid] = NO_ANSWER
+    excluded = {q: r for q, r in judgements.excluded.items() if q not in should}
+    return should, why_refuse, excluded
+
+
+def answered_rate(answer_scores: np.ndarray, threshold: float) -> float | None:
+    """Share of should-answer queries whose top score reaches the threshold."""
+    return float(np.mean(answer_scores >= threshold)) if answer_scores.size else None
+
+
+def refused_rate(refuse_scores: np.ndarray, threshold: float) -> float | None:
+    """Share of should-refuse queries whose top score stays below the threshold."""
+    return float(np.mean(refuse_scores < threshold)) if refuse_scores.size else None
+
+
+def threshold_grid(scores: np.ndarray, n: int) -> list[float]:
+    """`n` thresholds evenly spaced over the finite observed scores (one if they are equal)."""
+    finite = scores[np.isfinite(scores)]
+    if not finite.size:
+        return []
+    lo, hi = float(finite.min()), float(finite.max())
+    return [lo] if lo == hi else np.linspace(lo, hi, n).tolist()
+
+
+def threshold_table(
+    answer_scores: np.ndarray, refuse_scores: np.ndarray, thresholds: Sequence[float]
+) -> dict[str, list[Any]]:
+    """Columns over thresholds: rates and the counts behind them."""
+    t = np.asarray(thresholds, dtype=np.float64)
+    answered = (answer_scores[None, :] >= t[:, None]).sum(axis=1)
+    refused = (refuse_scores[None, :] < t[:, None]).sum(axis=1)
+    return {
+        "threshold": t.tolist(),
+        "answered": answered.tolist(),
+        "answered_rate": (answered / answer_scores.size).tolist() if answer_scores.size else [],
+        "refused": refused.tolist(),
+        "refused_rate": (refused / refuse_scores.size).tolist() if refuse_scores.size else [],
+    }
+
+
+def balanced_threshold(answer_scores: np.ndarray, refuse_scores: np.ndarray) -> dict[str, Any]:
+    """The threshold maximising the mean of the two rates (ties: closest rates, then lowest)."""
+    if not answer_scores.size or not refuse_scores.size:
+        missing = "should-answer" if not answer_scores.size else "should-refuse"
+        return {"threshold": None, "undefined": f"no {missing} queries"}
+    everything = np.concatenate([answer_scores, refuse_scores])
+    candidates = np.unique(everything[np.isfinite(everything)])
+    if not candidates.size:
+        return {"threshold": None, "undefined": "no query has a score at this stage"}
+    table = threshold_table(answer_scores, refuse_scores, candidates)
+    a = np.asarray(table["answered_rate"])
+    r = np.asarray(table["refused_rate"])
+    mean = (a + r) / 2
+    # lexsort: last key is primary. Best mean, then smallest gap, then lowest threshold.
+    best = int(np.lexsort((candidates, np.abs(a - r), -mean))[0])
+    return {
+        "threshold": float(candidates[best]),
+        "answered_rate": float(a[best]),
+        "refused_rate": float(r[best]),
+        "balanced_accuracy": float(mean[best]),
+        "criterion": "max mean(answered_rate, refused_rate); ties: min gap, then lowest t",
+    }
+
+
+def score_refusal(
+    scores: Mapping[str, Sequence[float]],
+    judgements: Judgements,
+    unreadable: Collection[str],
+    stage: str,
+    n_thresholds: int,
+) -> dict[str, Any]:
+    """The refusal evaluation of one stage's top scores (layout: see the keys below)."""
+    role, refuse_reason, excluded = populations(judgements, unreadable)
+    top = top_scores(scores)
+    for qid in list(role):
+        if qid not in top:
+            excluded[qid] = STAGE_NOT_RECORDED
+            del role[qid]
+    answer = [q for q in role if role[q] == ANSWER]
+    refuse = [q for q in role if role[q] == REFUSE]
+    sa = np.array([top[q] for q in answer], dtype=np.float64)
+    sr = np.array([top[q] for q in refuse], dtype=np.float64)
+    grid = threshold_grid(np.concatenate([sa, sr]), n_thresholds)
+    balanced = balanced_threshold(sa, sr)
+    if not scores:
+        balanced = {"threshold": None, "undefined": f"stage {stage!r} recorded no ranking"}
+    types = judgements.query_types
+    by_type: dict[str, dict[str, Any]] = {}
+    if balanced["threshold"] is not None:
+        t = balanced["threshold"]
+        for qtype in sorted({types.get(q, "unknown") for q in role}):
+            members = [q for q in role if types.get(q, "unknown") == qtype]
+            ok = [(top[q] >= t) == (role[q] == ANSWER) for q in members]
+            by_type[qtype] = {
+                "n": len(members),
+                "should": sorted({role[q] for q in members}),
+                "correct_rate": float(np.mean(ok)),
+            }
+    refuse_counts: dict[str, int] = {}
+    for q in refuse:
+        refuse_counts[refuse_reason[q]] = refuse_counts.get(refuse_reason[q], 0) + 1
+    excluded_counts: dict[str, int] = {}
+    for reason in excluded.values():
+        excluded_counts[reason] = excluded_counts.get(reason, 0) + 1
+    return {
+        "stage": stage,
+        "rule": "answer when the stage's top score >= threshold, else refuse",
+        "counts": {
+            "scored": len(role),
+            "should_answer": len(answer),
+            "should_refuse": dict(sorted(refuse_counts.items())),
+            "excluded": dict(sorted(excluded_counts.items())),
+        },
+        "table": threshold_table(sa, sr, grid),
+        "balanced": balanced,
+        "at_balanced_by_type": by_type,
+        "per_query": {
+            q: {
+                "query_type": types.get(q, "unknown"),
+                "should": role[q],
+                "reason": refuse_reason.get(q),
+                "top_score": top[q] if np.isfinite(top[q]) else None,
+            }
+            for q in role
+        },
+        "excluded_queries": dict(excluded),
+    }

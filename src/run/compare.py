@@ -1,0 +1,72 @@
+"""`python -m run.compare DIR [DIR ...]`: the per-type comparison of any finished job folders.
+
+DIR is a job folder or any folder above job folders (a sweep, a benchmark month). Prints the
+verdict tables; writes comparison.md/.json and badcases.md/.json to `--out` (default: DIR when
+exactly one is given). Exit 2 on unreadable or missing folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from retrieval_bench.compare.build import compare_dirs
+from retrieval_bench.compare.config import CompareConfig
+from retrieval_bench.compare.jobs import is_job_dir, parse_setting
+from retrieval_bench.errors import BenchError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    defaults = CompareConfig()
+    parser = argparse.ArgumentParser(prog="python -m run.compare", description=__doc__)
+    parser.add_argument("dirs", nargs="+", type=Path, help="job folders or folders above them")
+    parser.add_argument("--out", type=Path, help="where to write comparison.md/.json")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--baseline", default="", help="ablation baseline, e.g. top_k=6 (KEY=VALUE[,KEY=VALUE])"
+    )
+    parser.add_argument(
+        "--metric",
+        dest="metrics",
+        action="append",
+        help=f"METRIC@K (K = each job's top_k) or METRIC@N; repeatable (default: "
+        f"{' '.join(defaults.metrics)})",
+    )
+    parser.add_argument("--stage", default=defaults.stage)
+    parser.add_argument("--alpha", type=float, default=defaults.alpha)
+    parser.add_argument("--min-queries", type=int, default=defaults.min_queries)
+    parser.add_argument("--resamples", type=int, default=defaults.n_resamples)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    args = parser.parse_args(argv)
+    cfg = CompareConfig(
+        stage=args.stage,
+        metrics=args.metrics or list(defaults.metrics),
+        alpha=args.alpha,
+        min_queries=args.min_queries,
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
+    out = args.out
+    if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):
+        out = args.dirs[0]
+    try:
+        cfg.validate()
+        result = compare_dirs(
+            args.dirs,
+            cfg,
+            out_dir=None if args.no_write else out,
+            baseline=parse_setting(args.baseline),
+        )
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result.text)
+    if out is None and not args.no_write:
+        print("(pass --out DIR to write comparison.md and comparison.json)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

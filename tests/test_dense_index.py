@@ -1,0 +1,138 @@
+"""The dense index factory: approximate indexes, their filters, recall against exact, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import mini_overrides, run_app
+
+from retrieval_bench.errors import ConfigError
+from retrieval_bench.retrievers.dense import DenseRetriever
+from retrieval_bench.retrievers.dense_index import DenseIndexConfig, build_index
+
+
+def unit_rows(rng: np.random.Generator, n: int, dim: int = 16) -> np.ndarray:
+    rows = rng.normal(size=(n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def clustered(seed: int, n: int = 2000, dim: int = 16) -> np.ndarray:
+    """Vectors around 20 centres: the structure IVF and HNSW are built for."""
+    rng = np.random.default_rng(seed)
+    centres = unit_rows(rng, 20, dim)
+    rows = centres[rng.integers(0, 20, n)] + 0.3 * rng.normal(size=(n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def retriever(vectors: np.ndarray, queries: np.ndarray, **config: object) -> DenseRetriever:
+    ids = [f"p{i:05d}" for i in range(len(vectors))]
+    return DenseRetriever(
+        ids, vectors, lambda texts: queries[: len(texts)], DenseIndexConfig(**config)
+    )
+
+
+def pools(r: DenseRetriever, n: int, k: int, mask: np.ndarray | None = None) -> list[list[int]]:
+    return [p.indices.tolist() for p in r.search([str(i) for i in range(n)], k, [mask] * n)]
+
+
+@pytest.mark.parametrize("factory", ["IVF8,Flat", "IVF8,SQ8"])
+def test_ivf_probing_every_list_equals_exact_with_and_without_filter(factory: str) -> None:
+    vectors = clustered(0)
+    queries = clustered(1, n=30)
+    exact = retriever(vectors, queries)
+    approx = retriever(vectors, queries, index=factory, nprobe=8)
+    mask = np.random.default_rng(2).random(len(vectors)) < 0.3
+    if factory == "IVF8,Flat":
+        assert pools(approx, 30, 10) == pools(exact, 30, 10)
+        assert pools(approx, 30, 10, mask) == pools(exact, 30, 10, mask)
+    for pool in pools(approx, 30, 10, mask):
+        assert len(pool) == 10 and mask[pool].all(), "the selector filters before ranking"
+    info = approx.index_info()
+    assert info["factory"] == factory and info["exact"] is False and info["nprobe"] == 8
+    assert info["recall_queries"] == (90 if factory == "IVF8,Flat" else 30)
+    assert info["recall_vs_exact@10"] == pytest.approx(1.0, abs=0.05)
+
+
+def test_recall_vs_exact_is_measured_and_below_one_for_a_coarse_index() -> None:
+    vectors = clustered(3, n=3000)
+    queries = clustered(4, n=50)
+    approx = retriever(vectors, queries, index="IVF64,Flat", nprobe=1)
+    found = pools(approx, 50, 10)
+    truth = pools(retriever(vectors, queries), 50, 10)
+    expected = np.mean([len(set(a) & set(e)) / len(e) for a, e in zip(found, truth, strict=True)])
+    recall = approx.index_info()["recall_vs_exact@10"]
+    assert recall == pytest.approx(expected)
+    assert 0 < recall < 1
+
+
+def test_hnsw_respects_filters_and_reports_recall() -> None:
+    vectors = clustered(5)
+    queries = clustered(6, n=20)
+    approx = retriever(vectors, queries, index="HNSW16", ef_search=64)
+    mask = np.zeros(len(vectors), dtype=bool)
+    mask[::7] = True
+    for pool in pools(approx, 20, 10, mask):
+        assert len(pool) == 10 and mask[pool].all()
+    info = approx.index_info()
+    assert info["ef_search"] == 64 and info["recall_vs_exact@10"] > 0.8
+
+
+def test_exact_flat_reports_no_recall_and_keeps_no_second_index() -> None:
+    vectors = clustered(7, n=100)
+    flat = retriever(vectors, vectors)
+    pools(flat, 5, 10)
+    info = flat.index_info()
+    assert info["exact"] is True and "recall_vs_exact@10" not in info
+    assert flat.exact_index is None
+    off = retriever(vectors, vectors, index="HNSW8", recall_vs_exact=False)
+    pools(off, 5, 10)
+    assert off.exact_index is None and "recall_vs_exact@10" not in off.index_info()
+
+
+def test_index_without_selector_support_refuses_filters_but_serves_unfiltered() -> None:
+    vectors = clustered(8, n=600)
+    pq = retriever(vectors, vectors, index="PQ4")
+    assert len(pools(pq, 3, 5)[0]) == 5
+    with pytest.raises(ConfigError, match="id selectors"):
+        pools(pq, 3, 5, np.ones(len(vectors), dtype=bool))
+
+
+def test_bad_factory_strings_and_untrainable_indexes_name_the_key() -> None:
+    vectors = clustered(9, n=50)
+    with pytest.raises(ConfigError, match=r"dense\.index.*could not parse"):
+        retriever(vectors, vectors, index="NoSuchIndex")
+    with pytest.raises(ConfigError, match=r"dense\.index.*training"):
+        retriever(vectors, vectors, index="IVF256,Flat")
+    for bad in ({"nprobe": 0}, {"ef_search": 0}, {"index": " "}):
+        with pytest.raises(ConfigError):
+            DenseIndexConfig(**bad).validate()  # type: ignore[arg-type]
+
+
+def test_built_index_is_reused_within_the_process_for_the_same_vectors() -> None:
+    vectors = clustered(10, n=500)
+    first = build_index(vectors, DenseIndexConfig(index="IVF4,Flat"), key="k-test")
+    again = build_index(vectors, DenseIndexConfig(index="IVF4,Flat", nprobe=2), key="k-test")
+    assert again.index is first.index, "trained once per process"
+    assert again.reused and not first.reused
+    assert again.config.nprobe == 2, "search-time settings come from the new job"
+    other = build_index(vectors, DenseIndexConfig(index="IVF4,Flat"), key="k-other")
+    assert other.index is not first.index
+
+
+def test_app_records_the_dense_index_in_the_manifest(tmp_path: Path) -> None:
+    proc = run_app(
+        [
+            *mini_overrides(tmp_path),
+            "retriever=dense",
+            "dense.index=HNSW8",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    info = manifest["dense_index"]
+    assert info["factory"] == "HNSW8" and info["exact"] is False
+    assert 0 <= info["recall_vs_exact@10"] <= 1 and info["recall_queries"] > 0
