@@ -19,7 +19,7 @@ jieba.setLogLevel(logging.WARNING)
 _ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # mutable for Hydra overrides, hashable for the tokenizer memo
 class TextConfig:
     """Tokeniser settings; each one changes the BM25 index, so all of them enter its cache key."""
 
