@@ -228,7 +228,8 @@ def console_lines(metrics: Mapping[str, Any], k: int) -> str:
     out = []
     readable = _family(final, "readable")
     leak = _family(final, "leak")
-    if readable is not None and leak is not None:
+    # Only datasets with roles and ACLs have something to say about permissions.
+    if readable is not None and leak is not None and leak["overall"].get("n"):
         r, lk = readable["overall"], leak["overall"]
         out.append(
             f"readable_recall@{k} {fmt(r.get(f'readable_recall@{k}'))} (n {r['n']}; "
@@ -237,8 +238,8 @@ def console_lines(metrics: Mapping[str, Any], k: int) -> str:
             f"(n {lk['n']})"
         )
     evidence = _family(final, "evidence")
-    if evidence is not None:
-        hops = evidence.get("by_hops", {})
+    hops = (evidence or {}).get("by_hops", {})
+    if evidence is not None and any(g["n"] for h, g in hops.items() if str(h) != "1"):
         parts = [
             f"{h}-hop {fmt(g.get(f'evidence_chain@{k}'))} (n {g['n']})"
             for h, g in hops.items()
