@@ -104,3 +104,17 @@ def test_bad_group_by_field_names_the_key(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "scoring.group_by" in proc.stderr and "meta.nope" in proc.stderr
+
+
+def test_family_headlines_sit_in_the_stage_overall_as_the_contract_says(
+    jobs: dict[str, Path],
+) -> None:
+    """DESIGN.md: every metric name is read from a stage's overall / by_type."""
+    metrics = _metrics(jobs["on"])
+    for stage in metrics["stages"].values():
+        overall = stage["overall"]
+        for name in ("leak@6", "readable_recall@6", "entity_recall@6", "evidence_chain@6"):
+            assert name in overall, name
+        assert overall["n_leak"] == stage["families"]["leak"]["overall"]["n"]
+        assert overall["leak@6"] == stage["families"]["leak"]["overall"]["leak@6"]
+        assert stage["by_type"]["permission"]["n_readable"] == 0

@@ -26,7 +26,7 @@ from retrieval_bench.retrievers.dense import DenseRetriever
 from retrieval_bench.router import build_router
 from retrieval_bench.router_config import load_rule_set
 from retrieval_bench.scoring.aggregate import score_stage
-from retrieval_bench.scoring.families import ScoringContext, score_families
+from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements, judge
 from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_refusal
@@ -220,6 +220,7 @@ def score_records(
             stages[name]["families"] = score_families(
                 rankings, judgements, context, cutoffs, group_by
             )
+            merge_headlines(stages[name])
     result: dict[str, Any] = {"cutoffs": cutoffs, "stages": stages}
     if context is not None and refusal is not None:
         stage = choose_stage(refusal.score_stage, [set(r.stages) for r in records])

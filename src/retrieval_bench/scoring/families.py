@@ -96,3 +96,22 @@ def score_families(
             rankings, judgements, context.queries, acl, cutoffs, context.corpus_ids, group_by
         ),
     }
+
+
+def merge_headlines(stage: dict[str, Any]) -> None:
+    """Copy each family's aggregates into the stage's `overall` and `by_type`.
+
+    DESIGN.md's contract reads every metric name from a stage's `overall` / `by_type`; the
+    families keep their own populations, so each family's query count travels beside its
+    values as `n_<family>` (a family undefined for a group contributes None values).
+    """
+    for family, result in stage.get("families", {}).items():
+        groups = [(stage["overall"], result["overall"])]
+        for qtype, group in result.get("by_type", {}).items():
+            target = stage["by_type"].setdefault(qtype, {"n": 0})
+            groups.append((target, group))
+        for target, group in groups:
+            for key, value in group.items():
+                if key not in ("n", "undefined"):
+                    target[key] = value
+            target[f"n_{family}"] = group.get("n", 0)
