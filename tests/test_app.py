@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, mini_overrides, run_app
+from conftest import FIXTURE, SHARED_BENCHMARKS, mini_overrides, run_app
 
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.trec import read_run
@@ -151,3 +151,45 @@ def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert f"{corpus / 'passages.jsonl'}:4: malformed JSON" in proc.stderr
     assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_beir_folder_runs_through_the_app(tmp_path: Path) -> None:
+    from test_data import make_beir
+
+    root = make_beir(tmp_path / "toy")
+    proc = run_app(
+        [
+            "dataset=beir",
+            f"dataset.path={root}",
+            "retriever=bm25",
+            f"cache_dir={tmp_path / 'cache'}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["dataset"]["name"] == "toy"
+    assert metrics["stages"]["final"]["counts"]["scored"] == 2
+    assert set(metrics["stages"]["final"]["by_type"]) == {"support", "unknown"}
+
+
+@pytest.mark.skipif(not (SHARED_BENCHMARKS / "cmrc2018").is_dir(), reason="../shared absent")
+def test_shared_cmrc2018_bm25(tmp_path: Path) -> None:
+    proc = run_app(
+        [
+            "dataset=beir",
+            f"dataset.path={SHARED_BENCHMARKS / 'cmrc2018'}",
+            "retriever=bm25",
+            "top_k=10",
+            f"cache_dir={tmp_path / 'cache'}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr
+    overall = json.loads((tmp_path / "run" / "metrics.json").read_text())["stages"]["final"][
+        "overall"
+    ]
+    assert overall["n"] == 1000
+    # Questions were written while reading the paragraph: lexical retrieval is near-saturated.
+    assert overall["hit@10"] > 0.8

@@ -106,7 +106,7 @@ def test_bad_factory_strings_and_untrainable_indexes_name_the_key() -> None:
         retriever(vectors, vectors, index="NoSuchIndex")
     with pytest.raises(ConfigError, match=r"dense\.index.*training"):
         retriever(vectors, vectors, index="IVF256,Flat")
-    for bad in ({"nprobe": 0}, {"ef_search": 0}, {"index": " "}):
+    for bad in ({"nprobe": 0}, {"ef_search": 0}, {"index": " "}, {"train_size": -1}):
         with pytest.raises(ConfigError):
             DenseIndexConfig(**bad).validate()  # type: ignore[arg-type]
 
@@ -136,3 +136,10 @@ def test_app_records_the_dense_index_in_the_manifest(tmp_path: Path) -> None:
     info = manifest["dense_index"]
     assert info["factory"] == "HNSW8" and info["exact"] is False
     assert 0 <= info["recall_vs_exact@10"] <= 1 and info["recall_queries"] > 0
+
+
+def test_training_on_a_sample_still_serves_every_passage() -> None:
+    vectors = clustered(11, n=1500)
+    approx = retriever(vectors, vectors[:20], index="IVF8,Flat", nprobe=8, train_size=300)
+    assert approx.index.ntotal == 1500
+    assert pools(approx, 20, 1) == [[i] for i in range(20)], "each passage finds itself"

@@ -34,3 +34,51 @@ def test_long_candidate_lists_keep_the_exact_top_k_and_its_ties(seed: int, k: in
     top_idx, top_scores = tie_break.top(candidates, scores, k)
     got = list(zip(top_idx.tolist(), top_scores.tolist(), strict=True))
     assert got == brute_force_top(ids, candidates, scores, k)
+
+
+def reference_metrics(ranking: list[str], labels: dict[str, int], k: int) -> dict[str, float]:
+    """Each metric straight from its definition, one query at a time."""
+    top = ranking[:k]
+    gains = [max(labels.get(d, 0), 0) for d in top]
+    relevant = [d for d, g in labels.items() if g > 0]
+    n_rel = len(relevant)
+    found = sum(1 for g in gains if g > 0)
+    nan = float("nan")
+    first = next((i for i, g in enumerate(gains) if g > 0), None)
+    dcg = sum(g / np.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted((g for g in labels.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / np.log2(i + 2) for i, g in enumerate(ideal))
+    return {
+        "recall": found / n_rel if n_rel else nan,
+        "recall_bound": min(k, n_rel) / n_rel if n_rel else nan,
+        "hit": float(found > 0),
+        "all_hit": float(found == n_rel) if n_rel else nan,
+        "mrr": 0.0 if first is None else 1.0 / (first + 1),
+        "ndcg": dcg / idcg if idcg > 0 else nan,
+        "precision": found / k,
+        "judged": sum(1 for d in top if d in labels) / k,
+    }
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sparse_metrics_equal_their_definitions(seed: int) -> None:
+    """Graded and negative labels, labelled ids past k, short and empty rankings, unlabelled
+    queries: every metric at every cut-off equals the one-query-at-a-time definition."""
+    from retrieval_bench.scoring import metrics
+
+    rng = np.random.default_rng(seed)
+    pool = [f"d{i}" for i in range(60)]
+    rankings, qrels = [], []
+    for _ in range(400):
+        ranked = rng.choice(pool, int(rng.integers(0, 40)), replace=False)
+        rankings.append([str(d) for d in ranked])
+        labelled = [str(d) for d in rng.choice(pool, int(rng.integers(0, 10)), replace=False)]
+        grades = rng.integers(-1, 4, len(labelled)).tolist()
+        qrels.append(dict(zip(labelled, grades, strict=True)))
+    full = metrics.build_ranked_grades(rankings, qrels, 30)
+    for k in (1, 3, 10, 30):
+        rg = full.truncate(k) if k < 30 else full
+        for name, fn in metrics.METRICS.items():
+            got = fn(rg)
+            want = [reference_metrics(r, q, k)[name] for r, q in zip(rankings, qrels, strict=True)]
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=f"{name}@{k}")
