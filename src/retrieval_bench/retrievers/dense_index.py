@@ -46,6 +46,9 @@ class DenseIndexConfig:
     ef_search: int = 128
     # For an approximate index, also search exact Flat and report recall@k against it.
     recall_vs_exact: bool = True
+    # IVF/PQ training: at most this many vectors (a seeded sample); 0 lets FAISS subsample
+    # (up to 256 per IVF list, which at a million passages means minutes of k-means).
+    train_size: int = 0
 
     def validate(self) -> None:
         if not self.index.strip():
@@ -56,6 +59,8 @@ class DenseIndexConfig:
             raise ConfigError(
                 "dense.ef_search", f"must be a positive integer, got {self.ef_search}"
             )
+        if self.train_size < 0:
+            raise ConfigError("dense.train_size", f"must be >= 0, got {self.train_size}")
 
 
 def _core(index: faiss.Index) -> faiss.Index:
@@ -82,12 +87,17 @@ class FaissIndex:
                 f"{_faiss_message(exc)} (try Flat, HNSW32 or IVF<n>,Flat)",
             ) from exc
         if not index.is_trained:
+            train = vectors
+            if 0 < config.train_size < n:
+                pick = np.random.default_rng(0).choice(n, config.train_size, replace=False)
+                train = vectors[np.sort(pick)]
             try:
-                index.train(vectors)
+                index.train(train)
             except RuntimeError as exc:
                 raise ConfigError(
                     "dense.index",
-                    f"training {config.index!r} on {n} passages failed: {_faiss_message(exc)} "
+                    f"training {config.index!r} on {len(train)} passages failed: "
+                    f"{_faiss_message(exc)} "
                     "(an IVF index needs at least as many passages as lists, PQ at least 256)",
                 ) from exc
         index.add(vectors)
@@ -143,6 +153,8 @@ class FaissIndex:
         }
         if self.ivf:
             info["nprobe"] = self.config.nprobe
+        if self.config.train_size:
+            info["train_size"] = self.config.train_size
         if self.hnsw:
             info["ef_search"] = self.config.ef_search
         return info
@@ -162,7 +174,7 @@ def build_index(vectors: np.ndarray, config: DenseIndexConfig, key: str | None) 
     and the settings that shape the index match."""
     if key is None:
         return FaissIndex(vectors, config)
-    memo_key = (key, vectors.shape, config.index)
+    memo_key = (key, vectors.shape, config.index, config.train_size)
     found = _MEMO.get(memo_key)
     if found is not None:
         _MEMO.move_to_end(memo_key)

@@ -15,17 +15,19 @@ TREC export of the same ranking scores identically there:
 - judged@k    share of the top k carrying any label, over k
 
 Every metric takes a `RankedGrades`, built once per (stage, max cut-off) and cut down with
-`truncate` for smaller cut-offs. Metrics that divide by the number of relevant ids (recall,
-recall_bound, all_hit, ndcg) return NaN for a query with none; aggregation never feeds such
-queries in (they are excluded), so NaN marks a bug rather than hiding one as 0.
+`truncate` for smaller cut-offs; it stores only where the labelled ids sit (a sparse layout),
+so every metric is a bincount over a few entries per query. Metrics that divide by the number
+of relevant ids (recall, recall_bound, all_hit, ndcg) return NaN for a query with none;
+aggregation never feeds such queries in (they are excluded), so NaN marks a bug rather than
+hiding one as 0.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, islice, repeat
+from itertools import chain
 
 import numpy as np
 
@@ -34,35 +36,72 @@ _NAN = math.nan
 
 @dataclass(frozen=True)
 class RankedGrades:
-    """Relevance grades laid out by rank, shape (n_queries, k); padding past a short ranking.
+    """Where the labelled ids sit in each ranking, cut to k: a sparse layout.
 
-    `grades` holds the grade clipped at 0 (0 for unjudged, non-relevant or past the end),
-    `judged` whether the doc at that rank carries any label, `retrieved` whether a doc exists at
-    that rank, `n_relevant` the number of ids with grade > 0, `ideal` the query's judged grades
-    sorted descending (the best possible ranking), cut to k.
+    A query's top k holds a handful of labelled ids among k ranked ones, so only those are
+    stored: `row`, `rank` (0-based) and `grade` of every labelled id found in a ranking's top
+    k, ordered by (row, rank); `lengths` the number of ranked ids within k; `n_relevant` the
+    number of ids with grade > 0; `ideal_row`, `ideal_pos`, `ideal_grade` the query's grades > 0
+    sorted descending (the best possible ranking), cut to k. Every metric is a bincount over
+    these arrays, so a batch costs O(labels) numpy work, not O(queries x k).
+
+    `grades`, `judged`, `retrieved` and `ideal` give the dense (n_queries, k) view (grade
+    clipped at 0, padding past a short ranking) for inspection and tests.
     """
 
-    grades: np.ndarray
-    judged: np.ndarray
-    retrieved: np.ndarray
+    k: int
+    lengths: np.ndarray
+    row: np.ndarray
+    rank: np.ndarray
+    grade: np.ndarray
     n_relevant: np.ndarray
-    ideal: np.ndarray
+    ideal_row: np.ndarray
+    ideal_pos: np.ndarray
+    ideal_grade: np.ndarray
 
     @property
-    def k(self) -> int:
-        return int(self.grades.shape[1])
+    def n(self) -> int:
+        return len(self.lengths)
 
     def truncate(self, k: int) -> RankedGrades:
-        """The same queries cut to a smaller k, without rebuilding (views, no copies)."""
+        """The same queries cut to a smaller k, without re-reading the rankings."""
         if not 0 < k <= self.k:
             raise ValueError(f"cannot truncate k={self.k} grades to k={k}")
+        keep = self.rank < k
+        ideal = self.ideal_pos < k
         return RankedGrades(
-            grades=self.grades[:, :k],
-            judged=self.judged[:, :k],
-            retrieved=self.retrieved[:, :k],
+            k=k,
+            lengths=np.minimum(self.lengths, k),
+            row=self.row[keep],
+            rank=self.rank[keep],
+            grade=self.grade[keep],
             n_relevant=self.n_relevant,
-            ideal=self.ideal[:, :k],
+            ideal_row=self.ideal_row[ideal],
+            ideal_pos=self.ideal_pos[ideal],
+            ideal_grade=self.ideal_grade[ideal],
         )
+
+    @property
+    def grades(self) -> np.ndarray:
+        out = np.zeros((self.n, self.k))
+        out[self.row, self.rank] = np.maximum(self.grade, 0.0)
+        return out
+
+    @property
+    def judged(self) -> np.ndarray:
+        out = np.zeros((self.n, self.k), dtype=bool)
+        out[self.row, self.rank] = True
+        return out
+
+    @property
+    def retrieved(self) -> np.ndarray:
+        return np.arange(self.k) < self.lengths[:, None]
+
+    @property
+    def ideal(self) -> np.ndarray:
+        out = np.zeros((self.n, self.k))
+        out[self.ideal_row, self.ideal_pos] = self.ideal_grade
+        return out
 
 
 def build_ranked_grades(
@@ -71,60 +110,78 @@ def build_ranked_grades(
     k: int,
     query_ids: Sequence[str] | None = None,
 ) -> RankedGrades:
-    """Look up every ranked id's grade and lay the grades out as (n_queries, k) matrices.
+    """Find every labelled id in its ranking and keep those within the top k.
 
     `rankings[i]` is scored against `qrels[i]`. A ranking holding an id twice raises ValueError
     (named by `query_ids[i]` when given): duplicates are an upstream bug, and deduplicating
     would score a ranking the system never produced. The whole ranking is checked, not just
     its top k.
 
-    Speed: the per-query Python is one generator step; the id -> grade lookup is a C-level
-    `map` of the query's label dict over its top k, right after the duplicate check touched the
-    same strings (still in cache); the layout into matrices is one boolean-mask assignment.
+    Speed: per query, one C-level `set` of the ranking (the duplicate check, which touches each
+    id once), the labelled ids it holds (`labels.keys() & seen`, a handful), and their
+    positions (`list.index`, over strings the set just brought into cache). Nothing is done per
+    unlabelled ranked id beyond the set, and the layout is sparse (see RankedGrades).
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
     n = len(rankings)
     if len(qrels) != n:
         raise ValueError(f"{n} rankings but {len(qrels)} label sets")
+    found_per_query: list[int] = []
+    positions: list[int] = []
+    found_grades: list[int] = []
+    for i, (labels, ranking) in enumerate(zip(qrels, rankings, strict=True)):
+        seen = set(ranking)
+        if len(seen) != len(ranking):
+            name = f"query {query_ids[i]!r}" if query_ids is not None else f"ranking #{i}"
+            raise ValueError(
+                f"{name}: ranking holds id {first_duplicate(ranking)!r} more than once"
+            )
+        found = labels.keys() & seen
+        found_per_query.append(len(found))
+        if found:
+            positions += map(ranking.index, found)
+            found_grades += map(labels.__getitem__, found)
     lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
     np.minimum(lengths, k, out=lengths)
+    row = np.repeat(np.arange(n), np.asarray(found_per_query, dtype=np.int64))
+    rank = np.asarray(positions, dtype=np.int64)
+    grade = np.asarray(found_grades, dtype=np.float64)
+    keep = rank < k
+    row, rank, grade = row[keep], rank[keep], grade[keep]
+    order = np.argsort(row * k + rank, kind="stable")
+    row, rank, grade = row[order], rank[order], grade[order]
 
-    def lookups() -> Iterator[Iterator[float]]:
-        for i, (labels, ranking) in enumerate(zip(qrels, rankings, strict=True)):
-            if len(set(ranking)) != len(ranking):
-                name = f"query {query_ids[i]!r}" if query_ids is not None else f"ranking #{i}"
-                doc = first_duplicate(ranking)
-                raise ValueError(f"{name}: ranking holds id {doc!r} more than once")
-            # NaN marks an id without a label.
-            yield map(labels.get, islice(ranking, k), repeat(_NAN))
-
-    looked_up = np.fromiter(
-        chain.from_iterable(lookups()), dtype=np.float64, count=int(lengths.sum())
-    )
-    retrieved = np.arange(k) < lengths[:, None]
-    grades = np.zeros((n, k))
-    grades[retrieved] = np.fmax(looked_up, 0.0)  # fmax: NaN (unjudged) -> 0, negative -> 0
-    judged = np.zeros((n, k), dtype=bool)
-    judged[retrieved] = ~np.isnan(looked_up)
-
-    # Ideal ranking: every judged grade of the query, best first, cut to k.
+    # Ideal ranking: every grade > 0 of the query, best first, cut to k.
     label_counts = np.fromiter(map(len, qrels), dtype=np.int64, count=n)
     all_grades = np.fromiter(
         chain.from_iterable(q.values() for q in qrels),
         dtype=np.float64,
         count=int(label_counts.sum()),
     )
-    label_rows = np.repeat(np.arange(n), label_counts)
-    n_relevant = np.bincount(label_rows, weights=all_grades > 0, minlength=n).astype(np.int64)
-    order = np.lexsort((-all_grades, label_rows))
-    label_starts = np.cumsum(label_counts) - label_counts
-    rank_in_query = np.arange(order.size) - np.repeat(label_starts, label_counts)
-    keep = (rank_in_query < k) & (all_grades[order] > 0)
-    ideal = np.zeros((n, k))
-    ideal[label_rows[order][keep], rank_in_query[keep]] = all_grades[order][keep]
-
-    return RankedGrades(grades, judged, retrieved, n_relevant, ideal)
+    positive = all_grades > 0
+    ideal_row = np.repeat(np.arange(n), label_counts)[positive]
+    ideal_grade = all_grades[positive]
+    n_relevant = np.bincount(ideal_row, minlength=n)
+    if len(ideal_grade):
+        # Rows are already ascending: a stable sort on (row, -grade) is nearly presorted.
+        top = float(ideal_grade.max())
+        order = np.argsort(ideal_row * (top + 1.0) + (top - ideal_grade), kind="stable")
+        ideal_row, ideal_grade = ideal_row[order], ideal_grade[order]
+    starts = np.cumsum(n_relevant) - n_relevant
+    ideal_pos = np.arange(len(ideal_row)) - starts[ideal_row]
+    cut = ideal_pos < k
+    return RankedGrades(
+        k=k,
+        lengths=lengths,
+        row=row,
+        rank=rank,
+        grade=grade,
+        n_relevant=n_relevant,
+        ideal_row=ideal_row[cut],
+        ideal_pos=ideal_pos[cut],
+        ideal_grade=ideal_grade[cut],
+    )
 
 
 def first_duplicate(ranking: Iterable[str]) -> str | None:
@@ -139,7 +196,7 @@ def first_duplicate(ranking: Iterable[str]) -> str | None:
 
 def hits(rg: RankedGrades) -> np.ndarray:
     """Number of relevant ids in the top k (the numerator of recall and precision)."""
-    return np.count_nonzero(rg.grades > 0, axis=1)
+    return np.bincount(rg.row[rg.grade > 0], minlength=rg.n)
 
 
 def _per_relevant(numerator: np.ndarray, rg: RankedGrades) -> np.ndarray:
@@ -173,9 +230,14 @@ def all_hit(rg: RankedGrades) -> np.ndarray:
 
 def mrr(rg: RankedGrades) -> np.ndarray:
     """Reciprocal rank of the first relevant id within the top k, 0 if none."""
-    relevant = rg.grades > 0
-    first = np.argmax(relevant, axis=1)
-    return np.where(relevant.any(axis=1), 1.0 / (first + 1.0), 0.0)
+    relevant = rg.grade > 0
+    rows, ranks = rg.row[relevant], rg.rank[relevant]
+    # Sorted by (row, rank): a row's first entry is its best-ranked relevant id.
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = rows[1:] != rows[:-1]
+    out = np.zeros(rg.n)
+    out[rows[first]] = 1.0 / (ranks[first] + 1.0)
+    return out
 
 
 def _discounts(k: int) -> np.ndarray:
@@ -183,11 +245,15 @@ def _discounts(k: int) -> np.ndarray:
 
 
 def ndcg(rg: RankedGrades) -> np.ndarray:
-    """trec_eval ndcg_cut: DCG of the top k over the DCG of the ideal top k."""
+    """trec_eval ndcg_cut: DCG of the top k over the DCG of the ideal top k.
+
+    bincount adds each query's terms in rank order, as trec_eval does."""
     discount = _discounts(rg.k)
-    dcg = rg.grades @ discount
-    idcg = rg.ideal @ discount
-    out = np.full(dcg.shape, np.nan)
+    gains = np.maximum(rg.grade, 0.0) * discount[rg.rank]
+    dcg = np.bincount(rg.row, weights=gains, minlength=rg.n)
+    ideal = rg.ideal_grade * discount[rg.ideal_pos]
+    idcg = np.bincount(rg.ideal_row, weights=ideal, minlength=rg.n)
+    out = np.full(rg.n, np.nan)
     np.divide(dcg, idcg, out=out, where=idcg > 0)
     return out
 
@@ -200,7 +266,7 @@ def precision(rg: RankedGrades) -> np.ndarray:
 def judged(rg: RankedGrades) -> np.ndarray:
     """Share of the top k that carries a label: low values mean the labels, not the
     retriever, limit what the other metrics can say."""
-    return np.count_nonzero(rg.judged, axis=1) / float(rg.k)
+    return np.bincount(rg.row, minlength=rg.n) / float(rg.k)
 
 
 # Metric name (without "@K") -> function; the order is the order reports list them in.
