@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,12 +67,32 @@ def model_loads(folder: Path) -> int:
     return sum(p.read_text(errors="replace").count(MODEL_LOADED) for p in folder.rglob("*.log"))
 
 
+def run_sweep(
+    common: list[str], args: argparse.Namespace, compare: bool, sweep_dir: Path
+) -> tuple[float, list[Path]]:
+    """One cold multirun of the four values; its wall time and job folders."""
+    seconds, _ = run_app(
+        [
+            "-m",
+            *common,
+            f"{args.param}={args.values}",
+            f"compare.enabled={str(compare).lower()}",
+            f"cache_dir={sweep_dir / 'cache'}",
+            f"hydra.sweep.dir={sweep_dir / 'jobs'}",
+        ]
+    )
+    return seconds, sorted(p.parent for p in (sweep_dir / "jobs").rglob("manifest.json"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the 12-passage test fixture")
     parser.add_argument("--param", default="retriever.rrf_k", help="the swept key")
     parser.add_argument("--values", default="10,30,60,100", help="its four values")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="cold one-job / cold sweep pairs (median taken)"
+    )
     parser.add_argument(
         "--no-compare-run", action="store_true", help="skip the sweep with its comparison"
     )
@@ -108,23 +129,31 @@ def main(argv: list[str] | None = None) -> int:
     variants = [("one sweep, same outputs", False), ("one sweep + comparison", True)]
     for label, compare in variants[:1] if args.no_compare_run else variants:
         sweep_dir = work / ("sweep_compare" if compare else "sweep")
-        seconds, _ = run_app(
-            [
-                "-m",
-                *common,
-                f"{args.param}={args.values}",
-                f"compare.enabled={str(compare).lower()}",
-                f"cache_dir={sweep_dir / 'cache'}",
-                f"hydra.sweep.dir={sweep_dir / 'jobs'}",
-            ]
-        )
-        job_dirs = sorted(p.parent for p in (sweep_dir / "jobs").rglob("manifest.json"))
+        seconds, job_dirs = run_sweep(common, args, compare, sweep_dir)
         sweeps[label] = (seconds, [encoded(d) for d in job_dirs], model_loads(sweep_dir))
-        phases = [phase_seconds(d) for d in job_dirs]
+        if not compare:
+            phases = [phase_seconds(d) for d in job_dirs]
+
+    # The headline ratio: cold one job against a cold sweep, interleaved pairs, medians (a
+    # shared machine's noise hits single measurements by a second or more).
+    cold_jobs, cold_sweeps = [single_times[0]], [sweeps["one sweep, same outputs"][0]]
+    for r in range(1, max(1, args.repeat)):
+        pair = work / f"repeat{r}"
+        cold_jobs.append(
+            run_app(
+                [
+                    *common,
+                    f"{args.param}={values[0]}",
+                    f"cache_dir={pair / 'job_cache'}",
+                    f"hydra.run.dir={pair / 'job'}",
+                ]
+            )[0]
+        )
+        cold_sweeps.append(run_sweep(common, args, False, pair / "sweep")[0])
 
     n_jobs = len(values)
     name = "mini fixture" if args.quick else "travel"
-    one_job = single_times[0]
+    one_job = statistics.median(cold_jobs)
     print(
         f"{n_jobs}-job sweep over {args.param}={args.values} on {name} (retriever=hybrid), "
         "each side from an empty cache"
@@ -146,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     for label, (seconds, counts, loads) in sweeps.items():
         per_job = ", ".join(str(c[0]) for c in counts)
         print(f"{label:<28}{seconds:>9.1f}{seconds / one_job:>11.2f}x{per_job:>28}{loads:>13}")
-    sweep_s, counts, loads = sweeps["one sweep, same outputs"]
+    _, counts, loads = sweeps["one sweep, same outputs"]
+    sweep_s = statistics.median(cold_sweeps)
+    print(
+        f"cold one job (s): {', '.join(f'{t:.1f}' for t in cold_jobs)}; cold sweep (s): "
+        f"{', '.join(f'{t:.1f}' for t in cold_sweeps)}; RESULT uses the medians"
+    )
     queries = ", ".join(str(c[2]) for c in counts)
     print(f"queries encoded per sweep job: {queries}")
     inside = ", ".join(f"{p:.2f}" for p in phases)
@@ -158,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"RESULT sweep: {n_jobs}-job sweep {sweep_s:.1f}s = {sweep_s / one_job:.2f}x one job "
-        f"({one_job:.1f}s, cold cache) and {total / sweep_s:.1f}x faster than {n_jobs} single runs "
+        f"({one_job:.1f}s, cold cache; medians of {len(cold_jobs)}) and "
+        f"{total / sweep_s:.1f}x faster than {n_jobs} single runs "
         f"({total:.1f}s); passages encoded per sweep job [{per_job}], encoder loaded "
         f"{loads}x"
         + (

@@ -48,5 +48,7 @@ def test_scale_benchmark_quick() -> None:
 
 
 def test_sweep_benchmark_quick() -> None:
-    out = run_benchmark("bench_sweep.py", "--quick", "--values", "10", "--no-compare-run")
+    out = run_benchmark(
+        "bench_sweep.py", "--quick", "--values", "10", "--no-compare-run", "--repeat", "1"
+    )
     assert "RESULT sweep:" in out and "x one job" in out

@@ -28,8 +28,11 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, indent: int | None = 2) -> None:
+    """`indent=None` writes one compact line with the C encoder, several times faster for the
+    large per-query files (metrics.json) than the indented pure-Python path."""
+    text = json.dumps(obj, ensure_ascii=False, indent=indent)
+    atomic_write_text(path, text + "\n")
 
 
 def jsonl_text(records: list[dict[str, Any]]) -> str:

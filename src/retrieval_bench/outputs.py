@@ -32,7 +32,7 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
         write_run(job_dir / "trec" / "baselines" / f"{name}.run", baseline, tag=name)
     write_qrels(job_dir / "qrels.trec", result.judgements.qrels)
     atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
-    atomic_write_json(job_dir / "metrics.json", result.metrics)
+    atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
     atomic_write_json(job_dir / "manifest.json", manifest(result, config))
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
     plots = write_plots(job_dir, result.metrics, top_k)
