@@ -20,13 +20,10 @@ time, so:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
-import os
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -34,6 +31,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from retrieval_bench.encoders.base import Encoder
+from retrieval_bench.io import atomic_writer, file_lock
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +109,7 @@ class EmbeddingCache:
                 return array, CacheStats(encoded=0, cached=len(texts), key=key)
 
         npy.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(lock):
+        with file_lock(lock):
             # Another job may have written it while this one waited for the lock.
             if npy.exists() or sidecar.exists():
                 try:
@@ -223,31 +221,8 @@ class _HashingWriter:
 
 
 def _atomic_write(path: Path, write: Callable[[_HashingWriter], object]) -> str:
-    """Write via a temp file in the same folder, fsync, os.replace; returns the sha256."""
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer = _HashingWriter(fh)
-            write(writer)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
+    """Write whole-or-nothing (io.atomic_writer); returns the sha256 of what was written."""
+    with atomic_writer(path) as fh:
+        writer = _HashingWriter(fh)
+        write(writer)
     return writer.sha256.hexdigest()
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Exclusive advisory lock held across processes; released when the file is closed.
-
-    The lock file is left in place: deleting it would let two jobs lock different inodes.
-    """
-    with lock_path.open("a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -19,12 +19,9 @@ settings) and the texts, each length-prefixed.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -35,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.embedding_cache import _locked
+from retrieval_bench.io import atomic_writer, file_lock
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +112,7 @@ def tokenize_corpus(
         if found is not None:
             return found
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.with_suffix(".lock")):
+    with file_lock(path.with_suffix(".lock")):
         if path.exists():  # written by another job while this one waited
             found = _read(path, len(texts))
             if found is not None:
@@ -157,20 +154,11 @@ def _write(path: Path, corpus: TokenizedCorpus) -> None:
     text = "".join(corpus.vocab)
     ends = np.cumsum(np.fromiter(map(len, corpus.vocab), np.int64, len(corpus.vocab)))
     blob = np.frombuffer(text.encode("utf-8", errors="surrogatepass"), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(
-                fh,
-                ids=corpus.ids.astype(np.int32, copy=False),
-                lengths=corpus.lengths.astype(np.int64, copy=False),
-                vocab_utf8=blob,
-                vocab_ends=ends,
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_writer(path) as fh:
+        np.savez(
+            fh,
+            ids=corpus.ids.astype(np.int32, copy=False),
+            lengths=corpus.lengths.astype(np.int64, copy=False),
+            vocab_utf8=blob,
+            vocab_ends=ends,
+        )
