@@ -48,17 +48,21 @@ def test_populations_counts_and_balanced_threshold() -> None:
         "should_refuse": {"no_answer": 2, "no_readable_relevant": 1},
         "excluded": {"unreviewed": 1},
     }
-    # t = 0.4: answers a1 a2 a3 (3/3), refuses n2 perm (2/3) -> mean 5/6, the best there is
-    assert result["balanced"]["threshold"] == pytest.approx(0.4)
-    assert result["balanced"]["answered_rate"] == 1.0
+    # t = 0.5: answers a1 a2 (2/3), refuses n2 perm (2/3): the rates are equal there
+    assert result["balanced"]["threshold"] == pytest.approx(0.5)
+    assert result["balanced"]["answered_rate"] == pytest.approx(2 / 3)
     assert result["balanced"]["refused_rate"] == pytest.approx(2 / 3)
+    # t = 0.4: answers a1 a2 a3 (3/3), refuses n2 perm (2/3) -> mean 5/6, the best there is
+    best_mean = result["balanced"]["best_mean"]
+    assert best_mean["threshold"] == pytest.approx(0.4)
+    assert best_mean["answered_rate"] == 1.0 and best_mean["refused_rate"] == pytest.approx(2 / 3)
     assert result["per_query"]["perm"] == {
         "query_type": "permission",
         "should": "refuse",
         "reason": "no_readable_relevant",
         "top_score": 0.3,
     }
-    assert result["at_balanced_by_type"]["no_answer"]["correct_rate"] == 0.5
+    assert result["at_balanced_by_type"]["no_answer"]["correct_rate"] == 0.5  # n2 refused
     table = result["table"]
     assert table["threshold"][0] == pytest.approx(0.2) and table["threshold"][-1] == 0.9
     assert len(table["threshold"]) == 5
@@ -85,8 +89,11 @@ def test_curves_are_monotone_in_the_threshold() -> None:
     # no candidate threshold does better than the one chosen
     cands = np.unique(np.concatenate([sa, sr]))
     full = threshold_table(sa, sr, cands)
-    means = (np.array(full["answered_rate"]) + np.array(full["refused_rate"])) / 2
-    assert best["balanced_accuracy"] == pytest.approx(means.max())
+    answered_all, refused_all = np.array(full["answered_rate"]), np.array(full["refused_rate"])
+    means = (answered_all + refused_all) / 2
+    assert best["best_mean"]["balanced_accuracy"] == pytest.approx(means.max())
+    gap = abs(best["answered_rate"] - best["refused_rate"])
+    assert gap == pytest.approx(np.abs(answered_all - refused_all).min())
 
 
 def test_balanced_is_undefined_without_a_population() -> None:

@@ -133,7 +133,10 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
             f"Balanced threshold **{balanced['threshold']:.4f}** ({balanced['criterion']}; "
             "fitted on this evaluation set): answered_rate "
             f"{fmt(balanced['answered_rate'])}, refused_rate {fmt(balanced['refused_rate'])}, "
-            f"mean {fmt(balanced['balanced_accuracy'])}.",
+            f"mean {fmt(balanced['balanced_accuracy'])}. Best mean instead: t="
+            f"{balanced['best_mean']['threshold']:.4f} (answered_rate "
+            f"{fmt(balanced['best_mean']['answered_rate'])}, refused_rate "
+            f"{fmt(balanced['best_mean']['refused_rate'])}).",
             "",
         ]
         by_type = refusal.get("at_balanced_by_type", {})

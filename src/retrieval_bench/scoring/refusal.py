@@ -28,9 +28,11 @@ decreases. The table evaluates `refusal.thresholds` points evenly spaced from th
 highest observed top score.
 
 Balanced threshold: over every distinct observed top score (the only thresholds that change a
-decision), the one that maximises the mean of the two rates (balanced accuracy); ties go to the
-smallest |answered_rate - refused_rate|, then to the lowest threshold. It is fitted on this
-evaluation set, so it is optimistic for new queries. Undefined (with the reason) when either
+decision), the one where the two rates are closest (|answered_rate - refused_rate| smallest, the
+equal-error point); ties go to the higher mean of the two rates, then to the lowest threshold.
+Beside it, `best_mean` is the threshold maximising that mean (balanced accuracy), which with
+few unanswerable queries can sit at an extreme. Both are fitted on this evaluation set, so they
+are optimistic for new queries. Undefined (with the reason) when either
 population is empty or no query has a score.
 """
 
@@ -145,7 +147,8 @@ def threshold_table(
 
 
 def balanced_threshold(answer_scores: np.ndarray, refuse_scores: np.ndarray) -> dict[str, Any]:
-    """The threshold maximising the mean of the two rates (ties: closest rates, then lowest)."""
+    """The equal-error threshold (rates closest; ties: higher mean, then lowest t), and the
+    threshold of best mean beside it."""
     if not answer_scores.size or not refuse_scores.size:
         missing = "should-answer" if not answer_scores.size else "should-refuse"
         return {"threshold": None, "undefined": f"no {missing} queries"}
@@ -157,14 +160,22 @@ def balanced_threshold(answer_scores: np.ndarray, refuse_scores: np.ndarray) -> 
     a = np.asarray(table["answered_rate"])
     r = np.asarray(table["refused_rate"])
     mean = (a + r) / 2
-    # lexsort: last key is primary. Best mean, then smallest gap, then lowest threshold.
-    best = int(np.lexsort((candidates, np.abs(a - r), -mean))[0])
+    gap = np.abs(a - r)
+    # lexsort: last key is primary.
+    best = int(np.lexsort((candidates, -mean, gap))[0])
+    best_mean = int(np.lexsort((candidates, gap, -mean))[0])
     return {
         "threshold": float(candidates[best]),
         "answered_rate": float(a[best]),
         "refused_rate": float(r[best]),
         "balanced_accuracy": float(mean[best]),
-        "criterion": "max mean(answered_rate, refused_rate); ties: min gap, then lowest t",
+        "criterion": "min |answered_rate - refused_rate|; ties: higher mean, then lowest t",
+        "best_mean": {
+            "threshold": float(candidates[best_mean]),
+            "answered_rate": float(a[best_mean]),
+            "refused_rate": float(r[best_mean]),
+            "balanced_accuracy": float(mean[best_mean]),
+        },
     }
 
 
