@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from retrieval_bench.io import atomic_writer, file_lock
 
@@ -104,7 +106,7 @@ def tokenize_corpus(
     disables the cache.
     """
     if root is None:
-        return TokenizedCorpus.from_tokens([tokenize(t) for t in texts])
+        return TokenizedCorpus.from_tokens(_tokenize_all(tokenize, texts))
     key = token_cache_key(identity, texts)
     path = Path(root) / key[:2] / f"{key}.npz"
     if path.exists():
@@ -118,9 +120,16 @@ def tokenize_corpus(
             if found is not None:
                 return found
         log.info("token cache miss: tokenising %d passages (key %s)", len(texts), key)
-        corpus = TokenizedCorpus.from_tokens([tokenize(t) for t in texts])
+        corpus = TokenizedCorpus.from_tokens(_tokenize_all(tokenize, texts))
         _write(path, corpus)
         return corpus
+
+
+def _tokenize_all(tokenize: Callable[[str], list[str]], texts: Sequence[str]) -> list[list[str]]:
+    """jieba over the corpus, with a progress bar on a terminal when it takes a while."""
+    quiet = len(texts) < 20_000 or not sys.stderr.isatty()
+    bar = tqdm(texts, desc="tokenising passages", unit="passage", disable=quiet)
+    return [tokenize(t) for t in bar]
 
 
 def _read(path: Path, count: int) -> TokenizedCorpus | None:
