@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -18,14 +18,14 @@ from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.filters import PassageFilter
-from retrieval_bench.pipeline import Pipeline, QueryRecord, Strategy
+from retrieval_bench.pipeline import Pipeline, QueryRecord, StageRecord, Strategy
 from retrieval_bench.query_parser import NegationRules, QueryParser
 from retrieval_bench.retrievers.base import Retriever
 from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.retrievers.dense import DenseRetriever
 from retrieval_bench.router import build_router
 from retrieval_bench.router_config import load_rule_set
-from retrieval_bench.scoring.aggregate import score_stage
+from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
 from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements, judge
@@ -154,6 +154,7 @@ def run_job(cfg: RunConfig) -> JobResult:
             ScoringContext.from_dataset(dataset),
             groups,
             cfg.refusal,
+            passage_ids=ids,
         )
         if rule_set:
             metrics["router"] = router_metrics(
@@ -207,15 +208,23 @@ def score_records(
     context: ScoringContext | None = None,
     group_by: dict[str, dict[str, str]] | None = None,
     refusal: RefusalConfig | None = None,
+    passage_ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Every stage's doc metrics; with a context also its other metric families
     (`stage["families"]`, see scoring.families) and, with a refusal config, the job's refusal
-    evaluation (`metrics["refusal"]`)."""
+    evaluation (`metrics["refusal"]`).
+
+    With `passage_ids` (the corpus order the pipeline's indices refer to), the doc metrics
+    score each stage's passage indices (`StageRecord.indices`) through the integer core, with
+    the labels coded once per job: the same numbers as scoring the ids, without touching an
+    id string per ranked passage. Rankings are still checked for duplicates there (a cheap
+    row-wise sort), although the pipeline makes them unique by construction."""
     cutoffs = sorted(set(cutoffs))
+    doc_metrics = _doc_scorer(records, judgements, cutoffs, passage_ids)
     stages = {}
     for name in stage_names(records):
         rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
-        stages[name] = score_stage(rankings, judgements, cutoffs, group_by)
+        stages[name] = doc_metrics([r.stages.get(name) for r in records], group_by)
         if context is not None:
             stages[name]["families"] = score_families(
                 rankings, judgements, context, cutoffs, group_by
@@ -232,12 +241,48 @@ def score_records(
     baseline_names = dict.fromkeys(name for r in records for name in r.baselines)
     if baseline_names:
         result["baselines"] = {
-            name: score_stage(
-                {r.query.query_id: r.baselines[name].ids for r in records}, judgements, cutoffs
-            )
+            name: doc_metrics([r.baselines.get(name) for r in records], None)
             for name in baseline_names
         }
     return result
+
+
+def _doc_scorer(
+    records: list[QueryRecord],
+    judgements: Judgements,
+    cutoffs: list[int],
+    passage_ids: Sequence[str] | None,
+) -> Callable[[list[StageRecord | None], dict[str, dict[str, str]] | None], dict[str, Any]]:
+    """score_stage for one stage (given as each record's StageRecord or None), by passage
+    indices when every record carries them and the corpus order is known, else by ids."""
+    qids = [r.query.query_id for r in records]
+    indexed = passage_ids is not None and all(
+        stage.indices is not None
+        for r in records
+        for stage in (*r.stages.values(), *r.baselines.values())
+    )
+    if not indexed:
+
+        def by_ids(
+            stages: list[StageRecord | None], group_by: dict[str, dict[str, str]] | None
+        ) -> dict[str, Any]:
+            rankings = {q: s.ids for q, s in zip(qids, stages, strict=True) if s is not None}
+            return score_stage(rankings, judgements, cutoffs, group_by)
+
+        return by_ids
+    labels = CodedLabels.build(judgements, {pid: i for i, pid in enumerate(passage_ids or ())})
+
+    def by_indices(
+        stages: list[StageRecord | None], group_by: dict[str, dict[str, str]] | None
+    ) -> dict[str, Any]:
+        rankings = {
+            q: s.indices
+            for q, s in zip(qids, stages, strict=True)
+            if s is not None and s.indices is not None
+        }
+        return score_stage_coded(rankings, judgements, labels, cutoffs, group_by)
+
+    return by_indices
 
 
 def package_versions() -> dict[str, str | None]:

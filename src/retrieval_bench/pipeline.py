@@ -47,6 +47,11 @@ class StageRecord:
     scores: list[float]
     pool_requested: int
     pool_returned: int
+    # The same ranking as passage indices (`ids[i] == passage_ids[indices[i]]`), which the
+    # job scores through the integer core; None for a record built without a corpus at hand.
+    # Unique by construction (TieBreak.top, RRF and "fill" emit each index once); the scorer
+    # still checks, as the check is one vectorised sort.
+    indices: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -208,4 +213,5 @@ class Pipeline:
             scores=[float(s) for s in ranked.scores.tolist()],
             pool_requested=ranked.requested,
             pool_returned=ranked.returned,
+            indices=ranked.indices,
         )

@@ -41,13 +41,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from retrieval_bench.scoring.labels import NOT_IN_RUN, UNKNOWN_TYPE, Judgements
-from retrieval_bench.scoring.metrics import METRICS, build_ranked_grades, first_duplicate, hits
+from retrieval_bench.scoring.metrics import (
+    METRICS,
+    RankedGrades,
+    build_ranked_grades,
+    build_ranked_grades_coded,
+    duplicate_rows,
+    first_duplicate,
+    hits,
+    pad_labels,
+    pad_rankings,
+)
 
 MISSING_GROUP = "(missing)"
 
@@ -106,7 +117,25 @@ def per_query_columns(
     `hits@K` and each metric `name@K`. The vectorised core of `score_stage` (and what a
     benchmark should time against pytrec_eval): no per-query dicts are built."""
     ks = check_cutoffs(cutoffs)
-    rg_max = build_ranked_grades(rankings, qrels, max(ks), query_ids)
+    return _columns(build_ranked_grades(rankings, qrels, max(ks), query_ids), ks)
+
+
+def per_query_columns_coded(
+    rankings: np.ndarray,
+    label_ids: np.ndarray,
+    label_grades: np.ndarray,
+    cutoffs: Sequence[int],
+    check: bool = True,
+) -> dict[str, np.ndarray]:
+    """`per_query_columns` from integer codes (see `metrics.build_ranked_grades_coded`): the
+    job's path, where rankings are passage indices. Same columns, same values."""
+    ks = check_cutoffs(cutoffs)
+    rg_max = build_ranked_grades_coded(rankings, label_ids, label_grades, max(ks), check)
+    return _columns(rg_max, ks)
+
+
+def _columns(rg_max: RankedGrades, ks: list[int]) -> dict[str, np.ndarray]:
+    """Every metric column at every cut-off from the grades at the largest one."""
     columns: dict[str, np.ndarray] = {"n_relevant": rg_max.n_relevant}
     for k in ks:
         rg = rg_max.truncate(k)
@@ -124,6 +153,85 @@ def score_stage(
 ) -> dict[str, Any]:
     """Score one stage's ranked ids against the judgements at every cut-off (layout above)."""
     ks = check_cutoffs(cutoffs)
+    scored, types, excluded = _scope(rankings, judgements, group_by)
+    qrels = judgements.qrels
+    # Unscored rankings are checked here; scored ones while their grades are looked up.
+    check_rankings({q: r for q, r in rankings.items() if q not in qrels})
+    ranked = [rankings[q] for q in scored]
+    for qid, ranking in zip(scored, ranked, strict=True):
+        if isinstance(ranking, str):
+            raise TypeError(f"ranking for query {qid!r} is a string, not a sequence of ids")
+    columns = per_query_columns(ranked, [qrels[q] for q in scored], ks, scored)
+    return _summarise_stage(columns, scored, types, excluded, ks, rankings, group_by)
+
+
+@dataclass(frozen=True)
+class CodedLabels:
+    """A job's judgements coded once as the integer core takes them: `ids` and `grades`,
+    (n, max labels) padded with -1 / 0, row `row_of[qid]` for each query of
+    `judgements.qrels` (see `metrics.pad_labels`)."""
+
+    row_of: dict[str, int]
+    ids: np.ndarray
+    grades: np.ndarray
+
+    @classmethod
+    def build(cls, judgements: Judgements, code: Mapping[str, int]) -> CodedLabels:
+        ids, grades = pad_labels(list(judgements.qrels.values()), code)
+        return cls({qid: i for i, qid in enumerate(judgements.qrels)}, ids, grades)
+
+
+def score_stage_coded(
+    rankings: Mapping[str, np.ndarray],
+    judgements: Judgements,
+    labels: CodedLabels,
+    cutoffs: Sequence[int],
+    group_by: Mapping[str, Mapping[str, str]] | None = None,
+    check: bool = True,
+) -> dict[str, Any]:
+    """`score_stage` for rankings held as integer codes (a job's passage indices), scored
+    against `labels` coded with the same codes: the same layout and the same values.
+
+    `check=False` skips the duplicate check; only for rankings unique by construction (the
+    caller says where that construction lives)."""
+    ks = check_cutoffs(cutoffs)
+    scored, types, excluded = _scope(rankings, judgements, group_by)
+    rows = np.fromiter(map(labels.row_of.__getitem__, scored), dtype=np.int64, count=len(scored))
+    if check:  # unscored rankings here; scored ones in the core
+        unscored = [q for q in rankings if q not in judgements.qrels]
+        bad = duplicate_rows(pad_rankings([rankings[q] for q in unscored]))
+        if len(bad):
+            qid = unscored[bad[0]]
+            doc = first_duplicate(np.asarray(rankings[qid]).tolist())
+            raise ValueError(f"query {qid!r}: ranking holds code {doc} more than once")
+    try:
+        columns = per_query_columns_coded(
+            pad_rankings([rankings[q] for q in scored]),
+            labels.ids[rows],
+            labels.grades[rows],
+            ks,
+            check,
+        )
+    except ValueError as exc:  # name the query, not its row in the batch
+        raise ValueError(_name_row(str(exc), scored)) from exc
+    return _summarise_stage(columns, scored, types, excluded, ks, rankings, group_by)
+
+
+def _name_row(message: str, scored: Sequence[str]) -> str:
+    """'ranking #i: ...' or 'labels #i: ...' -> 'query <qid>: ...'."""
+    head, sep, rest = message.partition(": ")
+    _, hash_, row = head.partition(" #")
+    if sep and hash_ and row.isdigit():
+        return f"query {scored[int(row)]!r}: {rest}"
+    return message
+
+
+def _scope(
+    rankings: Mapping[str, Any],
+    judgements: Judgements,
+    group_by: Mapping[str, Mapping[str, str]] | None,
+) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """(scored query ids, every query's type, excluded query -> reason) for one stage."""
     if group_by and "type" in group_by:
         raise ValueError('group_by field "type" would overwrite by_type; name it differently')
     qrels = judgements.qrels
@@ -134,14 +242,18 @@ def score_stage(
     scored = [qid for qid in qrels if qid in rankings]
     if len(scored) < len(qrels):
         excluded.update((qid, NOT_IN_RUN) for qid in qrels if qid not in rankings)
-    # Unscored rankings are checked here; scored ones while their grades are looked up.
-    check_rankings({q: r for q, r in rankings.items() if q not in qrels})
-    ranked = [rankings[q] for q in scored]
-    for qid, ranking in zip(scored, ranked, strict=True):
-        if isinstance(ranking, str):
-            raise TypeError(f"ranking for query {qid!r} is a string, not a sequence of ids")
-    columns = per_query_columns(ranked, [qrels[q] for q in scored], ks, scored)
+    return scored, types, excluded
 
+
+def _summarise_stage(
+    columns: Mapping[str, np.ndarray],
+    scored: Sequence[str],
+    types: Mapping[str, str],
+    excluded: Mapping[str, str],
+    ks: list[int],
+    rankings: Mapping[str, Any],
+    group_by: Mapping[str, Mapping[str, str]] | None,
+) -> dict[str, Any]:
     pooled = {f"recall_pooled@{k}": (f"hits@{k}", "n_relevant") for k in ks}
     return summarise(
         columns,

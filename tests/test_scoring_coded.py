@@ -1,0 +1,239 @@
+"""The integer core (rankings and labels as codes) against the string path and trec_eval.
+
+A job scores its pipeline's passage indices through `build_ranked_grades_coded`; TREC runs and
+any string rankings go through `build_ranked_grades`. Both must give identical numbers, and the
+integer core must refuse a ranking that holds a code twice, as the string path does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from retrieval_bench import experiment
+from retrieval_bench.data.records import EvalQuery, Passage
+from retrieval_bench.data.trec import trec_order
+from retrieval_bench.experiment import score_records
+from retrieval_bench.filters import FilterConfig, PassageFilter
+from retrieval_bench.pipeline import Pipeline, Routing, Strategy
+from retrieval_bench.query_parser import ParsedQuery
+from retrieval_bench.retrievers.base import Ranked
+from retrieval_bench.scoring import metrics
+from retrieval_bench.scoring.aggregate import (
+    CodedLabels,
+    per_query_columns,
+    per_query_columns_coded,
+    score_stage,
+    score_stage_coded,
+)
+from retrieval_bench.scoring.labels import judge, judge_qrels
+from retrieval_bench.scoring.metrics import (
+    build_ranked_grades,
+    build_ranked_grades_coded,
+    pad_labels,
+    pad_rankings,
+)
+
+CUTOFFS = [1, 2, 3, 5, 10, 20]
+POOL = [f"d{i}" for i in range(40)] + [f"doc-{i}" for i in range(5)]
+CODE = {doc: i for i, doc in enumerate(POOL)}
+
+
+def _random_case(seed: int, n_queries: int) -> tuple[dict, dict]:
+    """qrels and {qid: {doc: score}}: graded labels, heavy ties, short runs, labels the run
+    lacks, queries judged non-relevant only, labelled queries absent from the run, and labels
+    outside POOL (uncoded)."""
+    rng = np.random.default_rng(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for i in range(n_queries):
+        qid = f"q{i}"
+        judged = rng.choice(POOL, int(rng.integers(1, 12)), replace=False)
+        grades = np.zeros(len(judged), dtype=int) if rng.random() < 0.1 else None
+        if grades is None:
+            grades = rng.integers(0, 4, len(judged))
+        qrels[qid] = {str(d): int(g) for d, g in zip(judged, grades, strict=True)}
+        if rng.random() < 0.2:
+            qrels[qid][f"outside-{i}"] = int(rng.integers(0, 3))
+        if rng.random() < 0.05:
+            continue
+        docs = rng.choice(POOL, int(rng.integers(0, 30)), replace=False)
+        if rng.random() < 0.5:
+            scores = rng.integers(0, 4, len(docs)) / 2.0
+        else:
+            scores = np.round(rng.normal(size=len(docs)), 2)
+        run[qid] = {str(d): float(s) for d, s in zip(docs, scores, strict=True)}
+    return qrels, run
+
+
+def _coded(rankings: Sequence[Sequence[str]]) -> np.ndarray:
+    return pad_rankings([np.array([CODE[d] for d in r], dtype=np.int64) for r in rankings])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_coded_core_equals_string_path(seed: int) -> None:
+    qrels, run = _random_case(seed, 300)
+    qids = list(run)
+    ranked = [[d for d, _ in trec_order(run[q].items())] for q in qids]
+    labels = [qrels[q] for q in qids]
+    ids, grades = pad_labels(labels, CODE)
+    by_string = per_query_columns(ranked, labels, CUTOFFS)
+    by_code = per_query_columns_coded(_coded(ranked), ids, grades, CUTOFFS)
+    assert list(by_string) == list(by_code)
+    for name, column in by_string.items():
+        assert column.dtype == by_code[name].dtype, name
+        assert np.array_equal(column, by_code[name], equal_nan=True), name
+
+
+def test_coded_grades_layout_equals_string_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tiny chunks: many chunks, each with its own offsets.
+    monkeypatch.setattr(metrics, "_CHUNK", 7)
+    qrels, run = _random_case(11, 200)
+    qids = list(run)
+    ranked = [[d for d, _ in trec_order(run[q].items())] for q in qids]
+    labels = [qrels[q] for q in qids]
+    ids, grades = pad_labels(labels, CODE)
+    for k in (1, 4, 30):
+        a = build_ranked_grades(ranked, labels, k)
+        b = build_ranked_grades_coded(_coded(ranked), ids, grades, k)
+        for field in a.__dataclass_fields__:
+            assert np.array_equal(getattr(a, field), getattr(b, field)), (k, field)
+
+
+def test_many_labels_and_int32_input() -> None:
+    rng = np.random.default_rng(5)
+    labels = [
+        {f"d{i}": int(rng.integers(0, 4)) for i in rng.choice(3000, 2500, replace=False)},
+        {"d1": 1},
+        {},
+    ]
+    code = {f"d{i}": i for i in range(3000)}
+    ranked = [[f"d{i}" for i in rng.permutation(3000)[:200]] for _ in labels]
+    rankings = pad_rankings([np.array([code[d] for d in r], dtype=np.int32) for r in ranked])
+    ids, grades = pad_labels(labels, code)
+    by_string = per_query_columns(ranked, labels, [10, 200])
+    by_code = per_query_columns_coded(rankings.astype(np.int32), ids, grades, [10, 200])
+    for name, column in by_string.items():
+        assert np.array_equal(column, by_code[name], equal_nan=True), name
+
+
+def test_coded_core_matches_trec_eval() -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels, run = _random_case(21, 500)
+    judgements = judge_qrels(qrels)
+    scored = [q for q in judgements.qrels if q in run]
+    ranked = [[d for d, _ in trec_order(run[q].items())] for q in scored]
+    ids, grades = pad_labels([judgements.qrels[q] for q in scored], CODE)
+    ours = per_query_columns_coded(_coded(ranked), ids, grades, CUTOFFS)
+    cuts = ",".join(map(str, CUTOFFS))
+    measures = {f"recall.{cuts}", f"P.{cuts}", f"success.{cuts}", f"ndcg_cut.{cuts}"}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    names = {"recall": "recall_{}", "precision": "P_{}", "hit": "success_{}"}
+    names["ndcg"] = "ndcg_cut_{}"
+    for i, q in enumerate(scored):
+        for k in CUTOFFS:
+            for mine, their in names.items():
+                ref = theirs[q][their.format(k)]
+                assert ours[f"{mine}@{k}"][i] == pytest.approx(ref, abs=1e-9), (q, mine, k)
+
+
+def test_score_stage_coded_is_score_stage() -> None:
+    qrels, run = _random_case(3, 400)
+    judgements = judge_qrels(qrels, {q: f"t{i % 3}" for i, q in enumerate(qrels)})
+    rankings = {q: [d for d, _ in trec_order(docs.items())] for q, docs in run.items()}
+    rankings["unlabelled"] = ["d1", "d2"]
+    coded = {q: np.array([CODE[d] for d in r], dtype=np.int64) for q, r in rankings.items()}
+    group_by = {"half": {q: str(i % 2) for i, q in enumerate(qrels)}}
+    labels = CodedLabels.build(judgements, CODE)
+    expected = score_stage(rankings, judgements, CUTOFFS, group_by)
+    assert score_stage_coded(coded, judgements, labels, CUTOFFS, group_by) == expected
+
+
+def test_coded_duplicates_and_bad_padding_are_errors() -> None:
+    ids, grades = pad_labels([{"d1": 1}, {"d2": 1}], CODE)
+    twice = np.array([[1, 2, 3], [4, 5, 4]])
+    with pytest.raises(ValueError, match=r"ranking #1.*code 4 more than once"):
+        build_ranked_grades_coded(twice, ids, grades, 2)  # the duplicate lies past k
+    gap = np.array([[1, -1, 3], [4, 5, -1]])
+    with pytest.raises(ValueError, match=r"ranking #0.*padding"):
+        build_ranked_grades_coded(gap, ids, grades, 3)
+    # Unchecked, a duplicate is not looked for: only for rankings unique by construction.
+    build_ranked_grades_coded(twice, ids, grades, 2, check=False)
+    dup_labels = np.array([[1, 1], [2, -1]])
+    with pytest.raises(ValueError, match=r"labels #0"):
+        build_ranked_grades_coded(twice[:, :2], dup_labels, np.ones_like(dup_labels), 2)
+
+
+@pytest.mark.parametrize("scored", [True, False])
+def test_score_stage_coded_names_the_query_with_a_duplicate(scored: bool) -> None:
+    judgements = judge_qrels({"a": {"d0": 1}, "qdup": {"d1": 1 if scored else 0}})
+    labels = CodedLabels.build(judgements, CODE)
+    rankings = {"a": np.array([0]), "qdup": np.array([1, 2, 3, 2])}
+    with pytest.raises(ValueError, match=r"'qdup'.*code 2 more than once"):
+        score_stage_coded(rankings, judgements, labels, [2])
+
+
+def test_empty_batches() -> None:
+    empty = np.zeros((0, 0), dtype=np.int64)
+    rg = build_ranked_grades_coded(empty, empty, empty, 5)
+    assert rg.grades.shape == (0, 5)
+    assert pad_rankings([]).shape == (0, 0)
+    one = build_ranked_grades_coded(np.full((1, 3), -1), np.array([[7]]), np.array([[2]]), 3)
+    assert one.lengths.tolist() == [0] and one.n_relevant.tolist() == [1]
+
+
+class _RandomArm:
+    """Ranks a random subset of the corpus with tied scores, as an arm would."""
+
+    def __init__(self, name: str, seed: int, n: int) -> None:
+        self.name, self.rng, self.n = name, np.random.default_rng(seed), n
+
+    def search(
+        self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]:
+        out = []
+        for _ in queries:
+            idx = self.rng.choice(self.n, int(self.rng.integers(0, k + 1)), replace=False)
+            scores = np.sort(self.rng.integers(0, 3, len(idx)).astype(np.float64))[::-1]
+            out.append(Ranked(idx.astype(np.int64), scores, k))
+        return out
+
+
+def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    passages = [Passage(f"p{i:03d}", "text") for i in range(60)]
+    queries = [
+        EvalQuery(
+            f"q{i}",
+            "text",
+            f"t{i % 2}",
+            "reviewed" if i % 7 else "unreviewed",
+            {f"p{j:03d}": int(rng.integers(0, 3)) for j in rng.choice(60, 5, replace=False)},
+        )
+        for i in range(80)
+    ]
+    strategy = Strategy("hybrid", ("a", "b"))
+    pipeline = Pipeline(
+        passages,
+        {"a": _RandomArm("a", 1, 60), "b": _RandomArm("b", 2, 60)},
+        parse=lambda text: ParsedQuery(),
+        passage_filter=PassageFilter(passages, FilterConfig()),
+        route=lambda q, p: Routing(None, strategy),
+        pool_size=20,
+        top_k=8,
+        rrf_k=60,
+        baselines={"a": Strategy("a", ("a",))},
+    )
+    records = pipeline.run(queries)
+    judgements = judge(queries, {p.id for p in passages})
+    by_ids = score_records(records, judgements, [3, 8])
+
+    def no_strings(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the job path scored id strings")
+
+    monkeypatch.setattr(experiment, "score_stage", no_strings)
+    by_indices = score_records(records, judgements, [3, 8], passage_ids=[p.id for p in passages])
+    assert set(by_ids["stages"]) == {"a", "b", "fused", "final"}
+    assert by_indices == by_ids
