@@ -27,16 +27,18 @@ class CompareCallback(Callback):
         self._before = snapshot(Path(str(config.hydra.sweep.dir)))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        # Imported here: Hydra builds this callback in every job process too.
-        from retrieval_bench.compare.build import compare_dirs
+        # Imported here: Hydra builds this callback in every job process too, and the
+        # comparison's statistics (scipy.stats, about a second) only when it is wanted.
         from retrieval_bench.compare.config import CompareConfig
-        from retrieval_bench.errors import BenchError
 
         node = config.get("compare")
         cfg = OmegaConf.to_object(node) if node is not None else CompareConfig()
         assert isinstance(cfg, CompareConfig)
         if not cfg.enabled:
             return
+        from retrieval_bench.compare.build import compare_dirs
+        from retrieval_bench.errors import BenchError
+
         sweep_dir = Path(str(config.hydra.sweep.dir))
         try:
             cfg.validate()

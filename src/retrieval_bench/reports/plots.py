@@ -33,7 +33,9 @@ _MARGINS = {"left": 0.1, "right": 0.97, "top": 0.9, "bottom": 0.13}
 def _save(fig: Figure, path: Path) -> None:
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=96, metadata={"Software": None})
+    fig.savefig(
+        buffer, format="png", dpi=96, metadata={"Software": None}, pil_kwargs={"compress_level": 1}
+    )
     atomic_write_bytes(path, buffer.getvalue())
 
 
@@ -96,24 +98,23 @@ def per_type_figure(stage: Mapping[str, Any], k: int) -> Figure | None:
         values = [(result["by_type"].get(t) or {}).get(name) for t in types]
         xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(types))]
         heights = [v if v is not None else 0.0 for v in values]
-        bars = ax.bar(xs, heights, width, label=f"{label}@{k}")
-        # Every bar is labelled, so a defined 0 never looks like an undefined (absent) value.
-        for bar, value in zip(bars, values, strict=True):
-            text = "undef" if value is None else f"{value:.2f}"
-            ax.annotate(
-                text,
-                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                textcoords="offset points",
-                xytext=(0, 2),
-                ha="center",
-                fontsize=5.5,
-                rotation=90,
-                color="grey" if value is None else "black",
+        ax.bar(xs, heights, width, label=f"{label}@{k}", color=f"C{i}")
+        # An undefined value is drawn as a hatched outline, so it never reads as a defined 0.
+        undefined = [x for x, v in zip(xs, values, strict=True) if v is None]
+        if undefined:
+            ax.bar(
+                undefined,
+                [1.0] * len(undefined),
+                width,
+                fill=False,
+                hatch="//",
+                edgecolor="lightgrey",
+                linewidth=0,
             )
     ax.set_xticks(range(len(types)), types, rotation=20, ha="right", fontsize=8)
     ax.set_ylim(0, 1.15)
     ax.set_ylabel("macro mean")
-    ax.set_title(f"Final stage per query type (top {k}); undef = no scorable query")
+    ax.set_title(f"Final stage per query type (top {k}); hatched = undefined (nothing scorable)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncols=len(series), loc="upper center", bbox_to_anchor=(0.5, -0.17))
     fig.subplots_adjust(**{**_MARGINS, "bottom": 0.27})
