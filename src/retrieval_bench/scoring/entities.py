@@ -37,7 +37,7 @@ queries belong to refusal only ("no_answer"); a query the run has no ranking for
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -174,6 +174,26 @@ def negative_names(cutoffs: Sequence[int]) -> list[str]:
     return [f"{m}@{k}" for m in metrics for k in ks]
 
 
+def _eligible(
+    queries: Mapping[str, EvalQuery],
+    rankings: Mapping[str, Sequence[str]],
+    field: Callable[[EvalQuery], Sequence[str]],
+    missing_reason: str,
+) -> tuple[list[str], dict[str, str]]:
+    """Queries a family can score, and every other one with its reason (label state first)."""
+    eligible: list[str] = []
+    excluded: dict[str, str] = {}
+    for qid, query in queries.items():
+        reason = _label_state(query) or (None if field(query) else missing_reason)
+        if reason is None and qid not in rankings:
+            reason = NOT_IN_RUN
+        if reason:
+            excluded[qid] = reason
+        else:
+            eligible.append(qid)
+    return eligible, excluded
+
+
 def score_entities(
     rankings: Mapping[str, Sequence[str]],
     queries: Mapping[str, EvalQuery],
@@ -185,16 +205,9 @@ def score_entities(
 ) -> dict[str, Any]:
     """Family `entities` (definitions in the module docstring)."""
     ks = check_cutoffs(cutoffs)
-    excluded: dict[str, str] = {}
-    candidates: list[str] = []
-    for qid, query in queries.items():
-        reason = _label_state(query) or (None if query.expected_entities else NO_EXPECTED_ENTITIES)
-        if reason is None and qid not in rankings:
-            reason = NOT_IN_RUN
-        if reason:
-            excluded[qid] = reason
-        else:
-            candidates.append(qid)
+    candidates, excluded = _eligible(
+        queries, rankings, lambda q: q.expected_entities, NO_EXPECTED_ENTITIES
+    )
     expected_all = index.sets([queries[q].expected_entities for q in candidates])
     readable = index.readable_by([queries[q].user_role for q in candidates], acl)
     findable = _binary(expected_all.multiply(readable))
@@ -235,16 +248,9 @@ def score_negative_entities(
 ) -> dict[str, Any]:
     """Family `negative_entities` (definitions in the module docstring)."""
     ks = check_cutoffs(cutoffs)
-    excluded: dict[str, str] = {}
-    scored: list[str] = []
-    for qid, query in queries.items():
-        reason = _label_state(query) or (None if query.negative_entities else NO_NEGATIVE_ENTITIES)
-        if reason is None and qid not in rankings:
-            reason = NOT_IN_RUN
-        if reason:
-            excluded[qid] = reason
-        else:
-            scored.append(qid)
+    scored, excluded = _eligible(
+        queries, rankings, lambda q: q.negative_entities, NO_NEGATIVE_ENTITIES
+    )
     negative = index.sets([queries[q].negative_entities for q in scored])
     shown = index.shown([rankings[q] for q in scored], ks)
     columns: dict[str, np.ndarray] = {"n_negative": _row_sums(negative)}
