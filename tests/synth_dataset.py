@@ -10,8 +10,9 @@ Per topic i there are three passages carrying the rare token `kwNNN`: `a` (token
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from retrieval_bench.io import jsonl_text
 
 
 def write_synthetic(root: Path, per_type: int = 10, name: str = "synth") -> list[str]:
@@ -40,11 +41,7 @@ def write_synthetic(root: Path, per_type: int = 10, name: str = "synth") -> list
                 "relevant_ids": [f"t{i:03d}-a", f"t{i:03d}-b"] if pair else [f"t{i:03d}-c"],
             }
         )
-    (corpus / "passages.jsonl").write_text(
-        "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages), encoding="utf-8"
-    )
+    (corpus / "passages.jsonl").write_text(jsonl_text(passages), encoding="utf-8")
     evalset = evalsets / f"{name}.jsonl"
-    evalset.write_text(
-        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8"
-    )
+    evalset.write_text(jsonl_text(queries), encoding="utf-8")
     return [f"dataset.name={name}", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}"]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from retrieval_bench.benchmark.config import GateConfig
+from retrieval_bench.benchmark.gate import run_gate
+from retrieval_bench.benchmark.history import JobKey
+from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import canonical, parse_overrides
+from retrieval_bench.compare.jobs import FinishedJob, canonical, parse_overrides
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.scoring.comparison import (
     LOSE,
@@ -161,3 +166,32 @@ def test_compare_config_baseline_spellings() -> None:
         CompareConfig(baseline="top_k").validate()
     with pytest.raises(ConfigError, match=r"compare\.metrics"):
         CompareConfig(metrics=["recall"]).validate()
+
+
+def _job(path: str, values: dict[str, float]) -> FinishedJob:
+    per_query = {
+        q: {"query_type": "pair" if int(q[1:]) % 2 else "deep", "recall@3": v}
+        for q, v in values.items()
+    }
+    return FinishedJob(
+        path=Path(path),
+        metrics={"stages": {"final": {"per_query": per_query}}},
+        config={"top_k": 3, "dataset": {"name": "synth"}},
+        overrides={},
+        choices={"retriever": "bm25"},
+        num=None,
+    )
+
+
+def test_gate_on_some_types_only() -> None:
+    """`benchmark.gate.types` without `all`: only the named types are checked."""
+    before = _job("old", {f"q{i}": 1.0 for i in range(20)})
+    after = _job("new", {f"q{i}": 0.0 if i % 2 else 1.0 for i in range(20)})
+    assert set(values_by_type(after, "final", "recall@K", ["pair"])) == {"pair", "deep", "all"}
+    key = JobKey("synth", "bm25")
+    gate = GateConfig(tolerances={"recall@K": 0.02}, types=["pair"])
+    result = run_gate({key: after}, {key: before}, gate, SIG)
+    assert [(c.query_type, c.n, c.change, c.status) for c in result.checks] == [
+        ("pair", 10, -1.0, "regression")
+    ]
+    assert result.checks[0].p_holm == result.checks[0].p_value

@@ -100,6 +100,14 @@ def test_baselines_equal_router_none_jobs(sweep: dict[str, Path]) -> None:
         assert group == {m: unrouted[qtype][m] for m in doc_metrics if m in unrouted[qtype]}
 
 
+def test_routed_job_encodes_each_query_once(sweep: dict[str, Path]) -> None:
+    # Routed pools and the baselines' re-ranking of excluding queries share one dense batch.
+    manifest = json.loads((sweep["rules"] / "manifest.json").read_text())
+    counts = manifest["embeddings"]["queries"]
+    texts = {r["query"] for r in rankings(sweep["rules"])}
+    assert counts["encoded"] + counts["cached"] == len(texts)
+
+
 def test_metrics_hold_the_router_measurement(sweep: dict[str, Path]) -> None:
     router = json.loads((sweep["rules"] / "metrics.json").read_text())["router"]
     assert router["confusion"]["entity_exact"] == {"default": 1, "entity_exact": 2}

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from retrieval_bench.encoders.base import Encoder
-from retrieval_bench.io import atomic_writer, file_lock
+from retrieval_bench.io import atomic_writer, file_lock, update_len_prefixed, update_texts
 
 logger = logging.getLogger(__name__)
 
@@ -52,21 +52,14 @@ class CacheStats:
         return CacheStats(self.encoded + other.encoded, self.cached + other.cached, "")
 
 
-def _update_len_prefixed(digest: Any, data: bytes) -> None:
-    digest.update(len(data).to_bytes(8, "little"))
-    digest.update(data)
-
-
 def cache_key(identity: dict[str, Any], role: str, texts: list[str]) -> str:
     """sha256 over encoder identity (sorted-key JSON), role and texts, each length-prefixed."""
     digest = hashlib.sha256()
-    _update_len_prefixed(digest, f"retrieval_bench.embedding_cache/v{CACHE_FORMAT}".encode())
+    update_len_prefixed(digest, f"retrieval_bench.embedding_cache/v{CACHE_FORMAT}".encode())
     ident = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    _update_len_prefixed(digest, ident.encode())
-    _update_len_prefixed(digest, role.encode())
-    digest.update(len(texts).to_bytes(8, "little"))
-    for text in texts:
-        _update_len_prefixed(digest, text.encode("utf-8", errors="surrogatepass"))
+    update_len_prefixed(digest, ident.encode())
+    update_len_prefixed(digest, role.encode())
+    update_texts(digest, texts)
     return digest.hexdigest()
 
 

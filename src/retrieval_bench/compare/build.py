@@ -45,10 +45,11 @@ def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
 def values_by_type(
     job: FinishedJob, stage: str, spec: str, types: Sequence[str]
 ) -> dict[str, dict[str, float]]:
-    """type -> {query id: value}; `all` holds every scored query."""
+    """type -> {query id: value}, for `types` and any other type found; `all` (always there)
+    holds every scored query."""
     values = job.per_query(stage, spec)
     qtypes = job.query_types(stage)
-    out: dict[str, dict[str, float]] = {t: {} for t in types}
+    out: dict[str, dict[str, float]] = {t: {} for t in (*types, ALL)}
     for qid, value in values.items():
         t = qtypes.get(qid, "unknown")
         out.setdefault(t, {})[qid] = value

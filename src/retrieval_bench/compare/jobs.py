@@ -14,7 +14,6 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +101,7 @@ class FinishedJob:
     num: int | None
     label: str = ""
     setting: dict[str, str] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path) -> FinishedJob:
@@ -126,11 +126,8 @@ class FinishedJob:
             overrides=overrides,
             choices=choices,
             num=num if isinstance(num, int) else None,
+            manifest=manifest,
         )
-
-    @cached_property
-    def manifest(self) -> dict[str, Any]:
-        return _read_json(self.path / "manifest.json") or {}
 
     @property
     def dataset(self) -> str:
@@ -307,14 +304,3 @@ def assign_labels(jobs: Sequence[FinishedJob]) -> list[str]:
         for job in jobs:
             job.label = str(job.path)
     return [*keys, "job"]
-
-
-def parse_setting(text: str) -> dict[str, str]:
-    """`top_k=6,retriever=bm25` -> {"top_k": "6", "retriever": "bm25"}."""
-    out: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep or not key:
-            raise BenchError(f"baseline {text!r}: expected KEY=VALUE[,KEY=VALUE...]")
-        out[key.strip()] = value.strip()
-    return out

@@ -5,30 +5,16 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from retrieval_bench.data.jsonl import file_sha256, read_jsonl, require_str
+from retrieval_bench.data.jsonl import file_sha256, read_jsonl_with_ids, require_str
 from retrieval_bench.data.records import Dataset, EvalQuery, Passage
 from retrieval_bench.errors import DataError
-
-
-def _record_id(record: dict, path: Path, line: int) -> str:
-    value = record.get("_id")
-    if isinstance(value, int):
-        value = str(value)
-    if not isinstance(value, str) or not value.strip():
-        raise DataError(path, "field '_id' must be a non-empty string", line)
-    return value
 
 
 def load_beir(root: Path, split: str = "test", name: str | None = None) -> Dataset:
     corpus_path, queries_path = root / "corpus.jsonl", root / "queries.jsonl"
     qrels_path = root / "qrels" / f"{split}.tsv"
     passages: list[Passage] = []
-    seen: set[str] = set()
-    for line, record in read_jsonl(corpus_path):
-        pid = _record_id(record, corpus_path, line)
-        if pid in seen:
-            raise DataError(corpus_path, f"duplicate passage id {pid!r}", line)
-        seen.add(pid)
+    for line, pid, record in read_jsonl_with_ids(corpus_path, "_id", "passage id"):
         text = record.get("text")
         if not isinstance(text, str):
             raise DataError(corpus_path, "field 'text' must be a string", line)
@@ -41,10 +27,7 @@ def load_beir(root: Path, split: str = "test", name: str | None = None) -> Datas
     qrels = _read_qrels(qrels_path)
     queries: list[EvalQuery] = []
     query_ids: set[str] = set()
-    for line, record in read_jsonl(queries_path):
-        qid = _record_id(record, queries_path, line)
-        if qid in query_ids:
-            raise DataError(queries_path, f"duplicate query id {qid!r}", line)
+    for line, qid, record in read_jsonl_with_ids(queries_path, "_id", "query id"):
         query_ids.add(qid)
         if qid not in qrels:
             continue  # not in this split

@@ -13,10 +13,11 @@ which must then stay > 0.
 
 from __future__ import annotations
 
-import json
 import os
+from pathlib import Path
 from typing import Any
 
+from retrieval_bench.data.jsonl import optional_str_list, read_jsonl, require_str
 from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery
 from retrieval_bench.errors import DataError
 
@@ -25,44 +26,32 @@ _REQUIRED = ("query_id", "query", "query_type", "label_status", "relevant_ids")
 
 def load_evalset(path: str | os.PathLike[str]) -> list[EvalQuery]:
     """Read every record; blank lines are skipped, anything else malformed is a DataError."""
+    path = Path(path)
     queries: list[EvalQuery] = []
     first_line: dict[str, int] = {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                query = _parse(path, number, line)
-                if query.query_id in first_line:
-                    raise DataError(
-                        path,
-                        f"duplicate query_id {query.query_id!r} "
-                        f"(first on line {first_line[query.query_id]})",
-                        number,
-                    )
-                first_line[query.query_id] = number
-                queries.append(query)
-    except UnicodeDecodeError as exc:
-        raise DataError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    for number, record in read_jsonl(path):
+        query = _parse(path, number, record)
+        if query.query_id in first_line:
+            raise DataError(
+                path,
+                f"duplicate query_id {query.query_id!r} "
+                f"(first on line {first_line[query.query_id]})",
+                number,
+            )
+        first_line[query.query_id] = number
+        queries.append(query)
     return queries
 
 
-def _parse(path: str | os.PathLike[str], number: int, line: str) -> EvalQuery:
+def _parse(path: Path, number: int, record: dict[str, Any]) -> EvalQuery:
     def fail(message: str) -> DataError:
         return DataError(path, message, number)
 
-    try:
-        record: Any = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise fail(f"malformed JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(record, dict):
-        raise fail(f"expected a JSON object, got {type(record).__name__}")
     for key in _REQUIRED:
         if key not in record:
             raise fail(f"missing field {key!r}")
     for key in ("query_id", "query", "query_type"):
-        if not isinstance(record[key], str) or not record[key].strip():
-            raise fail(f"field {key!r} must be a non-empty string")
+        require_str(record, key, path, number)
     if record["label_status"] not in LABEL_STATUSES:
         raise fail(f"label_status {record['label_status']!r} is not one of {LABEL_STATUSES}")
 
@@ -86,14 +75,6 @@ def _parse(path: str | os.PathLike[str], number: int, line: str) -> EvalQuery:
             raise fail(f"{pid!r} is in relevant_ids but has relevance grade {grade}")
         relevance[pid] = grade
 
-    def strings(key: str) -> tuple[str, ...]:
-        value = record.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-            raise fail(f"field {key!r} must be a list of strings")
-        return tuple(value)
-
     def optional_text(key: str) -> str | None:
         value = record.get(key)
         if value is not None and not isinstance(value, str):
@@ -114,9 +95,9 @@ def _parse(path: str | os.PathLike[str], number: int, line: str) -> EvalQuery:
         query_type=record["query_type"],
         label_status=record["label_status"],
         relevance=relevance,
-        expected_entities=strings("expected_entities"),
-        negative_entities=strings("negative_entities"),
-        expected_cities=strings("expected_cities"),
+        expected_entities=optional_str_list(record, "expected_entities", path, number),
+        negative_entities=optional_str_list(record, "negative_entities", path, number),
+        expected_cities=optional_str_list(record, "expected_cities", path, number),
         user_role=optional_text("user_role"),
         hops=tuple(tuple(hop) for hop in hops),
         reference_answer=optional_text("reference_answer"),

@@ -15,19 +15,45 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; a bad line raises DataError."""
     if not path.is_file():
         raise DataError(path, "file not found")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    path, f"malformed JSON: {exc.msg} (column {exc.colno})", number
-                ) from None
-            if not isinstance(record, dict):
-                raise DataError(path, "expected a JSON object", number)
-            yield number, record
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(
+                        path, f"malformed JSON: {exc.msg} (column {exc.colno})", number
+                    ) from None
+                if not isinstance(record, dict):
+                    raise DataError(
+                        path, f"expected a JSON object, got {type(record).__name__}", number
+                    )
+                yield number, record
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def read_jsonl_with_ids(
+    path: Path, key: str, what: str
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """`read_jsonl`, plus each record's id from field `key` (an integer is read as its string);
+    an id seen before raises DataError naming both lines (`what` names the id, e.g. "passage id").
+    """
+    first_line: dict[str, int] = {}
+    for number, record in read_jsonl(path):
+        value = record.get(key)
+        if isinstance(value, int):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip():
+            raise DataError(path, f"field '{key}' must be a non-empty string", number)
+        if value in first_line:
+            raise DataError(
+                path, f"duplicate {what} {value!r} (first on line {first_line[value]})", number
+            )
+        first_line[value] = number
+        yield number, value, record
 
 
 def require_str(record: dict[str, Any], key: str, path: Path, line: int) -> str:

@@ -26,7 +26,7 @@ def load_native(name: str, corpus_dir: Path, evalset_path: Path) -> Dataset:
         passages=passages,
         queries=queries,
         entities=entities,
-        hashes={str(p.name): file_sha256(p) for p in paths},
+        hashes={p.name: file_sha256(p) for p in paths},
     )
 
 

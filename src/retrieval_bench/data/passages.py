@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from retrieval_bench.data.jsonl import optional_str_list, read_jsonl, require_str
+from retrieval_bench.data.jsonl import (
+    optional_str_list,
+    read_jsonl,
+    read_jsonl_with_ids,
+    require_str,
+)
 from retrieval_bench.data.records import Entity, Passage
 from retrieval_bench.errors import DataError
 
@@ -13,20 +18,11 @@ from retrieval_bench.errors import DataError
 def load_passages(path: Path, known_entities: Collection[str] = ()) -> tuple[Passage, ...]:
     """Passages in file order; with `known_entities`, every meta.entities name must be one."""
     passages: list[Passage] = []
-    seen: dict[str, int] = {}
-    for line, record in read_jsonl(path):
-        pid = record.get("id")
-        if isinstance(pid, int):
-            pid = str(pid)
-        if not isinstance(pid, str) or not pid.strip():
-            raise DataError(path, "field 'id' must be a non-empty string", line)
+    for line, pid, record in read_jsonl_with_ids(path, "id", "passage id"):
         if any(ch.isspace() for ch in pid):
             raise DataError(
                 path, f"passage id {pid!r} contains whitespace (TREC files forbid it)", line
             )
-        if pid in seen:
-            raise DataError(path, f"duplicate passage id {pid!r} (first on line {seen[pid]})", line)
-        seen[pid] = line
         text = require_str(record, "text", path, line)
         title = record.get("title") or ""
         if not isinstance(title, str):

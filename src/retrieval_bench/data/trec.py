@@ -109,6 +109,15 @@ def _first_line(path: str | os.PathLike[str], qid: str, doc: str) -> int | None:
     return None
 
 
+def _twice(path: str | os.PathLike[str], number: int, qid: str, doc: str, what: str) -> DataError:
+    """The error for a (qid, docid) met again on line `number`, naming the first line too."""
+    return DataError(
+        path,
+        f"query {qid!r}: docid {doc!r} {what} (first on line {_first_line(path, qid, doc)})",
+        number,
+    )
+
+
 def read_run(path: str | os.PathLike[str]) -> Run:
     """Read a run, ignoring the rank column and re-sorting as trec_eval does.
 
@@ -128,12 +137,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             raise DataError(path, f"score {score_text!r} is not a finite number", number)
         docs = run.setdefault(qid, {})
         if doc in docs:
-            raise DataError(
-                path,
-                f"query {qid!r}: docid {doc!r} appears twice "
-                f"(first on line {_first_line(path, qid, doc)})",
-                number,
-            )
+            raise _twice(path, number, qid, doc, "appears twice")
         docs[doc] = score
     return {qid: trec_order(docs.items()) for qid, docs in run.items()}
 
@@ -149,14 +153,8 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
         qid, _, doc, grade_text = fields
         if not _INTEGER.fullmatch(grade_text):
             raise DataError(path, f"grade {grade_text!r} is not an integer", number)
-        grade = int(grade_text)
         labels = qrels.setdefault(qid, {})
         if doc in labels:
-            raise DataError(
-                path,
-                f"query {qid!r}: docid {doc!r} judged twice "
-                f"(first on line {_first_line(path, qid, doc)})",
-                number,
-            )
-        labels[doc] = grade
+            raise _twice(path, number, qid, doc, "judged twice")
+        labels[doc] = int(grade_text)
     return qrels

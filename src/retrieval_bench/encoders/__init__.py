@@ -9,18 +9,12 @@ from __future__ import annotations
 
 from retrieval_bench.encoders.base import Encoder
 from retrieval_bench.encoders.config import ENCODER_KINDS, EncoderConfig
-from retrieval_bench.errors import ConfigError
 
 __all__ = ["ENCODER_KINDS", "Encoder", "EncoderConfig", "build_encoder"]
 
 
 def build_encoder(cfg: EncoderConfig) -> Encoder:
     """Validate `cfg` and return the encoder it names; no model is loaded until first encode."""
-    if cfg.kind not in ENCODER_KINDS:
-        raise ConfigError(
-            "encoder.kind",
-            f"unknown encoder kind {cfg.kind!r}; choose one of {', '.join(ENCODER_KINDS)}",
-        )
     cfg.validate()
     if cfg.kind == "use":
         from retrieval_bench.encoders.use import USEEncoder

@@ -10,7 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_bench.reports.plots import EVIDENCE_PNG, PER_TYPE_PNG, REFUSAL_PNG
-from retrieval_bench.reports.tables import exclusions_line, fmt, markdown_table, per_type_rows
+from retrieval_bench.reports.tables import (
+    excluded_text,
+    exclusions_line,
+    fmt,
+    markdown_table,
+    per_type_rows,
+)
 
 FAMILY_NOTES = {
     "readable": "the doc metrics over the relevant passages the asking role may read; a query "
@@ -236,7 +242,7 @@ def console_lines(metrics: Mapping[str, Any], k: int) -> str:
         r, lk = readable["overall"], leak["overall"]
         out.append(
             f"readable_recall@{k} {fmt(r.get(f'readable_recall@{k}'))} (n {r['n']}; "
-            f"{exclusions_line(readable).split('; ', 1)[1]}); "
+            f"{excluded_text(readable)}); "
             f"leak@{k} {fmt(lk.get(f'leak@{k}'))}, leak_any@{k} {fmt(lk.get(f'leak_any@{k}'))} "
             f"(n {lk['n']})"
         )

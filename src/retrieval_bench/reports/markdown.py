@@ -37,9 +37,9 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         "reach at that depth. Per-query values: `rankings.jsonl`, `metrics.json`.",
         "",
     ]
-    if "router" in result.metrics:
-        lines += router_section(result.metrics["router"], int(config.get("top_k", cutoffs[0])))
     top_k = int(config.get("top_k", cutoffs[0]))
+    if "router" in result.metrics:
+        lines += router_section(result.metrics["router"], top_k)
     lines += headline_section(result.metrics, top_k, plots)
     lines += refusal_section(result.metrics.get("refusal"), plots)
     lines += evidence_section(result.metrics, plots)

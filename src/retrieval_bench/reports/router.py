@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from retrieval_bench.reports.tables import fmt, markdown_table, text_table
+from retrieval_bench.router_config import describe_when
 from retrieval_bench.scoring.routing import ROUTED
 
 
@@ -78,11 +79,7 @@ def rules_table(router: dict[str, Any]) -> str:
         return [route, r["strategy"], "+".join(r["arms"]), r["combine"], r["exclude"]]
 
     rows = [
-        [
-            i,
-            ", ".join(f"{k}={str(v).lower()}" for k, v in rule["when"].items()),
-            *describe(rule["route"]),
-        ]
+        [i, describe_when(rule["when"]), *describe(rule["route"])]
         for i, rule in enumerate(router["rules"])
     ]
     rows.append(["-", "otherwise (default)", *describe(router["default_route"])])

@@ -59,7 +59,11 @@ def core_columns(k: int) -> list[str]:
 
 
 def exclusions_line(stage: dict[str, Any]) -> str:
-    counts = stage["counts"]
-    excluded = counts.get("excluded", {})
+    return f"scored {stage['counts'].get('scored', 0)} queries; {excluded_text(stage)}"
+
+
+def excluded_text(stage: dict[str, Any]) -> str:
+    """`excluded: <reason> <n>, ...` (or `none`) for a stage's or family's counts."""
+    excluded = stage["counts"].get("excluded", {})
     parts = ", ".join(f"{reason} {n}" for reason, n in sorted(excluded.items())) or "none"
-    return f"scored {counts.get('scored', 0)} queries; excluded: {parts}"
+    return f"excluded: {parts}"

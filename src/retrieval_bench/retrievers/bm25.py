@@ -45,9 +45,7 @@ class SparseBM25:
         # One C-level pass numbers the terms by first occurrence: rank_bm25's vocabulary order,
         # which fixes the order it sums IDFs in for the epsilon floor.
         corpus = TokenizedCorpus.from_tokens(corpus_tokens)
-        vocab = dict(zip(corpus.vocab, range(len(corpus.vocab)), strict=True))
-        term_ids, lengths = corpus.ids, corpus.lengths
-        self._build(vocab, term_ids, lengths, config)
+        self._build(corpus.vocab, corpus.ids, corpus.lengths, config)
 
     @classmethod
     def from_term_ids(
@@ -60,14 +58,13 @@ class SparseBM25:
         """Index a corpus already mapped to term ids (`vocab[i]` in first-occurrence order,
         passage j's ids are the next `lengths[j]` of `term_ids`), e.g. from a token cache."""
         self = cls.__new__(cls)
-        self._build(dict(zip(vocab, range(len(vocab)), strict=True)), term_ids, lengths, config)
+        self._build(vocab, term_ids, lengths, config)
         return self
 
     def _build(
-        self, vocab: dict[str, int], term_ids: np.ndarray, lengths: np.ndarray, config: BM25Config
+        self, vocab: Sequence[str], term_ids: np.ndarray, lengths: np.ndarray, config: BM25Config
     ) -> None:
-        self.config = config
-        self.vocab = vocab
+        self.vocab = dict(zip(vocab, range(len(vocab)), strict=True))
         n_docs = len(lengths)
         if n_docs == 0:
             raise ValueError("BM25 needs at least one passage")
@@ -93,7 +90,7 @@ class SparseBM25:
         average_idf = float(np.cumsum(idf)[-1]) / len(idf) if len(idf) else 0.0
         idf[idf < 0] = config.epsilon * average_idf
         self.idf = idf
-        self.average_idf = average_idf
+        self.average_idf = average_idf  # rank_bm25's attribute, for parity checks
         # Each stored value is idf * weight: the very product rank_bm25 forms per query term,
         # so a query only gathers and adds.
         tf_matrix.data = np.repeat(idf, df) * weight

@@ -82,10 +82,7 @@ class DenseRetriever:
         self, index: FaissIndex, vectors: np.ndarray, k: int, mask: np.ndarray | None
     ) -> list[Ranked]:
         n_allowed = self.n_passages if mask is None else int(mask.sum())
-        selector = None
-        if mask is not None:
-            index.check_filterable()
-            selector = faiss.IDSelectorBatch(np.flatnonzero(mask).astype(np.int64))
+        selector = index.selector(mask)
         out = []
         # Fetch one extra: a tie at the cut must be broken by id, as everywhere else, so the
         # fetch grows until the last fetched score falls below the k-th (or nothing is left).
@@ -116,9 +113,8 @@ class DenseRetriever:
         selector: faiss.IDSelector | None,
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         if fetch == 0:
-            empty = [np.empty(0, np.float64)] * len(vectors), [np.empty(0, np.int64)] * len(vectors)
-            return empty
-        scores, indices = index.search(vectors, fetch, index.params(fetch, selector))
+            return [np.empty(0, np.float64)] * len(vectors), [np.empty(0, np.int64)] * len(vectors)
+        scores, indices = index.search(vectors, fetch, selector)
         valid = indices >= 0
         return (
             [s[v].astype(np.float64) for s, v in zip(scores, valid, strict=True)],

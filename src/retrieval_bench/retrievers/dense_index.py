@@ -116,7 +116,7 @@ class FaissIndex:
             return True
         selector = faiss.IDSelectorBatch(np.zeros(1, dtype=np.int64))
         try:
-            self.index.search(probe, 1, params=self.params(1, selector))
+            self.search(probe, 1, selector)
         except RuntimeError:
             return False
         return True
@@ -131,16 +131,24 @@ class FaissIndex:
             )
         return None if selector is None else faiss.SearchParameters(sel=selector)
 
-    def check_filterable(self) -> None:
+    def selector(self, mask: np.ndarray | None) -> faiss.IDSelector | None:
+        """The id selector for a filter mask (None: no filter); refused when the index cannot
+        take one, so a filter is never applied after ranking."""
+        if mask is None:
+            return None
         if not self.supports_selector:
             raise ConfigError(
                 "dense.index",
                 f"{self.config.index!r} does not accept FAISS id selectors, so a filter cannot "
                 "be applied before ranking; use Flat, HNSW<M> or IVF<n>,... (or filters off)",
             )
+        return faiss.IDSelectorBatch(np.flatnonzero(mask).astype(np.int64))
 
-    def search(self, vectors: np.ndarray, fetch: int, params: Any) -> tuple[np.ndarray, ...]:
-        return self.index.search(vectors, fetch, params=params)
+    def search(
+        self, vectors: np.ndarray, fetch: int, selector: faiss.IDSelector | None
+    ) -> tuple[np.ndarray, ...]:
+        """(scores, indices) of the best `fetch` per row, among the selector's ids if any."""
+        return self.index.search(vectors, fetch, params=self.params(fetch, selector))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {

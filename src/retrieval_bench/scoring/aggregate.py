@@ -78,8 +78,14 @@ _REPORTED = (
 
 def metric_names(cutoffs: Sequence[int]) -> list[str]:
     """The metric keys of a group dict, in report order (excludes "n" and "undefined")."""
+    return names_at(_REPORTED, cutoffs)
+
+
+def names_at(metrics: Sequence[str], cutoffs: Sequence[int]) -> list[str]:
+    """`<metric>@<K>` for every metric (in the given order), then every checked cut-off: the
+    `names` a family passes to `summarise`."""
     ks = check_cutoffs(cutoffs)
-    return [f"{name}@{k}" for name in _REPORTED for k in ks]
+    return [f"{name}@{k}" for name in metrics for k in ks]
 
 
 def check_cutoffs(cutoffs: Sequence[int]) -> list[int]:
@@ -232,8 +238,6 @@ def _scope(
     group_by: Mapping[str, Mapping[str, str]] | None,
 ) -> tuple[list[str], dict[str, str], dict[str, str]]:
     """(scored query ids, every query's type, excluded query -> reason) for one stage."""
-    if group_by and "type" in group_by:
-        raise ValueError('group_by field "type" would overwrite by_type; name it differently')
     qrels = judgements.qrels
     types = dict(judgements.query_types)
     for qid in (*qrels, *judgements.excluded):

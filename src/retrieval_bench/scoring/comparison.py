@@ -149,6 +149,17 @@ def verdict_cell(
     return cell
 
 
+def paired_change(
+    before: Mapping[str, float],
+    after: Mapping[str, float],
+    settings: SignificanceSettings,
+) -> tuple[PairedResult, int]:
+    """`after` minus `before` on the queries both scored (`diff` = mean(after) - mean(before)),
+    and how many queries only one of them scored."""
+    _, arrays, unpaired = paired_values({"before": before, "after": after})
+    return paired_test(arrays["after"], arrays["before"], settings), unpaired
+
+
 @dataclass
 class Delta:
     """One setting against the baseline on one group x metric."""
@@ -177,10 +188,10 @@ def delta_cells(
     min_queries: int = 5,
 ) -> list[Delta]:
     """Each setting minus the baseline (paired on queries both scored), Holm over the settings."""
-    tested: list[tuple[str, PairedResult, int]] = []
-    for name, per_query in settings_values.items():
-        _, arrays, unpaired = paired_values({"baseline": baseline, name: per_query})
-        tested.append((name, paired_test(arrays[name], arrays["baseline"], settings), unpaired))
+    tested = [
+        (name, *paired_change(baseline, per_query, settings))
+        for name, per_query in settings_values.items()
+    ]
     adjusted = holm([r.p_value for _, r, _ in tested])
     out = []
     for (name, r, unpaired), p in zip(tested, adjusted, strict=True):

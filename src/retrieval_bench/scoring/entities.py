@@ -38,14 +38,15 @@ queries belong to refusal only ("no_answer"); a query the run has no ranking for
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 
 from retrieval_bench.data.records import EvalQuery
-from retrieval_bench.scoring.aggregate import check_cutoffs, summarise
-from retrieval_bench.scoring.labels import NO_ANSWER, NOT_IN_RUN, UNREVIEWED
+from retrieval_bench.scoring.aggregate import check_cutoffs, names_at, summarise
+from retrieval_bench.scoring.labels import NOT_IN_RUN, label_state
 from retrieval_bench.scoring.permissions import Acl, may_read
 
 NO_EXPECTED_ENTITIES = "no_expected_entities"
@@ -65,6 +66,9 @@ class EntityIndex:
         # One extra, empty row for ids the lookup does not know.
         self.unknown = len(self.passages)
         self.incidence = self.sets([*passage_entities.values(), ()], n_rows=len(self.passages) + 1)
+        # Per job, not per stage: {role: which passages it may read}, for one ACL lookup
+        # (held to check that the next call passes the same one).
+        self._readable: tuple[Mapping[str, Acl], dict[str | None, np.ndarray]] | None = None
 
     def sets(self, sets: Sequence[Collection[str]], n_rows: int | None = None) -> sparse.csr_array:
         """(len(sets) x n_entities) 0/1 matrix; names outside the vocabulary are ignored."""
@@ -81,7 +85,7 @@ class EntityIndex:
         ranks: list[int] = []
         top = max(cutoffs)
         for i, ranking in enumerate(rankings):
-            for rank, pid in enumerate(list(ranking)[:top]):
+            for rank, pid in enumerate(islice(ranking, top)):
                 rows.append(i)
                 cols.append(self.passages.get(pid, self.unknown))
                 ranks.append(rank)
@@ -97,16 +101,23 @@ class EntityIndex:
         return out
 
     def readable_by(self, roles: Sequence[str | None], acl: Mapping[str, Acl]) -> sparse.csr_array:
-        """(n_queries x n_entities): the entities some passage the query's role may read names."""
-        distinct = sorted({r for r in roles if r is not None})
-        code = {r: i for i, r in enumerate(distinct)}
-        per_role = []
-        for role in [*distinct, None]:
-            mask = np.array([may_read(role, acl.get(pid)) for pid in self.passages] + [False])
-            per_role.append(mask.astype(np.int64))
-        table = _binary(sparse.csr_array(np.vstack(per_role)) @ self.incidence)
-        rows = np.array([code[r] if r is not None else len(distinct) for r in roles], dtype=int)
-        return sparse.csr_array(table[rows]) if len(rows) else self.sets([])
+        """(n_queries x n_entities): the entities some passage the query's role may read names.
+
+        Each role's passage mask is computed once per `acl` object (a job scores every stage
+        against the same lookup): the Python loop over passages runs once per role per job."""
+        if self._readable is None or self._readable[0] is not acl:
+            self._readable = (acl, {})
+        per_role = self._readable[1]
+        if not roles:
+            return self.sets([])
+        code = {r: i for i, r in enumerate(dict.fromkeys(roles))}
+        for role in code:
+            if role not in per_role:
+                mask = [may_read(role, acl.get(pid)) for pid in self.passages] + [False]
+                per_role[role] = np.array(mask, dtype=np.int64)
+        masks = sparse.csr_array(np.vstack([per_role[r] for r in code]))
+        table = _binary(masks @ self.incidence)
+        return sparse.csr_array(table[np.array([code[r] for r in roles], dtype=int)])
 
 
 def _binary(matrix: Any) -> sparse.csr_array:
@@ -147,31 +158,19 @@ def _ratio(top: np.ndarray, bottom: np.ndarray, empty: float) -> np.ndarray:
     return out
 
 
-def _label_state(query: EvalQuery | None) -> str | None:
-    if query is None:
-        return None
-    if query.label_status == "unreviewed":
-        return UNREVIEWED
-    if query.label_status == "no_answer":
-        return NO_ANSWER
-    return None
-
-
 def entity_names(cutoffs: Sequence[int]) -> list[str]:
-    ks = check_cutoffs(cutoffs)
     metrics = (
         "entity_recall",
         "entity_recall_pooled",
         "unexpected_entity_rate",
         "unexpected_entity_rate_pooled",
     )
-    return [f"{m}@{k}" for m in metrics for k in ks]
+    return names_at(metrics, cutoffs)
 
 
 def negative_names(cutoffs: Sequence[int]) -> list[str]:
-    ks = check_cutoffs(cutoffs)
     metrics = ("negative_entity_rate", "negative_entity_rate_pooled", "negative_any")
-    return [f"{m}@{k}" for m in metrics for k in ks]
+    return names_at(metrics, cutoffs)
 
 
 def _eligible(
@@ -184,7 +183,7 @@ def _eligible(
     eligible: list[str] = []
     excluded: dict[str, str] = {}
     for qid, query in queries.items():
-        reason = _label_state(query) or (None if field(query) else missing_reason)
+        reason = label_state(query) or (None if field(query) else missing_reason)
         if reason is None and qid not in rankings:
             reason = NOT_IN_RUN
         if reason:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.data.records import EvalQuery
-from retrieval_bench.scoring.aggregate import MISSING_GROUP, check_cutoffs, summarise
+from retrieval_bench.scoring.aggregate import MISSING_GROUP, check_cutoffs, names_at, summarise
 from retrieval_bench.scoring.labels import GOLD_MISSING, NOT_IN_RUN, Judgements
 from retrieval_bench.scoring.permissions import Acl, may_read
 
@@ -99,9 +99,8 @@ def evidence_any(ranks: Mapping[str, np.ndarray], k: int) -> np.ndarray:
 
 
 def evidence_names(cutoffs: Sequence[int]) -> list[str]:
-    ks = check_cutoffs(cutoffs)
     metrics = ("evidence_chain", "hop_recall", "hop_recall_pooled", "evidence_all", "evidence_any")
-    return [f"{m}@{k}" for m in metrics for k in ks]
+    return names_at(metrics, cutoffs)
 
 
 def completeness_curves(
@@ -140,7 +139,7 @@ def score_evidence(
     for qid, labels in judgements.qrels.items():
         query = queries.get(qid)
         relevant = [pid for pid, grade in labels.items() if grade > 0]
-        chain = evidence_chain_of(query, relevant) if query else ((tuple(relevant),))
+        chain = evidence_chain_of(query, relevant) if query else (tuple(relevant),)
         hop_count[qid] = str(len(chain))
         role = query.user_role if query else None
         readable = tuple(tuple(p for p in hop if may_read(role, acl.get(p))) for hop in chain)
@@ -154,8 +153,8 @@ def score_evidence(
             scored.append(qid)
             chains.append(readable)
     for qid, query in queries.items():  # the unscored ones, for their exclusion counts
-        if qid not in hop_count and evidence_chain_of(query, query.relevant_ids):
-            hop_count[qid] = str(len(evidence_chain_of(query, query.relevant_ids)))
+        if qid not in hop_count and (chain := evidence_chain_of(query, query.relevant_ids)):
+            hop_count[qid] = str(len(chain))
     ranks = hop_ranks([rankings[q] for q in scored], chains)
     columns: dict[str, np.ndarray] = {"n_hops": ranks["has_hop"].sum(axis=1)}
     for k in ks:

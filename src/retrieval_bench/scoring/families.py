@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from retrieval_bench.data.records import Dataset, EvalQuery
@@ -63,8 +64,9 @@ class ScoringContext:
         )
         return cls(queries, acl, index, frozenset(p.id for p in dataset.passages))
 
-    @property
+    @cached_property
     def roles(self) -> dict[str, str | None]:
+        """{query id: user_role}, built once per job (every stage's families read it)."""
         return {qid: q.user_role for qid, q in self.queries.items()}
 
     def unreadable(self, judgements: Judgements) -> list[str]:

@@ -42,6 +42,16 @@ class Judgements:
     missing_gold: dict[str, list[str]] = field(default_factory=dict)
 
 
+def label_state(query: EvalQuery) -> str | None:
+    """The exclusion reason a query's label status alone implies ("unreviewed", "no_answer"),
+    or None when its labels can be used; `judge` and the entity families apply it first."""
+    if query.label_status == "unreviewed":
+        return UNREVIEWED
+    if query.label_status == "no_answer":
+        return NO_ANSWER
+    return None
+
+
 def judge(queries: Sequence[EvalQuery], corpus_ids: Collection[str] | None = None) -> Judgements:
     """Split native evaluation queries into scorable ones and excluded ones with reasons.
 
@@ -59,12 +69,11 @@ def judge(queries: Sequence[EvalQuery], corpus_ids: Collection[str] | None = Non
         out.query_types[qid] = q.query_type or UNKNOWN_TYPE
         if q.label_status not in LABEL_STATUSES:
             raise ValueError(f"query {qid!r}: unknown label_status {q.label_status!r}")
-        if q.label_status == "unreviewed":
-            out.excluded[qid] = UNREVIEWED
-            continue
-        if q.label_status == "no_answer":
-            out.excluded[qid] = NO_ANSWER
-            out.no_answer.append(qid)
+        state = label_state(q)
+        if state is not None:
+            out.excluded[qid] = state
+            if state == NO_ANSWER:
+                out.no_answer.append(qid)
             continue
         relevant = q.relevant_ids
         if not relevant:

@@ -36,11 +36,12 @@ reported, and the readable one is the headline for a permission-aware pipeline.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
 
-from retrieval_bench.scoring.aggregate import check_cutoffs, score_stage, summarise
+from retrieval_bench.scoring.aggregate import check_cutoffs, names_at, score_stage, summarise
 from retrieval_bench.scoring.labels import NOT_IN_RUN, Judgements
 
 Acl = frozenset[str] | None
@@ -141,7 +142,7 @@ def unreadable_matrix(
     codes = np.full((n, k), public, dtype=np.int64)
     shown = np.zeros((n, k), dtype=bool)
     for i, ranking in enumerate(rankings):
-        top = [index.get(pid, public) for pid in list(ranking)[:k]]
+        top = [index.get(pid, public) for pid in islice(ranking, k)]
         codes[i, : len(top)] = top
         shown[i, : len(top)] = True
     rows = np.array([role_code.get(r, len(role_names)) if r else len(role_names) for r in roles])
@@ -169,8 +170,7 @@ def leak_columns(
 
 
 def leak_names(cutoffs: Sequence[int]) -> list[str]:
-    ks = check_cutoffs(cutoffs)
-    return [f"{m}@{k}" for m in ("leak", "leak_pooled", "leak_any") for k in ks]
+    return names_at(("leak", "leak_pooled", "leak_any"), cutoffs)
 
 
 def score_leak(

@@ -38,6 +38,7 @@ population is empty or no query has a score.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,15 +46,14 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.scoring.labels import Judgements
+from retrieval_bench.scoring.labels import NO_ANSWER, UNKNOWN_TYPE, Judgements
+from retrieval_bench.scoring.permissions import NO_READABLE_RELEVANT
 
 AUTO = "auto"
 AUTO_ORDER = ("dense", "bm25")
 ANSWER = "answer"
 REFUSE = "refuse"
 STAGE_NOT_RECORDED = "stage_not_recorded"
-NO_ANSWER = "no_answer"
-NO_READABLE_RELEVANT = "no_readable_relevant"
 STAGES = (AUTO, "final", "fused", "bm25", "dense")
 
 
@@ -205,20 +205,16 @@ def score_refusal(
     by_type: dict[str, dict[str, Any]] = {}
     if balanced["threshold"] is not None:
         t = balanced["threshold"]
-        for qtype in sorted({types.get(q, "unknown") for q in role}):
-            members = [q for q in role if types.get(q, "unknown") == qtype]
+        for qtype in sorted({types.get(q, UNKNOWN_TYPE) for q in role}):
+            members = [q for q in role if types.get(q, UNKNOWN_TYPE) == qtype]
             ok = [(top[q] >= t) == (role[q] == ANSWER) for q in members]
             by_type[qtype] = {
                 "n": len(members),
                 "should": sorted({role[q] for q in members}),
                 "correct_rate": float(np.mean(ok)),
             }
-    refuse_counts: dict[str, int] = {}
-    for q in refuse:
-        refuse_counts[refuse_reason[q]] = refuse_counts.get(refuse_reason[q], 0) + 1
-    excluded_counts: dict[str, int] = {}
-    for reason in excluded.values():
-        excluded_counts[reason] = excluded_counts.get(reason, 0) + 1
+    refuse_counts = Counter(refuse_reason[q] for q in refuse)
+    excluded_counts = Counter(excluded.values())
     return {
         "stage": stage,
         "rule": "answer when the stage's top score >= threshold, else refuse",
@@ -233,7 +229,7 @@ def score_refusal(
         "at_balanced_by_type": by_type,
         "per_query": {
             q: {
-                "query_type": types.get(q, "unknown"),
+                "query_type": types.get(q, UNKNOWN_TYPE),
                 "should": role[q],
                 "reason": refuse_reason.get(q),
                 "top_score": top[q] if np.isfinite(top[q]) else None,

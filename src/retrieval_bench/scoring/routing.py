@@ -100,10 +100,12 @@ def _entity_passages(passages: Sequence[Passage]) -> dict[str, frozenset[str]]:
     return {p.id: frozenset(p.meta.get("entities") or ()) for p in passages}
 
 
-def exclusion_check(records: Sequence[QueryRecord], passages: Sequence[Passage]) -> dict[str, Any]:
+def exclusion_check(
+    records: Sequence[QueryRecord], entities: Mapping[str, frozenset[str]]
+) -> dict[str, Any]:
     """Every query whose filter applied exclusions: does any stage still hold an excluded
-    entity's passage? Each such (query, stage, passage) is listed; the list should be empty."""
-    entities = _entity_passages(passages)
+    entity's passage (`entities`: passage id -> its entities)? Each such (query, stage,
+    passage) is listed; the list should be empty."""
     checked, violations = 0, []
     for record in records:
         if "exclusions" not in record.filter.applied:
@@ -120,11 +122,10 @@ def exclusion_check(records: Sequence[QueryRecord], passages: Sequence[Passage])
 
 
 def negative_leak(
-    records: Sequence[QueryRecord], passages: Sequence[Passage], k: int
+    records: Sequence[QueryRecord], entities: Mapping[str, frozenset[str]], k: int
 ) -> dict[str, Any]:
     """Queries with labelled `negative_entities`: share whose top k holds a passage about one,
     for the routed final stage and each baseline (labels, not the parse, decide)."""
-    entities = _entity_passages(passages)
     labelled = [r for r in records if r.query.negative_entities]
     out: dict[str, Any] = {"k": k, "n": len(labelled)}
     systems = [ROUTED, *(labelled[0].baselines if labelled else ())]
@@ -170,6 +171,7 @@ def router_metrics(
     k: int,
 ) -> dict[str, Any]:
     served = serves(rule_set, [r.query.query_type for r in records])
+    entities = _entity_passages(passages)
     metrics = [f"recall@{k}", f"ndcg@{k}", f"hit@{k}", f"mrr@{k}"]
     return {
         "source": rule_set.source,
@@ -188,8 +190,8 @@ def router_metrics(
         "serves": served,
         **routing_accuracy(records, served),
         "counts": routing_counts(records),
-        "exclusions": exclusion_check(records, passages),
-        "negative_leak": negative_leak(records, passages, k),
+        "exclusions": exclusion_check(records, entities),
+        "negative_leak": negative_leak(records, entities, k),
         "comparison": comparison(
             stage_metrics["stages"]["final"], stage_metrics.get("baselines", {}), metrics
         ),
