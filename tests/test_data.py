@@ -9,6 +9,7 @@ import pytest
 from conftest import FIXTURE, SHARED_BENCHMARKS
 
 from retrieval_bench.data.beir import load_beir
+from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.loader import load_native
 from retrieval_bench.data.passages import load_lexicon, load_passages
 from retrieval_bench.errors import DataError
@@ -127,3 +128,26 @@ def test_beir_bad_qrels_line(tmp_path: Path) -> None:
 def test_shared_scifact_loads() -> None:
     dataset = load_beir(SHARED_BENCHMARKS / "scifact")
     assert len(dataset.passages) == 5183 and len(dataset.queries) == 300
+
+
+def test_ids_with_whitespace_are_refused_at_load_with_their_line(tmp_path: Path) -> None:
+    root = make_beir(tmp_path / "toy")
+    lines = (root / "corpus.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"d2"', '"d 2"')
+    (root / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"corpus\.jsonl:2: .*'d 2' contains whitespace"):
+        load_beir(root)
+    evalset = write_jsonl(
+        tmp_path / "e.jsonl",
+        [
+            {
+                "query_id": "q 1",
+                "query": "x",
+                "query_type": "t",
+                "label_status": "reviewed",
+                "relevant_ids": ["a"],
+            },
+        ],
+    )
+    with pytest.raises(DataError, match=r"e\.jsonl:1: query_id 'q 1' contains whitespace"):
+        load_evalset(evalset)

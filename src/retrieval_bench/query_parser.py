@@ -14,26 +14,12 @@ parse costs microseconds and the same query always parses the same way:
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from retrieval_bench.data.records import Entity
-
-_ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def normalise(text: str) -> str:
-    """The same normalisation the BM25 tokenizer applies, so lexicon and query agree."""
-    return unicodedata.normalize("NFKC", text).translate(_ASCII_UPPER)
-
-
-def query_length(text: str) -> int:
-    """Characters that carry meaning: whitespace and punctuation do not make a query longer."""
-    return sum(
-        1 for ch in text if not ch.isspace() and not unicodedata.category(ch).startswith(("P", "S"))
-    )
+from retrieval_bench.text import normalise, query_length
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,16 @@ def _is_punctuation(token: str) -> bool:
     return all(unicodedata.category(ch).startswith(("P", "S")) for ch in token)
 
 
+def normalise(text: str) -> str:
+    """NFKC and ASCII lowercase: what the tokenizer does to text, for whole-string lookups."""
+    return unicodedata.normalize("NFKC", text).translate(_ASCII_UPPER)
+
+
+def query_length(text: str) -> int:
+    """Characters that carry meaning: whitespace, punctuation and symbols do not count."""
+    return sum(1 for ch in text if not ch.isspace() and not _is_punctuation(ch))
+
+
 class Tokenizer:
     """jieba over NFKC text with the entity lexicon as user words.
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.data.jsonl import optional_str_list, read_jsonl, require_str
+from retrieval_bench.data.jsonl import check_trec_id, optional_str_list, read_jsonl, require_str
 from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery
 from retrieval_bench.errors import DataError
 
@@ -52,6 +52,7 @@ def _parse(path: Path, number: int, record: dict[str, Any]) -> EvalQuery:
             raise fail(f"missing field {key!r}")
     for key in ("query_id", "query", "query_type"):
         require_str(record, key, path, number)
+    check_trec_id(record["query_id"], "query_id", path, number)
     if record["label_status"] not in LABEL_STATUSES:
         raise fail(f"label_status {record['label_status']!r} is not one of {LABEL_STATUSES}")
 

@@ -48,12 +48,20 @@ def read_jsonl_with_ids(
             value = str(value)
         if not isinstance(value, str) or not value.strip():
             raise DataError(path, f"field '{key}' must be a non-empty string", number)
+        check_trec_id(value, what, path, number)
         if value in first_line:
             raise DataError(
                 path, f"duplicate {what} {value!r} (first on line {first_line[value]})", number
             )
         first_line[value] = number
         yield number, value, record
+
+
+def check_trec_id(value: str, what: str, path: Path, line: int) -> None:
+    """Ids end up in whitespace-separated TREC files: refuse one they cannot hold, here, with
+    its line, rather than when the job writes its outputs."""
+    if any(ch.isspace() for ch in value):
+        raise DataError(path, f"{what} {value!r} contains whitespace (TREC files forbid it)", line)
 
 
 def require_str(record: dict[str, Any], key: str, path: Path, line: int) -> str:

@@ -19,10 +19,6 @@ def load_passages(path: Path, known_entities: Collection[str] = ()) -> tuple[Pas
     """Passages in file order; with `known_entities`, every meta.entities name must be one."""
     passages: list[Passage] = []
     for line, pid, record in read_jsonl_with_ids(path, "id", "passage id"):
-        if any(ch.isspace() for ch in pid):
-            raise DataError(
-                path, f"passage id {pid!r} contains whitespace (TREC files forbid it)", line
-            )
         text = require_str(record, "text", path, line)
         title = record.get("title") or ""
         if not isinstance(title, str):

@@ -19,13 +19,13 @@ Each field becomes `by_<field>` in every family's result, e.g. `by_meta.file_typ
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.scoring.aggregate import MISSING_GROUP
+from retrieval_bench.text import query_length
 
 KEY = "scoring.group_by"
 META_PREFIX = "meta."
@@ -54,13 +54,6 @@ def check_field(name: str) -> None:
         " (query types are always broken down: by_type)" if name in ("type", "query_type") else ""
     )
     raise ConfigError(KEY, f"unknown field {name!r}; use one of: {known}{hint}")
-
-
-def query_length(text: str) -> int:
-    """Characters that carry meaning: whitespace, punctuation and symbols do not count."""
-    return sum(
-        1 for ch in text if not ch.isspace() and not unicodedata.category(ch).startswith(("P", "S"))
-    )
 
 
 def length_bucket(length: int) -> str:
