@@ -11,7 +11,7 @@ import numpy as np
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.filters import FilterDecision, PassageFilter
 from retrieval_bench.query_parser import ParsedQuery
-from retrieval_bench.retrievers.base import Ranked, Retriever, TieBreak
+from retrieval_bench.retrievers.base import Ranked, Retriever, shared_tie_break
 from retrieval_bench.retrievers.fusion import reciprocal_rank_fusion
 
 COMBINERS = ("rrf", "fill")
@@ -116,7 +116,7 @@ class Pipeline:
         self.top_k = top_k
         self.rrf_k = rrf_k
         self.baselines = dict(baselines or {})
-        self.tie_break = TieBreak(self.ids)
+        self.tie_break = shared_tie_break(self.ids)
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
         parsed = [self.parse(q.query) for q in queries]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -66,3 +67,14 @@ class TieBreak:
             candidates, scores = candidates[keep], scores[keep]
         order = np.lexsort((-self.id_order[candidates], -scores))[:k]
         return candidates[order], scores[order]
+
+
+@lru_cache(maxsize=4)
+def _tie_break_for(ids: tuple[str, ...]) -> TieBreak:
+    return TieBreak(ids)
+
+
+def shared_tie_break(ids: Sequence[str]) -> TieBreak:
+    """The one TieBreak for a corpus: the pipeline and every arm of a job (and every job of a
+    multirun) order the same ids, and building one sorts every id (about 1 s at 1M passages)."""
+    return _tie_break_for(tuple(ids))

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from retrieval_bench.retrievers.base import Ranked, TieBreak
+from retrieval_bench.retrievers.base import Ranked, shared_tie_break
 from retrieval_bench.token_cache import TokenizedCorpus
 
 BM25_IMPLS = ("sparse", "rank_bm25")
@@ -168,7 +168,7 @@ class BM25Retriever:
         self.build_s = time.perf_counter() - start
         self.config = config
         self.tokenize = tokenize
-        self.tie_break = TieBreak(passage_ids)
+        self.tie_break = shared_tie_break(passage_ids)
 
     def index_info(self) -> dict[str, Any]:
         """For the manifest: which implementation, how big, how long it took to build."""

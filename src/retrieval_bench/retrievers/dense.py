@@ -15,7 +15,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from retrieval_bench.retrievers.base import Ranked, TieBreak
+from retrieval_bench.retrievers.base import Ranked, shared_tie_break
 from retrieval_bench.retrievers.dense_index import DenseIndexConfig, FaissIndex, build_index
 
 
@@ -39,7 +39,7 @@ class DenseRetriever:
         # recall_vs_exact@k: k -> [sum over queries of |approx & exact| / |exact|, queries]
         self._recall: dict[int, list[float]] = {}
         self.encode_queries = encode_queries
-        self.tie_break = TieBreak(passage_ids)
+        self.tie_break = shared_tie_break(passage_ids)
         self.n_passages = len(passage_ids)
 
     def search(
