@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.config import ARMS, RunConfig
+from retrieval_bench.config import ARMS, RunConfig, check_corpus_size
 from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import EmbeddingCache
@@ -74,6 +74,7 @@ def run_job(cfg: RunConfig) -> JobResult:
             resolve_path(cfg.dataset.path) if cfg.dataset.path else Path(),
             cfg.dataset.split,
         )
+        check_corpus_size(cfg, len(dataset.passages), dataset.name)
         judgements = judge(dataset.queries, {p.id for p in dataset.passages})
         # Before any retrieval, so a bad group_by field fails fast.
         groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
