@@ -75,7 +75,7 @@ def run_job(cfg: RunConfig) -> JobResult:
             cfg.dataset.split,
         )
         check_corpus_size(cfg, len(dataset.passages), dataset.name)
-        judgements = judge(dataset.queries, {p.id for p in dataset.passages})
+        judgements = judge(dataset.queries, {p.id for p in dataset.passages}, dataset.unjudged)
         # Before any retrieval, so a bad group_by field fails fast.
         groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
     embeddings: dict[str, dict[str, int]] = {}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,24 @@ def check_trec_id(value: str, what: str, path: Path, line: int) -> None:
     its line, rather than when the job writes its outputs."""
     if any(ch.isspace() for ch in value):
         raise DataError(path, f"{what} {value!r} contains whitespace (TREC files forbid it)", line)
+
+
+# Free-form fields every native record may carry for people (nothing checks their content).
+FREE_FORM = ("meta", "notes")
+
+
+def check_fields(record: dict[str, Any], known: Collection[str], path: Path, line: int) -> None:
+    """A field outside `known` is a typo until proven otherwise: a misspelt optional field
+    (`expected_entites`) would otherwise be read as absent and its labels silently dropped."""
+    for key in record:
+        if key not in known:
+            nearest = difflib.get_close_matches(key, list(known), n=1)
+            hint = (
+                f"did you mean {nearest[0]!r}?"
+                if nearest
+                else f"the known fields are: {', '.join(known)}"
+            )
+            raise DataError(path, f"unknown field {key!r}; {hint}", line)
 
 
 def require_str(record: dict[str, Any], key: str, path: Path, line: int) -> str:
