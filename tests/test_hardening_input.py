@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import FIXTURE, ROOT, SHARED_BENCHMARKS, mini_overrides, run_app
 from hydra import compose, initialize_config_dir
@@ -21,6 +23,9 @@ from retrieval_bench.data.passages import load_lexicon, load_passages
 from retrieval_bench.data.records import UnjudgedQuery
 from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.experiment import run_job
+from retrieval_bench.outputs import write_job
+from retrieval_bench.retrievers.base import Ranked, shared_tie_break
+from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config, BM25Retriever
 from retrieval_bench.scoring.labels import judge
 
 register_configs()
@@ -250,3 +255,79 @@ def test_app_reports_beir_queries_without_qrels(tmp_path: Path) -> None:
     assert "excluded: no_qrels 1" in (run_dir / "report.md").read_text()
     ranked = [json.loads(line)["query_id"] for line in (run_dir / "rankings.jsonl").open()]
     assert ranked == ["q1", "q2"]
+
+
+# --- empty rankings say why ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("impl", BM25_IMPLS)
+def test_bm25_empty_pools_carry_their_reason(impl: str) -> None:
+    ids = ["a", "b", "c"]
+    corpus = [["sun", "star"], ["cat", "mammal"], ["moon", "earth"]]
+    retriever = BM25Retriever(ids, corpus, str.split, BM25Config(impl=impl))
+    only_b = np.array([False, True, False])
+    found, blank, unknown, filtered = retriever.search(
+        ["sun", "   ", "zebra", "sun"], 3, [None, None, None, only_b]
+    )
+    assert found.indices.tolist() == [0] and found.empty_reason is None
+    assert (blank.returned, blank.empty_reason) == (0, "no_query_terms")
+    assert (unknown.returned, unknown.empty_reason) == (0, "no_matching_terms")
+    assert (filtered.returned, filtered.empty_reason) == (0, "filtered_out")
+
+
+@pytest.fixture(scope="module")
+def empty_query_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The mini set plus a query of only punctuation and one of terms the corpus lacks."""
+    tmp = tmp_path_factory.mktemp("empty")
+    lines = (FIXTURE / "evalsets" / "mini.jsonl").read_text(encoding="utf-8").splitlines()
+    extra = [
+        {**QUERY, "query_id": "p01", "query": "？！……", "relevant_ids": ["sy-wzz-tickets"]},
+        {**QUERY, "query_id": "p02", "query": "zzqx", "relevant_ids": ["sy-wzz-tickets"]},
+    ]
+    evalset = tmp / "mini.jsonl"
+    evalset.write_text(
+        "\n".join([*lines, *(json.dumps(q, ensure_ascii=False) for q in extra)]) + "\n",
+        encoding="utf-8",
+    )
+    overrides = [*mini_overrides(tmp), f"dataset.evalset={evalset}", "retriever=bm25"]
+    cfg = typed(overrides)
+    validate(cfg)
+    job_dir = write_job(tmp / "job", run_job(cfg), OmegaConf.to_container(compose_run(overrides)))
+    return job_dir, json.loads((job_dir / "metrics.json").read_text())
+
+
+def test_empty_rankings_are_counted_per_stage_with_their_reason(empty_query_job) -> None:
+    _, metrics = empty_query_job
+    for stage in ("bm25", "final"):
+        counts = metrics["stages"][stage]["counts"]
+        # p02, and the fixture's m07 and m08 (no_answer, unreviewed: ranked, not scored).
+        assert counts["empty_rankings"] == {"no_matching_terms": 3, "no_query_terms": 1}
+        # Still scored (0): the system was asked and returned nothing.
+        assert metrics["stages"][stage]["per_query"]["p01"]["recall@6"] == 0.0
+
+
+def test_empty_rankings_name_their_reason_in_rankings_and_report(empty_query_job) -> None:
+    job_dir, _ = empty_query_job
+    records = {r["query_id"]: r for r in map(json.loads, (job_dir / "rankings.jsonl").open())}
+    assert records["p01"]["stages"]["bm25"]["empty_reason"] == "no_query_terms"
+    assert records["p01"]["stages"]["final"]["empty_reason"] == "no_query_terms"
+    assert records["p02"]["stages"]["final"]["empty_reason"] == "no_matching_terms"
+    assert records["m07"]["stages"]["final"]["empty_reason"] == "no_matching_terms"
+    assert "empty_reason" not in records["m01"]["stages"]["final"]
+    assert (
+        "empty rankings: no_matching_terms 3, no_query_terms 1"
+        in (job_dir / "report.md").read_text()
+    )
+
+
+def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
+    from retrieval_bench.pipeline import Pipeline, Strategy
+
+    empty = Ranked(np.empty(0, np.int64), np.empty(0), 10, "no_query_terms")
+    other = Ranked(np.array([1]), np.array([0.5]), 10)
+    pipeline = Pipeline.__new__(Pipeline)
+    pipeline.rrf_k, pipeline.tie_break = 60, shared_tie_break(["a", "b"])
+    hybrid = Strategy("hybrid", ("bm25", "dense"))
+    assert pipeline._combine(hybrid, [empty, other]).indices.tolist() == [1]
+    both = pipeline._combine(hybrid, [empty, replace(empty, empty_reason="filtered_out")])
+    assert (both.returned, both.empty_reason) == (0, "no_query_terms+filtered_out")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -16,7 +17,13 @@ from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.filters import PassageFilter
-from retrieval_bench.pipeline import Pipeline, QueryRecord, StageRecord, Strategy
+from retrieval_bench.pipeline import (
+    Pipeline,
+    QueryRecord,
+    StageRecord,
+    Strategy,
+    empty_rankings,
+)
 from retrieval_bench.query_parser import NegationRules, QueryParser
 from retrieval_bench.retrievers.base import Retriever
 from retrieval_bench.retrievers.bm25 import BM25Retriever
@@ -31,6 +38,8 @@ from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_r
 from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.text import cached_tokenizer, lexicon_of
 from retrieval_bench.token_cache import tokenize_corpus
+
+log = logging.getLogger(__name__)
 
 
 def passage_text(passage: Passage) -> str:
@@ -121,6 +130,7 @@ def run_job(cfg: RunConfig) -> JobResult:
     )
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
+    _note_empty_rankings(records)
     with timer.phase("score"):
         metrics = score_records(
             records,
@@ -147,6 +157,18 @@ def run_job(cfg: RunConfig) -> JobResult:
             name: arm.index_info() for name, arm in arms.items() if hasattr(arm, "index_info")
         },
     )
+
+
+def _note_empty_rankings(records: list[QueryRecord]) -> None:
+    """One console line when some stage returned nothing for some queries (they score 0)."""
+    parts = []
+    for name in stage_names(records):
+        counts = empty_rankings([r.stages.get(name) for r in records])
+        if counts:
+            reasons = ", ".join(f"{reason} {n}" for reason, n in counts.items())
+            parts.append(f"{name} {sum(counts.values())} ({reasons})")
+    if parts:
+        log.warning("empty rankings (scored 0): %s", "; ".join(parts))
 
 
 def _dense_arm(
@@ -203,7 +225,9 @@ def score_records(
     doc_metrics = _doc_scorer(records, judgements, cutoffs, passage_ids)
     stages = {}
     for name in stage_names(records):
-        stages[name] = doc_metrics([r.stages.get(name) for r in records], group_by)
+        stage_records = [r.stages.get(name) for r in records]
+        stages[name] = doc_metrics(stage_records, group_by)
+        stages[name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
         if context is not None:
             rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
             stages[name]["families"] = score_families(
@@ -220,10 +244,11 @@ def score_records(
     # Single retrievers run beside a router (see QueryRecord.baselines), scored the same way.
     baseline_names = dict.fromkeys(name for r in records for name in r.baselines)
     if baseline_names:
-        result["baselines"] = {
-            name: doc_metrics([r.baselines.get(name) for r in records], None)
-            for name in baseline_names
-        }
+        result["baselines"] = {}
+        for name in baseline_names:
+            stage_records = [r.baselines.get(name) for r in records]
+            result["baselines"][name] = doc_metrics(stage_records, None)
+            result["baselines"][name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
     return result
 
 
