@@ -56,7 +56,7 @@ APPENDED = [
     ("+refusal.stage=final", "refusal.stage", "did you mean 'refusal.score_stage'?"),
     ("+compare.alpah=0.1", "compare.alpah", "did you mean 'compare.alpha'?"),
     ("+benchmark.gate.alpah=0.1", "benchmark.gate.alpah", "did you mean 'benchmark.gate.alpha'?"),
-    ("+dataset.zzz=1", "dataset.zzz", "the keys here are: name, format, corpus, evalset, path"),
+    ("+dataset.zzz=1", "dataset.zzz", "known: name, format, corpus, evalset, path"),
 ]
 
 
@@ -176,7 +176,7 @@ def test_free_form_meta_and_notes_stay_allowed(tmp_path: Path) -> None:
         ("p.jsonl", {"id": "a", "txt": "x"}, "txt", "did you mean 'text'?"),
         ("p.jsonl", {"id": "a", "text": "x", "docid": "d"}, "docid", "did you mean 'doc_id'?"),
         ("lexicon.jsonl", {"name": "甲", "alias": ["乙"]}, "alias", "did you mean 'aliases'?"),
-        ("lexicon.jsonl", {"name": "甲", "zzz": 1}, "zzz", "the known fields are: name, aliases"),
+        ("lexicon.jsonl", {"name": "甲", "zzz": 1}, "zzz", "known: name, aliases"),
     ],
 )
 def test_unknown_passage_and_lexicon_fields(
@@ -331,3 +331,15 @@ def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
     assert pipeline._combine(hybrid, [empty, other]).indices.tolist() == [1]
     both = pipeline._combine(hybrid, [empty, replace(empty, empty_reason="filtered_out")])
     assert (both.returned, both.empty_reason) == (0, "no_query_terms+filtered_out")
+
+
+def test_a_misspelt_key_in_a_router_rules_file_names_the_nearest(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("routes:\n  default: {stratgy: hybrid}\n", encoding="utf-8")
+    cfg = typed(["router=rules", f"router.rules_file={rules}"])
+    with pytest.raises(DataError) as caught:
+        validate(cfg)
+    assert str(caught.value) == (
+        f"{rules}: routes.default.stratgy: Key 'stratgy' not in 'RouteConfig'; "
+        "did you mean 'routes.default.strategy'?"
+    )

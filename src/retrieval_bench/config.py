@@ -13,7 +13,7 @@ from hydra.core.config_store import ConfigStore
 from retrieval_bench.benchmark.config import BenchmarkConfig
 from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.encoders.config import EncoderConfig
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.filters import FilterConfig
 from retrieval_bench.pipeline import COMBINERS
 from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config
@@ -107,7 +107,9 @@ def check_known_keys(node: object, prefix: str = "") -> None:
         known = [f.name for f in fields(node)]
         for key in vars(node):
             if key not in known:
-                raise ConfigError(f"{prefix}{key}", _unknown_key_message(key, known, prefix))
+                raise ConfigError(
+                    f"{prefix}{key}", f"unknown key; {nearest_hint(key, known, prefix)}"
+                )
         for name in known:
             check_known_keys(getattr(node, name), f"{prefix}{name}.")
     elif isinstance(node, Mapping):
@@ -116,13 +118,6 @@ def check_known_keys(node: object, prefix: str = "") -> None:
     elif isinstance(node, list):
         for i, value in enumerate(node):
             check_known_keys(value, f"{prefix[:-1]}[{i}].")
-
-
-def _unknown_key_message(key: str, known: list[str], prefix: str) -> str:
-    nearest = difflib.get_close_matches(key, known, n=1)
-    if nearest:
-        return f"unknown key; did you mean '{prefix}{nearest[0]}'?"
-    return f"unknown key; the keys here are: {', '.join(known)}"
 
 
 def nearest_key(key: str) -> str | None:

@@ -1,5 +1,17 @@
 """Errors a user can act on: each names the file, line or config key at fault."""
 
+import difflib
+from collections.abc import Sequence
+
+
+def nearest_hint(name: str, known: Sequence[str], prefix: str = "") -> str:
+    """For an unknown key or field: `did you mean '<prefix><nearest>'?`, or the known names
+    when none is close, so a typo is answered with its fix."""
+    nearest = difflib.get_close_matches(name, list(known), n=1)
+    if nearest:
+        return f"did you mean '{prefix}{nearest[0]}'?"
+    return f"known: {', '.join(known)}"
+
 
 class BenchError(Exception):
     """Base class for errors that are reported to the user without a traceback."""

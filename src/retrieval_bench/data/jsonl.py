@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.errors import DataError
+from retrieval_bench.errors import DataError, nearest_hint
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -74,13 +73,7 @@ def check_fields(record: dict[str, Any], known: Collection[str], path: Path, lin
     (`expected_entites`) would otherwise be read as absent and its labels silently dropped."""
     for key in record:
         if key not in known:
-            nearest = difflib.get_close_matches(key, list(known), n=1)
-            hint = (
-                f"did you mean {nearest[0]!r}?"
-                if nearest
-                else f"the known fields are: {', '.join(known)}"
-            )
-            raise DataError(path, f"unknown field {key!r}; {hint}", line)
+            raise DataError(path, f"unknown field {key!r}; {nearest_hint(key, list(known))}", line)
 
 
 def require_str(record: dict[str, Any], key: str, path: Path, line: int) -> str:
