@@ -122,12 +122,22 @@ def compose_jobs(
                 job: RunConfig = OmegaConf.to_object(composed)  # type: ignore[assignment]
             except (HydraException, OmegaConfBaseException) as exc:
                 raise ConfigError(
-                    "benchmark.datasets" if "dataset" in str(exc) else "benchmark.retrievers",
+                    _culprit(str(exc), dataset, retriever, overrides),
                     f"job dataset={dataset} retriever={retriever}: {exc}",
                 ) from None
             validate(job)
             jobs[(dataset, retriever)] = job
     return jobs
+
+
+def _culprit(message: str, dataset: str, retriever: str, overrides: Sequence[str]) -> str:
+    """The config key a job's composition error is about, as far as its message tells."""
+    if f"dataset/{dataset}" in message:
+        return "benchmark.datasets"
+    if f"retriever/{retriever}" in message:
+        return "benchmark.retrievers"
+    keys = [o.partition("=")[0].lstrip("+~") for o in overrides]
+    return next((k for k in keys if k in message), "benchmark")
 
 
 def dataset_folder(job: RunConfig) -> tuple[str, str]:
@@ -168,11 +178,13 @@ def job_folders(month_dir: Path, jobs: Mapping[tuple[str, str], RunConfig]) -> d
 def check_allowed_changes(allowed: Sequence[str], jobs: Mapping[Any, RunConfig]) -> None:
     """Each `benchmark.gate.allow_plan_changes` entry names a config key (or a prefix of one) or
     a plan pseudo-key: a misspelt entry would silently allow nothing."""
-    known = set(PLAN_PSEUDO_KEYS)
+    known: set[str] = set()
     for job in jobs.values():
         known.update(flat_config(OmegaConf.to_container(OmegaConf.structured(job))))  # type: ignore[arg-type]
     for entry in allowed:
-        if not any(is_allowed(key, [entry]) for key in known):
+        if not is_allowed(entry, PLAN_PSEUDO_KEYS) and not any(
+            is_allowed(key, [entry]) for key in known
+        ):
             raise ConfigError(
                 "benchmark.gate.allow_plan_changes",
                 f"{entry!r} is no config key (nor a prefix of one), nor one of "
