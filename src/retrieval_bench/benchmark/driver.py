@@ -178,7 +178,7 @@ def job_folders(month_dir: Path, jobs: Mapping[tuple[str, str], RunConfig]) -> d
 def check_allowed_changes(allowed: Sequence[str], jobs: Mapping[Any, RunConfig]) -> None:
     """Each `benchmark.gate.allow_plan_changes` entry names a config key (or a prefix of one) or
     a plan pseudo-key: a misspelt entry would silently allow nothing."""
-    known: set[str] = set()
+    known = set(PLAN_PSEUDO_KEYS)
     for job in jobs.values():
         known.update(flat_config(OmegaConf.to_container(OmegaConf.structured(job))))  # type: ignore[arg-type]
     for entry in allowed:
