@@ -359,7 +359,7 @@ def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
                 c.dataset,
                 c.retriever,
                 c.query_type,
-                c.metric_after,
+                c.compared,
                 c.n,
                 c.before,
                 c.after,
@@ -421,7 +421,7 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
             f"{gate.settings['alpha']:g}); {confidence:.0%} paired bootstrap CI of the change.",
             "",
             *(f"- not gated: {m}" for m in gate.missing),
-            "",
+            *([""] if gate.missing else []),
             markdown_table(_GATE_HEADER, _gate_rows(gate, only_flagged=False)),
         ]
     atomic_write_text(month_dir / "gate.md", "\n".join([*lines, ""]))

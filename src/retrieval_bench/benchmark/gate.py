@@ -60,12 +60,15 @@ class Check:
     status: str = OK
     note: str = ""
 
+    @property
+    def compared(self) -> str:
+        """The metric as each month measured it (`recall@6->recall@8` when top_k changed)."""
+        if self.metric_before == self.metric_after:
+            return self.metric_after
+        return f"{self.metric_before}->{self.metric_after}"
+
     def message(self, confidence: float) -> str:
-        name = (
-            self.metric_after
-            if self.metric_before == self.metric_after
-            else f"{self.metric_before}->{self.metric_after}"
-        )
+        name = self.compared
         return (
             f"{self.status.upper()}: {self.dataset} retriever={self.retriever} "
             f"type={self.query_type} {name}: {self.before:.3f} -> {self.after:.3f} "
