@@ -33,6 +33,7 @@ from retrieval_bench.experiment import run_job
 from retrieval_bench.io import claim_new_dir
 from retrieval_bench.outputs import mark_unfinished, write_job
 from retrieval_bench.reports.console import job_summary
+from retrieval_bench.router_config import PROJECT_ROOT
 from run.exits import JobFailed, guarded, log_traceback
 
 register_configs()
@@ -47,7 +48,8 @@ _exit_code = [EXIT_OK]
 _user_full_error: list[str | None] = []
 
 
-@hydra.main(version_base="1.3", config_path="../../conf", config_name="config")
+# An absolute path: Hydra finds it whether this module runs as __main__ or is imported.
+@hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
 def hydra_main(dict_cfg: DictConfig) -> float | None:
     try:
         return _task(dict_cfg)

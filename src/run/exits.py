@@ -46,7 +46,11 @@ def log_traceback(exc: BaseException) -> Path:
     record = logging.LogRecord("run", logging.ERROR, __file__, 0, "internal error", None, exc_info)
     logged = []
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler):
+        if (
+            isinstance(handler, logging.FileHandler)
+            and handler.baseFilename != os.devnull
+            and handler.level <= logging.ERROR
+        ):
             handler.handle(record)
             handler.flush()
             logged.append(Path(handler.baseFilename))
