@@ -75,9 +75,12 @@ def test_an_internal_error_exits_3_naming_where_its_traceback_is(
 
 
 def test_ctrl_c_exits_130_saying_what_is_unfinished(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(Interrupted) as info, interrupt_leaves("the month"):
-        with interrupt_leaves("job folder x is unfinished"):
-            raise KeyboardInterrupt
+    with (
+        pytest.raises(Interrupted) as info,
+        interrupt_leaves("the month"),
+        interrupt_leaves("job folder x is unfinished"),
+    ):
+        raise KeyboardInterrupt
     assert report(info.value) == 130
     assert report(KeyboardInterrupt()) == 130
     assert _stderr_lines(capsys) == [
@@ -143,7 +146,8 @@ def test_score_and_compare_map_internal_errors_and_interrupts(
     monkeypatch.setattr(compare_cli, "compare_dirs", boom)
     assert compare_cli.main([str(tmp_path)]) == 3
     lines = _stderr_lines(capsys)
-    assert len(lines) == 2 and all(x.startswith("internal error: RuntimeError: boom") for x in lines)
+    assert len(lines) == 2
+    assert all(line.startswith("internal error: RuntimeError: boom") for line in lines)
 
     def interrupt(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
@@ -223,9 +227,7 @@ def test_two_runs_started_together_get_a_folder_each(tmp_path: Path) -> None:
     then the same with one fixed name, so the collision is certain."""
     common = ["-m", "run", "retriever=bm25", *mini_overrides(tmp_path)]
     for extra in ([], ["hydra.run.dir=${new_dir:" + str(tmp_path / "fixed") + "}"]):
-        procs = [
-            _python(*common, f"top_k={k}", *extra, cwd=tmp_path, umask=0o007) for k in (6, 10)
-        ]
+        procs = [_python(*common, f"top_k={k}", *extra, cwd=tmp_path, umask=0o007) for k in (6, 10)]
         results = [_finish(p) for p in procs]
         assert [r[0] for r in results] == [0, 0], [r[2] for r in results]
         dirs = [Path(r[1].rsplit("outputs: ", 1)[1].split()[0]) for r in results]
@@ -276,7 +278,7 @@ def test_ctrl_c_in_a_job_exits_130_and_leaves_it_marked(tmp_path: Path) -> None:
     assert err == f"interrupted; job folder {job_dir} is unfinished (marked UNFINISHED)\n"
     assert (job_dir / UNFINISHED_MARKER).read_text().startswith("interrupted (")
     # run.compare names it instead of skipping it silently.
-    code, out, err = _finish(_python("-m", "run.compare", str(tmp_path)))
+    code, _, err = _finish(_python("-m", "run.compare", str(tmp_path)))
     assert code == 2
     assert err.startswith(f"error: no finished job to compare; skipped {job_dir}: unfinished: ")
 
@@ -318,9 +320,7 @@ def test_an_internal_error_in_a_job_exits_3_with_its_log(tmp_path: Path) -> None
     code, _, err = _patched_app(patch, [*mini_overrides(tmp_path), f"hydra.run.dir={job_dir}"])
     assert code == 3
     log = job_dir / "__main__.log"
-    assert err == (
-        f"internal error: RuntimeError: boom (traceback in {log}); please report it\n"
-    )
+    assert err == (f"internal error: RuntimeError: boom (traceback in {log}); please report it\n")
     assert "Traceback (most recent call last)" in log.read_text()
     marker = (job_dir / UNFINISHED_MARKER).read_text()
     assert marker.startswith(f"failed: internal error RuntimeError (see {log})")

@@ -193,5 +193,5 @@ def test_run_job_refuses_the_cache_dir_before_any_work(tmp_path: Path) -> None:
     cfg = RunConfig(cache_dir=str(blocker / "cache"))
     cfg.dataset.corpus = str(tmp_path / "no-such-corpus")  # never read: the check comes first
     cfg.dataset.evalset = str(FIXTURE / "evalsets" / "mini.jsonl")
-    with pytest.raises(ConfigError, match="^config key 'cache_dir': "):
+    with pytest.raises(ConfigError, match=r"^config key 'cache_dir': "):
         run_job(cfg)
