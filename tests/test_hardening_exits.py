@@ -74,6 +74,18 @@ def test_an_internal_error_exits_3_naming_where_its_traceback_is(
     logged.unlink()
 
 
+def test_hydra_full_error_also_prints_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError as exc:
+        assert report(exc, full_traceback=True) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last)")
+    last = err.splitlines()[-1]
+    assert last.startswith("internal error: RuntimeError: boom (traceback in ")
+    Path(last.split("(traceback in ", 1)[1].split(")", 1)[0]).unlink()
+
+
 def test_ctrl_c_exits_130_saying_what_is_unfinished(capsys: pytest.CaptureFixture[str]) -> None:
     with (
         pytest.raises(Interrupted) as info,
