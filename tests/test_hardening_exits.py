@@ -97,7 +97,7 @@ def test_ctrl_c_exits_130_saying_what_is_unfinished(capsys: pytest.CaptureFixtur
     assert report(KeyboardInterrupt()) == 130
     assert _stderr_lines(capsys) == [
         "interrupted; job folder x is unfinished",
-        "interrupted; nothing was written",
+        "interrupted; no file was left half-written",
     ]
 
 
@@ -166,7 +166,7 @@ def test_score_and_compare_map_internal_errors_and_interrupts(
 
     monkeypatch.setattr(score_cli, "score_stage", interrupt)
     assert score_cli.main([str(qrels), str(run), "-k", "5"]) == 130
-    assert _stderr_lines(capsys) == ["interrupted; nothing was written"]
+    assert _stderr_lines(capsys) == ["interrupted; no file was left half-written"]
 
 
 # -- unfinished folders are named by run.compare ----------------------------------------------

@@ -81,7 +81,7 @@ def report(exc: BaseException, full_traceback: bool = False) -> int:
     """Print the one line for `exc` on stderr and return its exit code; an internal error's
     traceback goes to a file, and also to the terminal with `full_traceback`."""
     if isinstance(exc, KeyboardInterrupt):
-        what = exc.unfinished if isinstance(exc, Interrupted) else "nothing was written"
+        what = exc.unfinished if isinstance(exc, Interrupted) else "no file was left half-written"
         print(f"interrupted; {what}", file=sys.stderr)
         return EXIT_INTERRUPTED
     message = bad_input_message(exc)
