@@ -17,6 +17,7 @@ from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.filters import PassageFilter
+from retrieval_bench.io import writable_dir
 from retrieval_bench.pipeline import (
     Pipeline,
     QueryRecord,
@@ -72,7 +73,11 @@ class _Timer:
             self.timings[name] = round(self.timings.get(name, 0.0) + time.perf_counter() - start, 4)
 
 
+CACHE_SUBDIRS = ("tokens", "embeddings")
+
+
 def run_job(cfg: RunConfig) -> JobResult:
+    writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
     with timer.phase("load"):
         dataset = load_dataset(
@@ -104,7 +109,7 @@ def run_job(cfg: RunConfig) -> JobResult:
                     texts,
                     tokenizer.tokenize,
                     tokenizer_identity,
-                    resolve_path(cfg.cache_dir) / "tokens",
+                    resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[0],
                 )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
             else:
@@ -175,7 +180,7 @@ def _dense_arm(
     cfg: RunConfig, ids: list[str], texts: list[str], embeddings: dict[str, dict[str, int]]
 ) -> DenseRetriever:
     encoder = build_encoder(cfg.encoder)
-    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / "embeddings")
+    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
     vectors, stats = cache.encode(encoder, texts, "passages")
     embeddings["passages"] = {"encoded": stats.encoded, "cached": stats.cached}
 

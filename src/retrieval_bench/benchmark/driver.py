@@ -60,7 +60,7 @@ from retrieval_bench.benchmark.history import (
 from retrieval_bench.compare.build import compare_dirs, significance_settings
 from retrieval_bench.compare.jobs import FinishedJob
 from retrieval_bench.config import RunConfig, validate
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.reports.trend import write_trend
@@ -464,4 +464,7 @@ def run_from_hydra(cfg: RunConfig) -> int:
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.mode == RunMode.MULTIRUN:
         raise ConfigError("benchmark.enabled", "run the benchmark without -m/--multirun")
-    return run_benchmark(cfg, list(hydra_cfg.overrides.task), hydra_cfg.runtime.output_dir)
+    month_dir = Path(cfg.benchmark.root) / (cfg.benchmark.month or current_month())
+    # Ctrl-C: one line saying what is left (finished jobs are kept; a rerun resumes).
+    with interrupt_leaves(f"benchmark {month_dir} is unfinished: rerun the same command to resume"):
+        return run_benchmark(cfg, list(hydra_cfg.overrides.task), hydra_cfg.runtime.output_dir)
