@@ -22,6 +22,7 @@ import hashlib
 import logging
 import os
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ import numpy as np
 
 from retrieval_bench.encoders.config import EncoderConfig
 from retrieval_bench.errors import EncoderUnavailable
+from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -225,6 +227,39 @@ def _flag_version() -> str:
         return "missing"
 
 
+@contextlib.contextmanager
+def _batches_reported(model: Any, desc: str, unit: str, total: int) -> Iterator[None]:
+    """Report FlagEmbedding's batch loop through progress.py while `model` encodes.
+
+    FlagEmbedding sorts the texts by length and loops over batches inside one `encode` call,
+    under a tqdm bar of its own (a carriage-return line when stderr is not a terminal). Cutting
+    the texts into several calls would cost more padding and one extra trial batch per call,
+    so instead the `tqdm` that its encoding modules imported is swapped, for the call, for one
+    that counts texts through `progress` (its `trange` over the tokeniser pass goes quiet). A
+    FlagEmbedding without those names keeps its own bar.
+    """
+
+    def batches(starts: range, *args: Any, **kwargs: Any) -> Iterator[int]:
+        with progress(desc, total, unit) as bar:
+            for start in starts:
+                yield start
+                bar.update(min(starts.step, starts.stop - start))
+
+    def quiet_range(*args: Any, **kwargs: Any) -> range:
+        return range(*args)
+
+    swapped = []
+    for module in {sys.modules.get(cls.__module__) for cls in type(model).__mro__}:
+        if module is not None and hasattr(module, "tqdm") and hasattr(module, "trange"):
+            swapped.append((module, module.tqdm, module.trange))
+            module.tqdm, module.trange = batches, quiet_range
+    try:
+        yield
+    finally:
+        for module, original_tqdm, original_trange in swapped:
+            module.tqdm, module.trange = original_tqdm, original_trange
+
+
 _LOAD_LOCK = threading.Lock()
 _LOADED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
@@ -348,16 +383,20 @@ class _FlagEncoderBase:
 
     # -- encoding -----------------------------------------------------------------------------
     def encode_passages(self, texts: list[str]) -> np.ndarray:
-        return self._encode(texts, instruction=None)
+        return self._encode(texts, None, f"encoding passages ({self.kind})", "passage")
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self._encode(texts, instruction=self.cfg.query_instruction or None)
+        instruction = self.cfg.query_instruction or None
+        return self._encode(texts, instruction, f"encoding queries ({self.kind})", "query")
 
-    def _encode(self, texts: list[str], instruction: str | None) -> np.ndarray:
+    def _encode(
+        self, texts: list[str], instruction: str | None, desc: str, unit: str
+    ) -> np.ndarray:
         model = self.model
         if not texts:
             return np.zeros((0, self._dim(model)), dtype=np.float32)
-        vectors = np.asarray(self._dense(model, list(texts), instruction), dtype=np.float32)
+        with _batches_reported(model, desc, unit, len(texts)):
+            vectors = np.asarray(self._dense(model, list(texts), instruction), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise RuntimeError(
                 f"{self.kind} encoder returned shape {vectors.shape} for {len(texts)} texts"

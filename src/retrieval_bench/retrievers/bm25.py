@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from retrieval_bench.progress import progress
 from retrieval_bench.retrievers.base import Ranked, shared_tie_break
 from retrieval_bench.token_cache import TokenizedCorpus
 
@@ -194,7 +195,8 @@ class BM25Retriever:
         self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
         results = []
-        for query, mask in zip(queries, allowed, strict=True):
+        pairs = zip(queries, allowed, strict=True)
+        for query, mask in progress("ranking queries (bm25)", len(queries), "query", pairs):
             scores, matched = self.scorer.scores(self.tokenize(query))
             if mask is not None:
                 matched = matched[mask[matched]]
