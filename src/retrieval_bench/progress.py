@@ -36,7 +36,10 @@ class _LoggedProgress(tqdm):  # type: ignore[type-arg]
         self._interval = interval
         self._logged_at: float | None = None
         # tqdm still writes '' and '\n' to its file on close; nothing else reaches it.
-        super().__init__(*args, file=io.StringIO(), mininterval=min(1.0, interval), **kwargs)
+        # miniters=1: check the clock at every update (cheap), so no report is skipped by
+        # tqdm's adaptive update count.
+        mininterval = min(1.0, interval, kwargs.get("delay", 0.0))
+        super().__init__(*args, file=io.StringIO(), mininterval=mininterval, miniters=1, **kwargs)
 
     def display(self, msg: str | None = None, pos: int | None = None) -> bool:
         now = self._time()
@@ -44,7 +47,8 @@ class _LoggedProgress(tqdm):  # type: ignore[type-arg]
         # work ended within the start delay: so a closing call always gets its line.
         closing = self.disable
         if not closing and (
-            (self.total and self.n >= self.total)  # the closing line says it, with the time
+            self.n == 0  # nothing done yet: no rate to report
+            or (self.total and self.n >= self.total)  # the closing line says it, with the time
             or (self._logged_at is not None and now - self._logged_at < self._interval)
         ):
             return True

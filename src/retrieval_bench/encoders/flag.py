@@ -248,16 +248,16 @@ def _batches_reported(model: Any, desc: str, unit: str, total: int) -> Iterator[
     def quiet_range(*args: Any, **kwargs: Any) -> range:
         return range(*args)
 
-    swapped = []
+    swapped: list[tuple[Any, dict[str, Any]]] = []
     for module in {sys.modules.get(cls.__module__) for cls in type(model).__mro__}:
         if module is not None and hasattr(module, "tqdm") and hasattr(module, "trange"):
-            swapped.append((module, module.tqdm, module.trange))
-            module.tqdm, module.trange = batches, quiet_range
+            swapped.append((module, {"tqdm": module.tqdm, "trange": module.trange}))
+            vars(module).update(tqdm=batches, trange=quiet_range)
     try:
         yield
     finally:
-        for module, original_tqdm, original_trange in swapped:
-            module.tqdm, module.trange = original_tqdm, original_trange
+        for module, originals in swapped:
+            vars(module).update(originals)
 
 
 _LOAD_LOCK = threading.Lock()
