@@ -7,13 +7,14 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from retrieval_bench.config import RunConfig, register_configs, validate
 from retrieval_bench.errors import BenchError
 from retrieval_bench.experiment import run_job
 from retrieval_bench.outputs import write_job
-from retrieval_bench.reports.console import job_summary
+from retrieval_bench.reports.console import job_line, job_summary
 
 register_configs()
 log = logging.getLogger("run")
@@ -38,7 +39,12 @@ def main(dict_cfg: DictConfig) -> float | None:
         log.debug("job failed", exc_info=True)  # the job's log file keeps the traceback
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    print(job_summary(result, cfg.top_k, job_dir))
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # one line per job; the sweep's comparison follows
+        label = f"{hydra_cfg.job.num} {hydra_cfg.job.override_dirname}".strip()
+        print(job_line(result, cfg.top_k, job_dir, label), flush=True)
+    else:
+        print(job_summary(result, cfg.top_k, job_dir))
     return result.metrics["stages"]["final"]["overall"].get(f"ndcg@{cfg.top_k}")
 
 
