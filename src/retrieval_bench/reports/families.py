@@ -144,7 +144,7 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
         "",
     ]
     table = refusal["table"]
-    rows = list(
+    columns = list(
         zip(
             table["threshold"],
             table["answered"],
@@ -154,7 +154,7 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
             strict=True,
         )
     )
-    rows = [[f"{t:.4f}", a, ar, r, rr] for t, a, ar, r, rr in rows]
+    rows = [[f"{t:.4f}", a, ar, r, rr] for t, a, ar, r, rr in columns]
     lines += [
         markdown_table(["threshold", "answered", "answered_rate", "refused", "refused_rate"], rows),
         "",
@@ -175,11 +175,11 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
         ]
         by_type = refusal.get("at_balanced_by_type", {})
         if by_type:
-            rows = [
+            by_type_rows = [
                 [t, v["n"], "/".join(v["should"]), v["correct_rate"]] for t, v in by_type.items()
             ]
             lines += [
-                markdown_table(["type", "n", "should", "correct at balanced t"], rows),
+                markdown_table(["type", "n", "should", "correct at balanced t"], by_type_rows),
                 "",
             ]
     if REFUSAL_PNG in plots:

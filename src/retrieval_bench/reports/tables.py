@@ -113,7 +113,10 @@ def excluded_rows(names: Sequence[str], counts: Mapping[str, Any] | None) -> str
         excluded = by_type.get(name, {}).get("excluded", {})
         if excluded:
             reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(excluded.items()))
-            parts.append(f"{name} ({sum(excluded.values())} queries; excluded: {reasons})")
+            total = sum(excluded.values())
+            parts.append(
+                f"{name} ({total} quer{'y' if total == 1 else 'ies'}; excluded: {reasons})"
+            )
         else:
             parts.append(name)
     return "; ".join(parts)
