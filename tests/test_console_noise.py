@@ -16,11 +16,13 @@ from omegaconf import OmegaConf
 
 from retrieval_bench.config import RunConfig, register_configs, validate
 from retrieval_bench.embedding_cache import EmbeddingCache
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.experiment import JobResult, run_job
 from retrieval_bench.reports.console import job_line, job_summary
 from retrieval_bench.reports.families import headline_section
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.tables import fmt, trim_empty
+from retrieval_bench.retrievers.dense_index import DenseIndexConfig, FaissIndex, check_index_fits
 from retrieval_bench.text import TextConfig, Tokenizer
 from retrieval_bench.token_cache import tokenize_corpus
 
@@ -174,3 +176,69 @@ def test_cache_keys_and_paths_are_debug_only(
     # The details are still there for whoever asks for DEBUG.
     assert sum(bool(HEX64.search(m)) for m in debug) == 4
     assert sum(str(tmp_path) in m for m in debug) == 3
+
+
+def _compose(tmp: Path, *overrides: str) -> RunConfig:
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        dict_cfg = compose(config_name="config", overrides=[*overrides, *mini_overrides(tmp)])
+    cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
+    validate(cfg)
+    return cfg
+
+
+def test_ivf_with_more_lists_than_passages_is_refused_before_encoding(tmp_path: Path) -> None:
+    cfg = _compose(tmp_path, "retriever=dense", "dense.index='IVF1024,Flat'")
+    with pytest.raises(ConfigError) as err:
+        run_job(cfg)
+    assert err.value.key == "dense.index"
+    assert str(err.value) == (
+        "config key 'dense.index': 'IVF1024,Flat' needs at least 1024 training vectors "
+        "(1024 IVF lists), but the corpus has 12 passages; use Flat, HNSW32 or IVF<n>,Flat "
+        "with n <= 1 (FAISS wants 39 vectors per list)"
+    )
+    assert not (tmp_path / "cache" / "embeddings").exists()  # nothing was encoded
+
+
+def test_index_without_selectors_is_refused_before_encoding_when_the_job_filters(
+    tmp_path: Path,
+) -> None:
+    cfg = _compose(tmp_path, "retriever=dense", "dense.index=PQ1x2")
+    with pytest.raises(ConfigError) as err:
+        run_job(cfg)
+    assert str(err.value) == (
+        "config key 'dense.index': 'PQ1x2' does not accept FAISS id selectors, and this job "
+        "filters (city) before ranking; use Flat, HNSW<M> or IVF<n>,... (or turn those "
+        "filters off: filters.city=false)"
+    )
+    assert not (tmp_path / "cache" / "embeddings").exists()
+
+
+def test_index_checks_at_start() -> None:
+    check_index_fits(DenseIndexConfig(index="IVF4,Flat"), 304, 512, ("city",))
+    check_index_fits(DenseIndexConfig(index="HNSW32"), 304, 512, ("city", "permissions"))
+    check_index_fits(DenseIndexConfig(index="PQ8"), 304, 512, ())  # no filter: PQ is fine
+    with pytest.raises(
+        ConfigError,
+        match=r"needs at least 256 training vectors \(256 centroids "
+        r"per PQ sub-quantizer\), but dense.train_size=100;",
+    ):
+        check_index_fits(DenseIndexConfig(index="IVF4,PQ8", train_size=100), 304, 512, ())
+    with pytest.raises(ConfigError, match="does not accept FAISS id selectors"):
+        check_index_fits(DenseIndexConfig(index="PQ8"), 304, 512, ("permissions",))
+
+
+def test_faiss_training_warnings_are_logged_once(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """PQ4 trains 4 sub-quantizers of 256 centroids on 300 vectors: FAISS prints the same
+    warning 4 times; it is logged once, with the count, and nothing reaches stderr."""
+    caplog.set_level(logging.INFO, logger="retrieval_bench")
+    vectors = np.random.default_rng(0).standard_normal((300, 16)).astype(np.float32)
+    FaissIndex(vectors, DenseIndexConfig(index="PQ4"))
+    assert "clustering" not in capfd.readouterr().err
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "FAISS: WARNING clustering 300 points to 256 centroids: please provide at least 9984 "
+        "training points (printed 4 times)"
+    ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
@@ -308,6 +309,15 @@ class _FlagEncoderBase:
             "precision": "fp16" if self.cfg.use_fp16 else "fp32",
             "flagembedding": _flag_version(),
         }
+
+    def dimension(self) -> int | None:
+        """The vector size from the model's config.json, without loading it (None: unsaid)."""
+        try:
+            config = json.loads((self.resolve().path / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        size = config.get("hidden_size") if isinstance(config, dict) else None
+        return size if isinstance(size, int) else None
 
     # -- loading ------------------------------------------------------------------------------
     @property

@@ -81,6 +81,9 @@ class USEEncoder:
             "precision": "fp32",
         }
 
+    def dimension(self) -> int:
+        return USE_DIM
+
     def encode_passages(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, desc="encoding passages (USE)", unit="passage")
 
