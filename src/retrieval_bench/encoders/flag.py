@@ -349,14 +349,11 @@ class _FlagEncoderBase:
             import FlagEmbedding  # noqa: F401  (fail with the extra's name, not a deep import)
         except ImportError as exc:
             raise EncoderUnavailable(_missing_extra_message(exc)) from exc
+        precision = "fp16" if self.cfg.use_fp16 else "fp32"
         logger.info(
-            "loading %s encoder %s from %s (%s, %s)",
-            self.kind,
-            resolved.name,
-            resolved.path,
-            self.cfg.device,
-            "fp16" if self.cfg.use_fp16 else "fp32",
+            "loading %s encoder %s (%s, %s)", self.kind, resolved.name, self.cfg.device, precision
         )
+        logger.debug("loading %s from %s", resolved.name, resolved.path)
         try:
             with _hub_offline():
                 return self._load(resolved)

@@ -98,6 +98,7 @@ class FaissIndex:
             try:
                 with _faiss_output(printed):
                     index.train(train)
+                log.info("trained %r in %.1f s", config.index, time.perf_counter() - start)
             except RuntimeError as exc:
                 raise ConfigError(
                     "dense.index",
