@@ -181,3 +181,14 @@ def test_free_lock_is_taken_silently(tmp_path: Path, caplog: pytest.LogCaptureFi
     with file_lock(tmp_path / "x.lock", "the embedding cache entry of 3 passages"):
         pass
     assert caplog.records == []
+
+
+def test_work_that_stops_early_says_so(logged: Any) -> None:
+    with pytest.raises(KeyboardInterrupt), progress("encoding passages", 5, "passage") as bar:
+        bar.update(2)
+        raise KeyboardInterrupt
+    lines = logged()
+    assert len(lines) == 2
+    assert re.fullmatch(
+        rf"encoding passages: 2/5 \(40%\), stopped after {TIME}, [\d.]+ passage/s", lines[1]
+    )

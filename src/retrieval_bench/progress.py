@@ -58,14 +58,16 @@ class _LoggedProgress(tqdm):  # type: ignore[type-arg]
 
 
 def progress_line(info: dict[str, Any], done: bool = False) -> str:
-    """`desc: n/total (p%), rate unit/s, ~mm:ss left` (or `... done in mm:ss` at the end)."""
+    """`desc: n/total (p%), rate unit/s, ~mm:ss left`; at the end `... done in mm:ss, rate`
+    (or `stopped after mm:ss` when the work ended before its total)."""
     n, total, elapsed = info["n"], info["total"], info["elapsed"]
     rate = info["rate"] or (n / elapsed if elapsed else None)
     unit = info["unit"]
     speed = f"{rate:.1f} {unit}/s" if rate else f"? {unit}/s"
     counted = f"{n}/{total} ({100 * n / total:.0f}%)" if total else f"{n}"
-    if done:
-        return f"{info['prefix']}: {counted}, done in {tqdm.format_interval(elapsed)}, {speed}"
+    if done:  # closed: finished, or stopped early (an error, Ctrl-C)
+        verb = "stopped after" if total and n < total else "done in"
+        return f"{info['prefix']}: {counted}, {verb} {tqdm.format_interval(elapsed)}, {speed}"
     left = f"~{tqdm.format_interval((total - n) / rate)}" if rate and total else "~?"
     return f"{info['prefix']}: {counted}, {speed}, {left} left"
 
