@@ -37,7 +37,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from chinese_corpus import CMRC, build_corpus, load_real
+from chinese_corpus import build_corpus, load_real
+from dense_vectors import VectorSpace, sample_around
 
 from retrieval_bench.retrievers.base import TieBreak
 from retrieval_bench.retrievers.bm25 import BM25Config, SparseBM25
@@ -150,48 +151,6 @@ def bm25_at(n: int, real: tuple | None, n_queries: int, chars_per_passage: float
 
 
 # --- dense --------------------------------------------------------------------------------------
-
-
-def anchors(dim: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
-    """(passage anchors, query anchors, source): real USE vectors of cmrc2018 when possible."""
-    rng = np.random.default_rng(seed)
-    if dim == 512 and (CMRC / "corpus.jsonl").exists():
-        try:
-            import json
-
-            from retrieval_bench.embedding_cache import EmbeddingCache
-            from retrieval_bench.encoders import EncoderConfig, build_encoder
-
-            root = Path(__file__).resolve().parents[1]
-            cache = EmbeddingCache(root / "outputs" / "cache" / "embeddings")
-            encoder = build_encoder(EncoderConfig())
-            lines = (CMRC / "corpus.jsonl").open(encoding="utf-8")
-            docs = [json.loads(line) for line in lines]
-            texts = [f"{d.get('title', '')}\n{d['text']}" for d in docs]
-            lines = (CMRC / "queries.jsonl").open(encoding="utf-8")
-            questions = [json.loads(line)["text"] for line in lines]
-            p, _ = cache.encode(encoder, texts, "passages")
-            q, _ = cache.encode(encoder, questions, "queries")
-            return p, q, "USE vectors of cmrc2018 (embedding cache)"
-        except Exception as exc:  # the encoder is optional here; say why it was skipped
-            print(f"note: USE anchors unavailable ({exc}); using Gaussian anchors")
-    p = rng.standard_normal((1104, dim)).astype(np.float32)
-    q = rng.standard_normal((1000, dim)).astype(np.float32)
-    return p, q, "Gaussian anchors"
-
-
-def sample_around(
-    base: np.ndarray, n: int, noise: float, rng: np.random.Generator, basis: np.ndarray
-) -> np.ndarray:
-    """n unit vectors: a random anchor plus noise shaped by the anchors' covariance."""
-    out = np.empty((n, base.shape[1]), dtype=np.float32)
-    for start in range(0, n, 100_000):
-        rows = min(100_000, n - start)
-        z = rng.standard_normal((rows, basis.shape[0])).astype(np.float32)
-        chunk = base[rng.integers(0, len(base), rows)] + noise * (z @ basis)
-        chunk /= np.linalg.norm(chunk, axis=1, keepdims=True)
-        out[start : start + rows] = chunk
-    return out
 
 
 def dense_at(
@@ -318,12 +277,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.skip_dense:
         rng = np.random.default_rng(0)
-        base_p, base_q, source = anchors(args.dim, 0)
-        centred = np.concatenate([base_p, base_q]) - np.concatenate([base_p, base_q]).mean(0)
-        # Noise basis: the anchors' principal directions scaled by their spread.
-        _, sv, vt = np.linalg.svd(centred, full_matrices=False)
-        basis = (vt * (sv[:, None] / math.sqrt(len(centred)))).astype(np.float32)
-        queries = sample_around(base_q, args.queries, 1.0, rng, basis)
+        space = VectorSpace.build(args.dim, 0)
+        base_p, basis, source = space.passages, space.basis, space.source
+        queries = sample_around(space.queries, args.queries, 1.0, rng, basis)
         rows = []
         for n in sizes:
             passages = sample_around(base_p, n, 1.0, rng, basis)
