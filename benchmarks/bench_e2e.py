@@ -158,7 +158,7 @@ def write_dataset(
     space = VectorSpace.build(dim, seed)
     passages = sample_around(space.passages, n, 1.0, rng, space.basis)
     np.save(files.vectors / "passages.npy", passages)
-    near = sample_around(passages, n_queries, 0.5, rng, space.basis, rows_of=targets)
+    near = sample_around(passages, n_queries, 0.3, rng, space.basis, rows_of=targets)
     np.save(files.vectors / "queries.npy", near)
     (files.vectors / "passage_ids.txt").write_text("\n".join(ids) + "\n")
     qids = "\n".join(q["query_id"] for q in queries) + "\n"
@@ -337,6 +337,15 @@ def dataset_in_child(
     return dict(json.loads(files.marker.read_text()))
 
 
+def has_text_workers() -> bool:
+    """Whether this checkout tokenises in parallel (`text.workers`)."""
+    from dataclasses import fields
+
+    from retrieval_bench.text import TextConfig
+
+    return any(f.name == "workers" for f in fields(TextConfig))
+
+
 def has_precomputed_encoder() -> bool:
     from retrieval_bench.encoders.config import ENCODER_KINDS
 
@@ -350,7 +359,9 @@ def ivf_settings(n: int) -> tuple[str, int, int]:
     return f"IVF{nlist},Flat", min(64, nlist), 64 * nlist
 
 
-def job_command(kind: str, files: DatasetFiles, n: int, work: Path, out: Path) -> list[str]:
+def job_command(
+    kind: str, files: DatasetFiles, n: int, work: Path, out: Path, text_workers: int | None
+) -> list[str]:
     me = [sys.executable, str(Path(__file__).resolve())]
     index, nprobe, train_size = ivf_settings(n)
     if kind == "dense" and not has_precomputed_encoder():
@@ -366,6 +377,8 @@ def job_command(kind: str, files: DatasetFiles, n: int, work: Path, out: Path) -
     ]
     if kind == "bm25":
         overrides.append("retriever=bm25")
+        if text_workers is not None and has_text_workers():
+            overrides.append(f"text.workers={text_workers}")
     else:
         overrides += [
             "retriever=dense",
@@ -381,13 +394,15 @@ def job_command(kind: str, files: DatasetFiles, n: int, work: Path, out: Path) -
     return [*me, "--child-app", str(out), "--", *overrides]
 
 
-def run_job(kind: str, files: DatasetFiles, n: int, n_queries: int) -> dict[str, Any]:
+def run_job(
+    kind: str, files: DatasetFiles, n: int, n_queries: int, text_workers: int | None
+) -> dict[str, Any]:
     """One job in a child process, from an empty cache and job folder."""
     work = files.root / "jobs" / f"{files.name}-{kind}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     out = work / "meter.json"
-    cmd = job_command(kind, files, n, work, out)
+    cmd = job_command(kind, files, n, work, out, text_workers)
     if kind == "dense" and not has_precomputed_encoder():
         cmd.append(str(ivf_settings(n)[2]))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -514,6 +529,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", default="bm25,dense", help="bm25, dense or both")
     parser.add_argument("--dim", type=int, default=512)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp"))
+    parser.add_argument(
+        "--text-workers",
+        type=int,
+        default=0,
+        help="text.workers for the BM25 job (0: one per core; -1: leave the config's), where "
+        "this checkout tokenises in parallel",
+    )
     parser.add_argument("--synthetic", action="store_true", help="skip cmrc2018 (smoke runs)")
     parser.add_argument("--quick", action="store_true", help="2,000 passages, 50 queries, 64-d")
     args = parser.parse_args(argv)
@@ -521,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         args.sizes, args.queries, args.dim, args.synthetic = "2000", 50, 64, True
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = [k.strip() for k in args.jobs.split(",") if k.strip()]
+    if args.text_workers < 0:
+        args.text_workers = None
     root = args.workdir.resolve() / "retrieval-bench-e2e"
     load = os.getloadavg()
     print(
@@ -542,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
             f"generated in {done['seconds']}s (not part of any job)"
         )
         for kind in kinds:
-            records.append(run_job(kind, files, n, args.queries))
+            records.append(run_job(kind, files, n, args.queries, args.text_workers))
     report(records, args.queries)
     load = os.getloadavg()
     print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
