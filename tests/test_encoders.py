@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 from retrieval_bench.encoders.flag import clear_loaded_models
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
+from retrieval_bench.random_bge_m3 import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
 ZH_PARAPHRASES = [
     ("今天天气很好，适合出去散步。", "今天的天气非常不错，可以去外面走走。"),
@@ -223,62 +223,16 @@ def test_flag_identity_names_what_changes_vectors(minilm_encoder: Any, minilm_di
 # BGE-M3 kind: a tiny random XLM-RoBERTa with BGE-M3 heads, built here
 # --------------------------------------------------------------------------------------------
 
-TINY_HIDDEN = 32
-TINY_SENTENCES = [
-    "今天天气很好，我们去公园散步。",
-    "北京是中国的首都，也是政治文化中心。",
-    "上海的交通非常方便。",
-    "我喜欢吃苹果和香蕉。",
-    "股票市场今天大跌。",
-    "The quick brown fox jumps over the lazy dog.",
-    "深度学习模型需要大量数据。",
-]
+TINY_HIDDEN = TINY.hidden
+TINY_SENTENCES = list(SAMPLE_SENTENCES)
 
 
 def _build_tiny_bge_m3(target: Path) -> dict[str, Any]:
     """Save a BGE-M3-shaped model: XLM-R encoder, tokenizer, colbert/sparse heads."""
-    sentencepiece = pytest.importorskip("sentencepiece")
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-
-    model_proto = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(TINY_SENTENCES * 10),
-        model_writer=model_proto,
-        vocab_size=120,
-        hard_vocab_limit=False,
-        model_type="unigram",
-        character_coverage=1.0,
-        bos_id=0,
-        pad_id=1,
-        eos_id=2,
-        unk_id=3,  # the XLM-R special-token layout
-        minloglevel=2,
-    )
-    sp = sentencepiece.SentencePieceProcessor(model_proto=model_proto.getvalue())
-    vocab = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
-    tokenizer = transformers.XLMRobertaTokenizer(vocab=[*vocab, ("<mask>", 0.0)])
-    tokenizer.save_pretrained(target)
-
-    torch.manual_seed(0)
-    config = transformers.XLMRobertaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=TINY_HIDDEN,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=130,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    transformers.XLMRobertaModel(config).save_pretrained(target)
-    # BGE-M3 heads: colbert Linear(hidden, hidden), sparse Linear(hidden, 1)
-    colbert = torch.nn.Linear(TINY_HIDDEN, TINY_HIDDEN).state_dict()
-    sparse = torch.nn.Linear(TINY_HIDDEN, 1).state_dict()
-    torch.save(colbert, target / "colbert_linear.pt")
-    torch.save(sparse, target / "sparse_linear.pt")
-    return {"colbert": colbert, "sparse": sparse}
+    pytest.importorskip("sentencepiece")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    return build_random_bge_m3(target, TINY, TINY_SENTENCES)
 
 
 @pytest.fixture(scope="module")
