@@ -395,10 +395,23 @@ def job_command(
 
 
 def run_job(
-    kind: str, files: DatasetFiles, n: int, n_queries: int, text_workers: int | None
+    kind: str,
+    files: DatasetFiles,
+    n: int,
+    n_queries: int,
+    text_workers: int | None,
+    reuse: bool = False,
 ) -> dict[str, Any]:
-    """One job in a child process, from an empty cache and job folder."""
+    """One job in a child process, from an empty cache and job folder; with `reuse`, the
+    record a previous run of this script saved for the same job on the same dataset."""
     work = files.root / "jobs" / f"{files.name}-{kind}"
+    settings = json.loads(files.marker.read_text())["settings"]
+    saved = work / "record.json"
+    if reuse and saved.exists():
+        record = json.loads(saved.read_text())
+        if record.get("settings") == settings and record.get("text_workers") == text_workers:
+            print(f"\n== {kind} job, {n:,} passages: measured earlier, from {saved}")
+            return dict(record)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     out = work / "meter.json"
@@ -406,6 +419,7 @@ def run_job(
     if kind == "dense" and not has_precomputed_encoder():
         cmd.append(str(ivf_settings(n)[2]))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    load_before = os.getloadavg()[0]
     print(f"\n== {kind} job, {n:,} passages: {' '.join(cmd[2:])}", flush=True)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False)
@@ -424,6 +438,10 @@ def run_job(
         record["dense_index"] = manifest.get("dense_index")
         if record["scored"] != n_queries:
             raise SystemExit(f"the {kind} job scored {record['scored']} of {n_queries} queries")
+    load = os.getloadavg()
+    record.update(settings=settings, text_workers=text_workers)
+    record.update(load_before=load_before, load_after=load[0])
+    saved.write_text(json.dumps(record))
     return record
 
 
@@ -466,6 +484,8 @@ def report(records: list[dict[str, Any]], n_queries: int) -> None:
                 )
             peak = max(v[1] for v in rows.values())
             extra = f" scored={r['scored']}" if "scored" in r else ""
+            if "load_after" in r:
+                extra += f" load_before={r['load_before']:.2f} load_after={r['load_after']:.2f}"
             recall = _recall(r)
             if recall is not None:
                 extra += f" recall_vs_exact@10={recall:.4f}"
@@ -536,6 +556,11 @@ def main(argv: list[str] | None = None) -> int:
         help="text.workers for the BM25 job (0: one per core; -1: leave the config's), where "
         "this checkout tokenises in parallel",
     )
+    parser.add_argument(
+        "--reuse-finished",
+        action="store_true",
+        help="report jobs this script already ran on the same datasets instead of rerunning them",
+    )
     parser.add_argument("--synthetic", action="store_true", help="skip cmrc2018 (smoke runs)")
     parser.add_argument("--quick", action="store_true", help="2,000 passages, 50 queries, 64-d")
     args = parser.parse_args(argv)
@@ -566,8 +591,10 @@ def main(argv: list[str] | None = None) -> int:
             f"generated in {done['seconds']}s (not part of any job)"
         )
         for kind in kinds:
-            records.append(run_job(kind, files, n, args.queries, args.text_workers))
-    report(records, args.queries)
+            records.append(
+                run_job(kind, files, n, args.queries, args.text_workers, args.reuse_finished)
+            )
+    report(sorted(records, key=lambda r: r["n"]), args.queries)
     load = os.getloadavg()
     print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return 0
