@@ -527,7 +527,8 @@ def _targets(r: dict[str, Any]) -> None:
         checks.append(peak_gib <= target["rss_gib"])
     if "recall" in target:
         recall = _recall(r)
-        line += f" recall_vs_exact@10={recall if recall is not None else 'n/a'} min_recall=0.95"
+        shown = "n/a" if recall is None else f"{recall:.4f}"
+        line += f" recall_vs_exact@10={shown} min_recall=0.95"
         checks.append(recall is not None and recall >= target["recall"])
     print(f"{line} met={'yes' if all(checks) else 'no'}")
 
@@ -544,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--child-index"]:
         return child_index(Path(argv[1]), Path(argv[2]), argv[3], int(argv[4]), int(argv[5]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--sizes", default=None, help="default 100000,1000000 (--quick: 2000)")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--jobs", default="bm25,dense", help="bm25, dense or both")
     parser.add_argument("--dim", type=int, default=512)
@@ -562,10 +563,14 @@ def main(argv: list[str] | None = None) -> int:
         help="report jobs this script already ran on the same datasets instead of rerunning them",
     )
     parser.add_argument("--synthetic", action="store_true", help="skip cmrc2018 (smoke runs)")
-    parser.add_argument("--quick", action="store_true", help="2,000 passages, 50 queries, 64-d")
+    parser.add_argument(
+        "--quick", action="store_true", help="2,000 passages (or --sizes), 50 queries, 64-d"
+    )
     args = parser.parse_args(argv)
     if args.quick:
-        args.sizes, args.queries, args.dim, args.synthetic = "2000", 50, 64, True
+        args.sizes = args.sizes or "2000"
+        args.queries, args.dim, args.synthetic = 50, 64, True
+    args.sizes = args.sizes or "100000,1000000"
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = [k.strip() for k in args.jobs.split(",") if k.strip()]
     if args.text_workers < 0:
