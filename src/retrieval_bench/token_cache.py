@@ -24,9 +24,9 @@ import json
 import logging
 import zipfile
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,9 @@ from retrieval_bench.progress import progress
 log = logging.getLogger(__name__)
 
 TOKEN_CACHE_FORMAT = 1
+FROM_TOKENS_CHUNK = 4096
+"""Passages numbered per pass in `TokenizedCorpus.from_tokens` (their token lists are alive
+together; a few MB)."""
 
 
 @dataclass(frozen=True)
@@ -68,18 +71,33 @@ class TokenizedCorpus:
         return [part.tolist() for part in parts]
 
     @classmethod
-    def from_tokens(cls, token_lists: Sequence[Sequence[str]]) -> TokenizedCorpus:
-        """Number terms by first occurrence in one C-level pass (a defaultdict numbering
-        itself by its own length)."""
+    def from_tokens(cls, token_lists: Iterable[Sequence[str]]) -> TokenizedCorpus:
+        """Number terms by first occurrence in C-level passes (a defaultdict numbering itself
+        by its own length), `FROM_TOKENS_CHUNK` passages at a time: given an iterator (the
+        tokenizer's output as it comes), only that many passages' token lists exist at once,
+        since a token list costs ~88 bytes per token (5 GB for a million passages) against 4
+        for its id."""
         numbering: defaultdict[str, int] = defaultdict()
         numbering.default_factory = numbering.__len__
-        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-        ids = np.fromiter(
-            map(numbering.__getitem__, chain.from_iterable(token_lists)),
-            dtype=np.int32,
-            count=int(lengths.sum()),
-        )
-        return cls(list(numbering), ids, lengths)
+        id_parts: list[np.ndarray] = []
+        length_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        passages = iter(token_lists)
+        while True:
+            chunk = list(islice(passages, FROM_TOKENS_CHUNK))
+            if not chunk:
+                break
+            lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+            id_parts.append(
+                np.fromiter(
+                    map(numbering.__getitem__, chain.from_iterable(chunk)),
+                    dtype=np.int32,
+                    count=int(lengths.sum()),
+                )
+            )
+            length_parts.append(lengths)
+            del chunk  # before the next chunk is read, not after
+        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int32)
+        return cls(list(numbering), ids, np.concatenate(length_parts))
 
 
 def token_cache_key(identity: dict[str, Any], texts: Sequence[str]) -> str:
@@ -129,9 +147,13 @@ def tokenize_corpus(
         return corpus
 
 
-def _tokenize_all(tokenize: Callable[[str], list[str]], texts: Sequence[str]) -> list[list[str]]:
-    """jieba over the corpus, reporting progress when it takes a while (progress.py)."""
-    return [tokenize(t) for t in progress("tokenising passages", len(texts), "passage", texts)]
+def _tokenize_all(
+    tokenize: Callable[[str], list[str]], texts: Sequence[str]
+) -> Iterator[list[str]]:
+    """jieba over the corpus as it is consumed (`from_tokens` numbers it chunk by chunk, so
+    the whole corpus's token lists never exist at once), reporting progress when it takes a
+    while (progress.py)."""
+    return (tokenize(t) for t in progress("tokenising passages", len(texts), "passage", texts))
 
 
 def _read(path: Path, count: int) -> TokenizedCorpus | None:
