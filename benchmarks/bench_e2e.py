@@ -286,6 +286,30 @@ def child_app(out: Path, overrides: list[str]) -> int:
     return code
 
 
+def prefill_token_cache(files: DatasetFiles, cache: Path, synthetic: bool, seed: int = 0) -> None:
+    """`--tokens-from-generator`: put the generator's own token lists in the job's token cache
+    under the key of the job's texts and tokenizer, so the job skips jieba (its tokenise phase
+    becomes a cache read) and the other phases can be measured at a size where tokenising takes
+    too long on a busy machine. The index is then built on the generator's tokens, which jieba
+    would split a little differently; the printed results say so."""
+    from chinese_corpus import build_corpus
+
+    from retrieval_bench.data.passages import load_lexicon
+    from retrieval_bench.text import TextConfig, cached_tokenizer, lexicon_of
+    from retrieval_bench.token_cache import TokenizedCorpus, _write, token_cache_key
+
+    with (files.corpus / "passages.jsonl").open(encoding="utf-8") as fh:
+        texts = [json.loads(line)["text"] for line in fh]
+    entities = load_lexicon(files.corpus / "lexicon.jsonl")
+    identity = cached_tokenizer(TextConfig(), *lexicon_of(entities)).identity()
+    key = token_cache_key(identity, texts)
+    corpus = build_corpus(len(texts), 0, seed=seed, synthetic_only=synthetic)
+    assert ["".join(tokens) for tokens in corpus.passages] == texts, "not this dataset's text"
+    path = cache / "tokens" / key[:2] / f"{key}.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write(path, TokenizedCorpus.from_tokens(corpus.passages))
+
+
 def child_index(out: Path, vectors: Path, index: str, nprobe: int, train_size: int) -> int:
     """Without `encoder=precomputed` in this checkout: the dense arm's own FAISS code on the
     same vectors (load, index, retrieve)."""
@@ -401,6 +425,7 @@ def run_job(
     n_queries: int,
     text_workers: int | None,
     reuse: bool = False,
+    tokens_from_generator: bool = False,
 ) -> dict[str, Any]:
     """One job in a child process, from an empty cache and job folder; with `reuse`, the
     record a previous run of this script saved for the same job on the same dataset."""
@@ -409,11 +434,18 @@ def run_job(
     saved = work / "record.json"
     if reuse and saved.exists():
         record = json.loads(saved.read_text())
-        if record.get("settings") == settings and record.get("text_workers") == text_workers:
+        same = record.get("settings") == settings and record.get("text_workers") == text_workers
+        if same and record.get("tokens_from_generator", False) == tokens_from_generator:
             print(f"\n== {kind} job, {n:,} passages: measured earlier, from {saved}")
             return dict(record)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    if kind == "bm25" and tokens_from_generator:
+        flag = "synthetic" if settings["synthetic"] else "cmrc2018"
+        me = [sys.executable, str(Path(__file__).resolve())]
+        args = [str(files.root), files.name, str(work / "cache"), flag]
+        print(f"\n== filling the token cache with the generator's tokens ({n:,} passages)")
+        subprocess.run([*me, "--child-prefill", *args], cwd=ROOT, check=True)
     out = work / "meter.json"
     cmd = job_command(kind, files, n, work, out, text_workers)
     if kind == "dense" and not has_precomputed_encoder():
@@ -440,6 +472,8 @@ def run_job(
             raise SystemExit(f"the {kind} job scored {record['scored']} of {n_queries} queries")
     load = os.getloadavg()
     record.update(settings=settings, text_workers=text_workers)
+    if kind == "bm25":
+        record.update(tokens_from_generator=tokens_from_generator)
     record.update(load_before=load_before, load_after=load[0])
     saved.write_text(json.dumps(record))
     return record
@@ -484,6 +518,8 @@ def report(records: list[dict[str, Any]], n_queries: int) -> None:
                 )
             peak = max(v[1] for v in rows.values())
             extra = f" scored={r['scored']}" if "scored" in r else ""
+            if r.get("tokens_from_generator"):
+                extra += " tokenise=token_cache_prefilled_by_generator"
             if "load_after" in r:
                 extra += f" load_before={r['load_before']:.2f} load_after={r['load_after']:.2f}"
             recall = _recall(r)
@@ -542,6 +578,10 @@ def main(argv: list[str] | None = None) -> int:
         files = DatasetFiles(Path(root), name)
         write_dataset(files, int(n), int(n_queries), int(dim), synthetic == "synthetic")
         return 0
+    if argv[:1] == ["--child-prefill"]:
+        files = DatasetFiles(Path(argv[1]), argv[2])
+        prefill_token_cache(files, Path(argv[3]), argv[4] == "synthetic")
+        return 0
     if argv[:1] == ["--child-index"]:
         return child_index(Path(argv[1]), Path(argv[2]), argv[3], int(argv[4]), int(argv[5]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -562,6 +602,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="report jobs this script already ran on the same datasets instead of rerunning them",
     )
+    parser.add_argument(
+        "--tokens-from-generator",
+        default="",
+        help="sizes (comma-separated) whose BM25 job starts with the generator's tokens in its "
+        "token cache instead of running jieba (see prefill_token_cache)",
+    )
     parser.add_argument("--synthetic", action="store_true", help="skip cmrc2018 (smoke runs)")
     parser.add_argument(
         "--quick", action="store_true", help="2,000 passages (or --sizes), 50 queries, 64-d"
@@ -573,6 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     args.sizes = args.sizes or "100000,1000000"
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = [k.strip() for k in args.jobs.split(",") if k.strip()]
+    args.tokens_from_generator = {int(x) for x in args.tokens_from_generator.split(",") if x}
     if args.text_workers < 0:
         args.text_workers = None
     root = args.workdir.resolve() / "retrieval-bench-e2e"
@@ -597,7 +644,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         for kind in kinds:
             records.append(
-                run_job(kind, files, n, args.queries, args.text_workers, args.reuse_finished)
+                run_job(
+                    kind,
+                    files,
+                    n,
+                    args.queries,
+                    args.text_workers,
+                    args.reuse_finished,
+                    n in args.tokens_from_generator,
+                )
             )
     report(sorted(records, key=lambda r: r["n"]), args.queries)
     load = os.getloadavg()
