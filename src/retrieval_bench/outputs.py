@@ -35,20 +35,45 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     if config.get("router", {}).get("name", "none") != "none":
         tag = f"router-{config['router']['name']}"
     # metrics.json's stages are every recorded stage, in order, "final" last.
-    for stage in result.metrics["stages"]:
-        run = _run({r.query.query_id: r.stages.get(stage) for r in result.records})
-        write_run(job_dir / "trec" / f"{stage}.run", run, tag=tag)
+    qrels = result.judgements.qrels
+    empty: dict[str, dict[str, list[str]]] = {"stages": {}, "baselines": {}}
+    for name in result.metrics["stages"]:
+        stages = {r.query.query_id: r.stages.get(name) for r in result.records}
+        empty["stages"][name] = _export(job_dir / "trec", name, stages, qrels, tag)
     for name in result.metrics.get("baselines", {}):
-        baseline = _run({r.query.query_id: r.baselines.get(name) for r in result.records})
-        write_run(job_dir / "trec" / "baselines" / f"{name}.run", baseline, tag=name)
-    write_qrels(job_dir / "qrels.trec", result.judgements.qrels)
+        stages = {r.query.query_id: r.baselines.get(name) for r in result.records}
+        empty["baselines"][name] = _export(
+            job_dir / "trec" / "baselines", name, stages, qrels, name
+        )
+    write_qrels(job_dir / "qrels.trec", qrels)
+    atomic_write_json(job_dir / "empty_rankings.json", empty)
     atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
     atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
-    atomic_write_json(job_dir / "manifest.json", manifest(result, config))
+    atomic_write_json(job_dir / "manifest.json", manifest(result, config, empty))
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
     plots = write_plots(job_dir, result.metrics, top_k)
     atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
     return job_dir
+
+
+def _export(
+    folder: Path,
+    name: str,
+    stages: Mapping[str, StageRecord | None],
+    qrels: Mapping[str, Mapping[str, int]],
+    tag: str,
+) -> list[str]:
+    """Write `<name>.run` of one stage (each query's StageRecord, None where it did not run);
+    return the queries it ranked nothing for, which the run file cannot hold.
+
+    A stage that did not run every labelled query (a router's arm stage ranks only the queries
+    routed to it) also gets `<name>.qrels`, the labels of the queries it ran: metrics.json scores
+    it on those, so `run.score <name>.qrels <name>.run --complete` does the same."""
+    write_run(folder / f"{name}.run", _run(stages), tag=tag)
+    ran = {qid: labels for qid, labels in qrels.items() if stages.get(qid) is not None}
+    if len(ran) < len(qrels):
+        write_qrels(folder / f"{name}.qrels", ran)
+    return [qid for qid, stage in stages.items() if stage is not None and not stage.ids]
 
 
 def _run(stages: Mapping[str, StageRecord | None]) -> dict[str, list[tuple[str, float]]]:
@@ -70,7 +95,9 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
+def manifest(
+    result: JobResult, config: dict[str, Any], empty: Mapping[str, Mapping[str, list[str]]]
+) -> dict[str, Any]:
     return {
         "config": config,
         "dataset": {
@@ -84,6 +111,12 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         "embeddings": result.embeddings,
         "dense_index": result.indexes.get("dense"),
         "bm25_index": result.indexes.get("bm25"),
+        # Queries a stage returned nothing for: absent from its TREC run (empty_rankings.json
+        # lists them), scored 0 in metrics.json.
+        "empty_rankings": {
+            kind: {name: len(qids) for name, qids in stages.items()}
+            for kind, stages in empty.items()
+        },
         "timings_s": result.timings,
         "packages": package_versions(),
         "git_revision": git_revision(),
