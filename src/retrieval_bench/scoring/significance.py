@@ -11,6 +11,13 @@ per-query differences, not in two independent means. Both tools below work on th
 
 Both are seeded (`seed`), so a report is reproducible bit for bit. `holm` is Holm's step-down
 adjustment for a family of such tests (scipy has no Holm; `false_discovery_control` is BH/BY).
+
+A family of tests (`family_tests`) is adjusted together, and each test's CI is drawn at the
+confidence level of its Holm step (`holm_levels`): the i-th smallest of m p-values is tested at
+alpha / (m - i), so its CI is the 1 - (1 - confidence) / (m - i) interval. A CI printed beside a
+verdict then comes from the same family and correction as the verdict; unadjusted, a 95% CI can
+exclude 0 beside a "tie" whose Holm p is 0.07. (The CI and the p-value are two resamplings, so
+at the margin they can still disagree; `ci_agrees` says when they do.)
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import inspect
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -73,16 +81,19 @@ def paired_test(
     if n == 0:
         nan = math.nan
         return PairedResult(0, nan, nan, nan, nan, nan, 1.0)
+    p = _p_value(x, y, settings)
+    low, high = _bootstrap_ci(x - y, settings)
+    return PairedResult(n, float(x.mean()), float(y.mean()), float((x - y).mean()), low, high, p)
+
+
+def _p_value(x: np.ndarray, y: np.ndarray, settings: SignificanceSettings) -> float:
+    """The two-sided sign-flip p-value of mean(x - y) (n > 0)."""
     d = x - y
-    diff = float(d.mean())
-    mean_a, mean_b = float(x.mean()), float(y.mean())
     if np.all(d == d[0]):
         # Every query moved by the same amount: no resampling can vary it. A constant non-zero
         # shift is as one-sided as data gets; its p-value is the smallest the sign-flip test
         # can give, computed exactly rather than by a degenerate resampling.
-        p = 1.0 if d[0] == 0 else min(1.0, min_p_value(n, settings.n_resamples))
-        return PairedResult(n, mean_a, mean_b, diff, diff, diff, p)
-    rng = np.random.default_rng(settings.seed)
+        return 1.0 if d[0] == 0 else min(1.0, min_p_value(int(d.size), settings.n_resamples))
     perm = stats.permutation_test(
         (x, y),
         _mean_diff,
@@ -90,14 +101,13 @@ def paired_test(
         vectorized=True,
         n_resamples=settings.n_resamples,
         alternative="two-sided",
-        **{_RNG_KW: rng},
+        **{_RNG_KW: np.random.default_rng(settings.seed)},
     )
-    low, high = _bootstrap_ci(d, settings)
-    return PairedResult(n, mean_a, mean_b, diff, low, high, float(min(1.0, perm.pvalue)))
+    return float(min(1.0, perm.pvalue))
 
 
 def _bootstrap_ci(d: np.ndarray, settings: SignificanceSettings) -> tuple[float, float]:
-    if d.size < 2:
+    if d.size < 2 or np.all(d == d[0]):
         return float(d[0]), float(d[0])
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
@@ -145,3 +155,70 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * float(p_values[i])))
         adjusted[i] = running
     return adjusted
+
+
+def resampling_floor(n: int, n_resamples: int) -> float | None:
+    """The smallest p-value the randomized test reports on `n` pairs, 2 / (n_resamples + 1):
+    no resample was as extreme as the data, and the true p-value is smaller still. None when
+    the test is exact (2**n <= n_resamples), whose smallest p-value is a real value."""
+    if n <= 0 or (n < 1024 and 2.0**n <= n_resamples):
+        return None
+    return 2.0 / (n_resamples + 1)
+
+
+def at_floor(p_value: float, n: int, n_resamples: int) -> bool:
+    """Whether `p_value` is the randomized test's floor (reported as "< floor", not a value)."""
+    floor = resampling_floor(n, n_resamples)
+    return floor is not None and p_value <= floor * (1 + 1e-9)
+
+
+def holm_levels(p_values: Sequence[float], confidence: float) -> list[float]:
+    """The confidence level of each test's Holm step, in the input order: the i-th smallest
+    (0-based, ties in input order as in `holm`) of m p-values is tested at alpha / (m - i), so
+    its interval is the 1 - (1 - confidence) / (m - i) one."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    levels = [confidence] * m
+    for rank, i in enumerate(order):
+        levels[i] = 1.0 - (1.0 - confidence) / (m - rank)
+    return levels
+
+
+@dataclass(frozen=True)
+class FamilyTest:
+    """One test of a Holm family: its result (CI at `ci_level`), the adjusted p-value, and
+    whether the CI excludes 0 exactly when the adjusted p-value is below alpha."""
+
+    result: PairedResult
+    p_holm: float
+    ci_level: float
+    ci_agrees: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.result.to_json(), "p_holm": self.p_holm, "ci_level": self.ci_level}
+
+
+def family_tests(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]], settings: SignificanceSettings
+) -> list[FamilyTest]:
+    """Paired tests of one family: sign-flip p-values, Holm over all of them, and each
+    bootstrap CI at the confidence level of its Holm step (see the module docstring)."""
+    p_values = []
+    for a, b in pairs:
+        x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        p_values.append(_p_value(x, y, settings) if x.size else 1.0)
+    adjusted = holm(p_values)
+    levels = holm_levels(p_values, settings.confidence)
+    out = []
+    for (a, b), p, p_holm, level in zip(pairs, p_values, adjusted, levels, strict=True):
+        x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if not x.size:
+            result = paired_test(x, y, settings)
+        else:
+            low, high = _bootstrap_ci(x - y, replace(settings, confidence=level))
+            diff = float((x - y).mean())
+            result = PairedResult(int(x.size), float(x.mean()), float(y.mean()), diff, low, high, p)
+        excludes_zero = result.ci_low > 0 or result.ci_high < 0
+        agrees = excludes_zero == (p_holm < settings.alpha)
+        out.append(FamilyTest(result, p_holm, level, agrees))
+    return out
