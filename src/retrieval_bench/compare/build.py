@@ -287,6 +287,32 @@ def build_ablation(
     return {"baseline": spec, "keys": list(spec), "groups": out_groups}
 
 
+def settings_record(cfg: CompareConfig) -> dict[str, Any]:
+    """How every comparison of a record was made (`settings` of comparison.json)."""
+    return {
+        "stage": cfg.stage,
+        "metrics": list(cfg.metrics),
+        "alpha": cfg.alpha,
+        "n_resamples": cfg.n_resamples,
+        "confidence": cfg.confidence,
+        "seed": cfg.seed,
+        "min_queries": cfg.min_queries,
+        "family": cfg.family,
+        "weak_below": cfg.weak_below,
+        "family_scope": FAMILY_SCOPE[cfg.family],
+        "test": (
+            "paired randomization (sign-flip), two-sided; Holm over the family of "
+            + FAMILY_SCOPE[cfg.family]
+        ),
+        "interval": (
+            "the sign-flip test inverted (every shift it does not reject), at the "
+            "confidence level of its Holm step: 1 - (1 - confidence) / (m - i) for the "
+            "i-th smallest of the family's m p-values (an accepted test: the step where "
+            "Holm stopped)"
+        ),
+    }
+
+
 @dataclass
 class ComparisonOutput:
     record: dict[str, Any]
@@ -316,27 +342,7 @@ def compare_dirs(
         primary = datasets[name]["metrics"][0]["spec"]
         badcases[name] = drilldown(group, cfg.stage, primary)
     record = {
-        "settings": {
-            "stage": cfg.stage,
-            "metrics": list(cfg.metrics),
-            "alpha": cfg.alpha,
-            "n_resamples": cfg.n_resamples,
-            "confidence": cfg.confidence,
-            "seed": cfg.seed,
-            "min_queries": cfg.min_queries,
-            "family": cfg.family,
-            "weak_below": cfg.weak_below,
-            "family_scope": FAMILY_SCOPE[cfg.family],
-            "test": (
-                "paired randomization (sign-flip), two-sided; Holm over the family of "
-                + FAMILY_SCOPE[cfg.family]
-            ),
-            "interval": (
-                "paired bootstrap of the mean difference (BCa), at the confidence level of "
-                "its Holm step: 1 - (1 - confidence) / (m - i) for the i-th smallest of m "
-                "p-values of the family"
-            ),
-        },
+        "settings": settings_record(cfg),
         "datasets": datasets,
     }
     files: list[Path] = []

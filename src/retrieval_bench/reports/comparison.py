@@ -36,6 +36,13 @@ def _p(value: float, floor: float | None = None) -> str:
     return f"{value:.4f}" if value >= 1e-4 else "<1e-4"
 
 
+def _p_holm(value: float, floor: float | None) -> str:
+    """A Holm p-value; from a p-value at the floor it is an upper bound too: `<= 0.0004`."""
+    if floor is None or math.isnan(value) or value <= floor * (1 + 1e-9):
+        return _p(value, floor)
+    return f"≤ {_p(value)}"
+
+
 def _floor(test: Mapping[str, Any], settings: Mapping[str, Any]) -> float | None:
     return 2.0 / (settings["n_resamples"] + 1) if test.get("p_at_floor") else None
 
@@ -96,7 +103,7 @@ def test_rows(ds: Mapping[str, Any], spec: str, settings: Mapping[str, Any]) -> 
                     _signed(test["diff"]),
                     _ci(test),
                     _p(test["p_value"], floor),
-                    _p(test["p_holm"], floor),
+                    _p_holm(test["p_holm"], floor),
                 ]
             )
     return rows
@@ -134,16 +141,17 @@ def ablation_tables(
 def _settings_line(settings: Mapping[str, Any]) -> str:
     family = settings.get("family", "cell")
     scope = settings.get("family_scope", "each cell")
+    floor = _p(0.0, 2.0 / (settings["n_resamples"] + 1))
     return (
-        f"Paired randomization test (two-sided, {settings['n_resamples']} resamples, seed "
-        f"{settings['seed']}), Holm-adjusted over the family of {scope} "
-        f"(`compare.family={family}`), alpha {settings['alpha']:g}. Paired bootstrap CI of "
-        f"the difference at the level of its test's Holm step (the i-th smallest of m "
-        f"p-values: 1 - {1 - settings['confidence']:.2g} / (m - i)), so it agrees with the "
-        "verdict; `†` marks a CI that still disagrees (two resamplings, at the margin). "
-        f"`< {_p(0.0, 2.0 / (settings['n_resamples'] + 1))[2:]}`: no resample was as extreme "
-        f"as the data. A group with fewer than {settings['min_queries']} paired queries, or too "
-        "few for any difference to reach significance after Holm, gets no verdict."
+        f"Paired randomization (sign-flip) test, two-sided, {settings['n_resamples']} "
+        f"resamples, seed {settings['seed']}; Holm family: {scope}, `compare.family={family}`; "
+        f"alpha {settings['alpha']:g}. The CI of the difference is "
+        "that test inverted, at the level of its Holm step (the i-th smallest of m p-values: "
+        f"1 - {1 - settings['confidence']:.2g} / (m - i)), so it excludes 0 exactly where the "
+        f"verdict is significant (`†` if not). `{floor}`: no resample was as extreme as the "
+        "data (its Holm p-value is then an upper bound too, `≤`). A group with fewer than "
+        f"{settings['min_queries']} paired queries, or too few for any difference to reach "
+        "significance after Holm, gets no verdict."
     )
 
 
