@@ -31,7 +31,7 @@ Everything is seeded (`seed`), so a report is reproducible bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -81,8 +81,6 @@ class SignFlip:
         n = int(d.size)
         self.mean = float(d.mean())
         self.exact = n < 63 and 2**n <= n_resamples
-        sums = np.empty(0)
-        counts = np.empty(0)
         parts_a, parts_b = [], []
         for signs in self._patterns(n, n_resamples, seed):
             parts_a.append(signs @ d / n)
@@ -105,7 +103,8 @@ class SignFlip:
         self.breaks = np.sort(self.a[~flat] / slope)
 
     @staticmethod
-    def _patterns(n: int, n_resamples: int, seed: int) -> Any:
+    def _patterns(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
+        """Every sign pattern (exact), else `n_resamples` seeded random ones, in chunks."""
         if n < 63 and 2**n <= n_resamples:
             codes = np.arange(2**n, dtype=np.int64)[:, None]
             yield (1 - 2 * ((codes >> np.arange(n)) & 1)).astype(np.float64)
@@ -151,15 +150,15 @@ def paired_test(
 ) -> PairedResult:
     """Sign-flip p-value of mean(a - b) and its CI at `settings.confidence` (the test
     inverted, see the module docstring), over paired values."""
-    return _paired(a, b, settings, lambda p: settings.confidence)[0]
+    return _paired(a, b, settings)[0]
 
 
 def _paired(
     a: Sequence[float] | np.ndarray,
     b: Sequence[float] | np.ndarray,
     settings: SignificanceSettings,
-    level_of: Any,
 ) -> tuple[PairedResult, SignFlip | None]:
+    """The result (CI at `settings.confidence`) and its test, for other levels (None: n = 0)."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
@@ -170,7 +169,7 @@ def _paired(
         return PairedResult(0, nan, nan, nan, nan, nan, 1.0), None
     test = SignFlip(x - y, settings.n_resamples, settings.seed)
     p = test.p_value()
-    low, high = test.interval(level_of(p))
+    low, high = test.interval(settings.confidence)
     return PairedResult(n, float(x.mean()), float(y.mean()), test.mean, low, high, p), test
 
 
@@ -257,7 +256,7 @@ def family_tests(
 ) -> list[FamilyTest]:
     """Paired tests of one family: sign-flip p-values, Holm over all of them, and each CI at
     the confidence level of its Holm step (see the module docstring)."""
-    tests = [_paired(a, b, settings, lambda p: settings.confidence) for a, b in pairs]
+    tests = [_paired(a, b, settings) for a, b in pairs]
     p_values = [result.p_value for result, _ in tests]
     adjusted = holm(p_values)
     levels = holm_levels(p_values, settings.alpha, settings.confidence)
