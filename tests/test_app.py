@@ -162,6 +162,7 @@ def test_beir_folder_runs_through_the_app(tmp_path: Path) -> None:
             "dataset=beir",
             f"dataset.path={root}",
             "retriever=bm25",
+            "top_k=3",  # the toy corpus holds 3 passages
             f"cache_dir={tmp_path / 'cache'}",
             f"hydra.run.dir={tmp_path / 'run'}",
         ]

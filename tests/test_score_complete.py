@@ -2,9 +2,10 @@
 
 A query a stage ranked nothing for cannot appear in a TREC run, yet metrics.json scores it 0.
 The jobs here hold two such queries for BM25 ("zzqx": no term of the corpus; "？！": only
-punctuation), so every BM25-fed stage has empty rankings. Each stage (and each router baseline)
-is re-scored from its files by `run.score --complete` and, independently, by pytrec_eval
-(trec_eval's code) with the missing labelled queries counted as 0, as trec_eval's `-c` does.
+punctuation), so every BM25-fed stage has empty rankings (rankings.jsonl: `empty_reason`).
+Each stage (and each router baseline) is re-scored from its files by `run.score --complete`
+and, independently, by pytrec_eval (trec_eval's code) with the missing labelled queries
+counted as 0, as trec_eval's `-c` does.
 """
 
 from __future__ import annotations
@@ -98,18 +99,23 @@ def _exports(job: Path) -> list[tuple[str, dict[str, Any], Path, Path]]:
 
 
 def _empty(job: Path) -> dict[str, list[str]]:
-    record = json.loads((job / "empty_rankings.json").read_text())
-    return {
-        f"{kind}.{name}": qids for kind, names in record.items() for name, qids in names.items()
-    }
+    """Per stage and baseline, the queries whose ranking is empty (rankings.jsonl)."""
+    empty: dict[str, list[str]] = {}
+    for line in (job / "rankings.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        for kind in ("stages", "baselines"):
+            for name, stage in record[kind].items():
+                names = empty.setdefault(f"{kind}.{name}", [])
+                if not stage["ids"]:
+                    assert stage["empty_reason"], (record["query_id"], name)
+                    names.append(record["query_id"])
+    return empty
 
 
-def test_empty_rankings_are_written_per_stage(job: Job) -> None:
+def test_empty_rankings_are_recorded_per_stage(job: Job) -> None:
     empty = _empty(job.path)
     labelled = set(read_qrels(job.path / "qrels.trec"))
     assert [q for q in empty["stages.bm25"] if q in labelled] == EMPTY_FOR_BM25
-    manifest = json.loads((job.path / "manifest.json").read_text())
-    assert manifest["empty_rankings"]["stages"]["bm25"] == len(empty["stages.bm25"])
     own_qrels = set()
     for name, stage, qrels_path, run_path in _exports(job.path):
         # A stage that ran only some labelled queries (a router's arm) has its own qrels.
@@ -119,6 +125,7 @@ def test_empty_rankings_are_written_per_stage(job: Job) -> None:
         assert (name in own_qrels) == ("not_in_run" in stage["counts"]["excluded"]), name
         # An empty ranking is absent from the run file, and scored (as 0) in metrics.json.
         assert not set(empty[name]) & set(read_run(run_path)), name
+        assert sum(stage["counts"]["empty_rankings"].values()) == len(empty[name]), name
         for qid in set(empty[name]) & set(stage["per_query"]):
             assert stage["per_query"][qid][f"ndcg@{TOP_K}"] == 0.0
     assert own_qrels == JOBS[job.kind]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from retrieval_bench.compare.jobs import UNFINISHED_MARKER
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.experiment import JobResult, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
@@ -29,30 +32,35 @@ PACKAGES = (
 )
 
 
+def mark_unfinished(job_dir: str | Path, state: str) -> None:
+    """Say in the job folder that its outputs are not (yet) complete, and why: written when a
+    job starts and rewritten when it fails or is interrupted; `write_job` removes it last."""
+    when = dt.datetime.now().isoformat(timespec="seconds")
+    atomic_write_text(Path(job_dir) / UNFINISHED_MARKER, f"{state} ({when}, pid {os.getpid()})\n")
+
+
 def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
+    """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
     job_dir = Path(job_dir)
     tag = str(config.get("retriever", {}).get("name", "run"))
     if config.get("router", {}).get("name", "none") != "none":
         tag = f"router-{config['router']['name']}"
     # metrics.json's stages are every recorded stage, in order, "final" last.
     qrels = result.judgements.qrels
-    empty: dict[str, dict[str, list[str]]] = {"stages": {}, "baselines": {}}
     for name in result.metrics["stages"]:
         stages = {r.query.query_id: r.stages.get(name) for r in result.records}
-        empty["stages"][name] = _export(job_dir / "trec", name, stages, qrels, tag)
+        _export(job_dir / "trec", name, stages, qrels, tag)
     for name in result.metrics.get("baselines", {}):
         stages = {r.query.query_id: r.baselines.get(name) for r in result.records}
-        empty["baselines"][name] = _export(
-            job_dir / "trec" / "baselines", name, stages, qrels, name
-        )
+        _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
     write_qrels(job_dir / "qrels.trec", qrels)
-    atomic_write_json(job_dir / "empty_rankings.json", empty)
     atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
     atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
-    atomic_write_json(job_dir / "manifest.json", manifest(result, config, empty))
+    atomic_write_json(job_dir / "manifest.json", manifest(result, config))
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
     plots = write_plots(job_dir, result.metrics, top_k)
     atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
+    (job_dir / UNFINISHED_MARKER).unlink(missing_ok=True)
     return job_dir
 
 
@@ -62,9 +70,9 @@ def _export(
     stages: Mapping[str, StageRecord | None],
     qrels: Mapping[str, Mapping[str, int]],
     tag: str,
-) -> list[str]:
-    """Write `<name>.run` of one stage (each query's StageRecord, None where it did not run);
-    return the queries it ranked nothing for, which the run file cannot hold.
+) -> None:
+    """Write `<name>.run` of one stage (each query's StageRecord, None where it did not run;
+    an empty ranking, which the format cannot hold, is left out).
 
     A stage that did not run every labelled query (a router's arm stage ranks only the queries
     routed to it) also gets `<name>.qrels`, the labels of the queries it ran: metrics.json scores
@@ -73,7 +81,6 @@ def _export(
     ran = {qid: labels for qid, labels in qrels.items() if stages.get(qid) is not None}
     if len(ran) < len(qrels):
         write_qrels(folder / f"{name}.qrels", ran)
-    return [qid for qid, stage in stages.items() if stage is not None and not stage.ids]
 
 
 def _run(stages: Mapping[str, StageRecord | None]) -> dict[str, list[tuple[str, float]]]:
@@ -95,9 +102,7 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def manifest(
-    result: JobResult, config: dict[str, Any], empty: Mapping[str, Mapping[str, list[str]]]
-) -> dict[str, Any]:
+def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
     return {
         "config": config,
         "dataset": {
@@ -111,12 +116,6 @@ def manifest(
         "embeddings": result.embeddings,
         "dense_index": result.indexes.get("dense"),
         "bm25_index": result.indexes.get("bm25"),
-        # Queries a stage returned nothing for: absent from its TREC run (empty_rankings.json
-        # lists them), scored 0 in metrics.json.
-        "empty_rankings": {
-            kind: {name: len(qids) for name, qids in stages.items()}
-            for kind, stages in empty.items()
-        },
         "timings_s": result.timings,
         "packages": package_versions(),
         "git_revision": git_revision(),
