@@ -25,6 +25,7 @@ from retrieval_bench.config import register_configs, validate
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.experiment import run_job
 from retrieval_bench.reports.comparison import comparison_markdown
+from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.scoring.comparison import (
     LOSE,
     TIE,
@@ -259,13 +260,21 @@ def test_cutoff_deeper_than_the_list_is_flagged(tmp_path: Path, shared_cache: Pa
         "scoring.cutoffs=[10]",
     ]
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = OmegaConf.to_object(compose(config_name="config", overrides=overrides))
+        dict_cfg = compose(config_name="config", overrides=overrides)
+    cfg = OmegaConf.to_object(dict_cfg)
     validate(cfg)  # type: ignore[arg-type]
-    stages = run_job(cfg).metrics["stages"]  # type: ignore[arg-type]
+    result = run_job(cfg)  # type: ignore[arg-type]
+    stages = result.metrics["stages"]
     # final holds top_k = 6: @10 is not measured at 10. bm25's pool holds 10: nothing to flag.
     assert stages["final"]["depth_exceeds_list"] == {"list_length": 6, "cutoffs": [10]}
     assert "depth_exceeds_list" not in stages["bm25"]
     json.dumps(stages["final"]["depth_exceeds_list"])
+    report = job_report(result, OmegaConf.to_container(dict_cfg, resolve=True))  # type: ignore[arg-type]
+    final = report[report.index("## Stage `final`") :]
+    assert "@10 ‡ deeper than this stage's lists (6): not measured" in final
+    assert "@6\n" in final
+    bm25 = report[report.index("## Stage `bm25`") : report.index("## Stage `final`")]
+    assert "‡" not in bm25
 
 
 def test_comparison_marks_a_metric_deeper_than_the_list() -> None:
