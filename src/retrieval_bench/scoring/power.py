@@ -26,10 +26,10 @@ values, the exact test is discrete and more conservative than the approximation.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from retrieval_bench.scoring.significance import min_p_value
 
@@ -42,7 +42,8 @@ def per_test_alpha(alpha: float, family_size: int) -> float:
 
 
 def _z(alpha_test: float, power: float) -> tuple[float, float]:
-    return float(norm.ppf(1.0 - alpha_test / 2.0)), float(norm.ppf(power))
+    normal = NormalDist()
+    return normal.inv_cdf(1.0 - alpha_test / 2.0), normal.inv_cdf(power)
 
 
 def minimum_detectable_effect(sd: float, n: int, alpha_test: float, power: float) -> float | None:
