@@ -216,11 +216,26 @@ def _settings_line(settings: Mapping[str, Any]) -> str:
     )
 
 
-def _power_line(settings: Mapping[str, Any]) -> str:
+def _alphas(ds: Mapping[str, Any]) -> str:
+    """The per-test alphas the power of a dataset's cells was computed at, as `0.00104`."""
+    found = sorted(
+        {
+            test["power"]["alpha_test"]
+            for cells in ds["cells"].values()
+            for cell in cells.values()
+            for test in cell["tests"].values()
+            if test.get("power")
+        }
+    )
+    return ", ".join(f"{a:.3g}" for a in found) or "—"
+
+
+def _power_line(settings: Mapping[str, Any], ds: Mapping[str, Any]) -> str:
     return (
         f"`MDE / n`: the minimum detectable effect on these queries at power "
         f"{settings.get('power', 0.8):g} and alpha / m (m: tests in the family; the level one "
-        "test must reach alone), and the queries needed to detect a difference of "
+        f"test must reach alone; here {_alphas(ds)}), and the queries needed to detect a "
+        "difference of "
         f"{settings.get('target_delta', 0.05):g} (normal approximation of the sign-flip test, "
         "from the sd of the per-query differences; for a cell, its largest over the tests "
         "against the best). `no variation`: the difference is the same on every query (no sd; "
@@ -264,7 +279,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
             f"## Power: MDE / queries needed for a {settings.get('target_delta', 0.05):g} "
             "difference",
             "",
-            _power_line(settings),
+            _power_line(settings, ds),
             "",
             markdown_table(["type", "n", *(_heading(m) for m in ds["metrics"])], power_rows(ds)),
             "",
