@@ -138,6 +138,7 @@ def test_the_shipped_request_fits_and_an_impossible_one_exits_2(slurm, tmp_path:
         [
             "hydra/launcher=slurm",
             f"hydra.sweep.dir={sweep}",
+            f"hydra.run.dir={tmp_path / 'run'}",  # --resolve would claim a folder in outputs/
             "--cfg",
             "hydra",
             "--package",
