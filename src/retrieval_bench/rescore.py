@@ -125,7 +125,8 @@ def rescore_job(
             raise ConfigError(
                 "--evalset", f"{job_dir} ran on a BEIR folder: its labels are the folder's qrels"
             )
-        cfg.dataset.evalset = str(evalset)
+        # A path as the user typed it, from where they are (not from the project root).
+        cfg.dataset.evalset = str(Path(evalset).resolve())
     data, judgements, groups = load_labelled(cfg)
     after = hash_record(data, cfg.dataset.format)
     for key, what in (("corpus", "its corpus"), ("queries", "the queries retrieval reads")):
