@@ -11,7 +11,9 @@
 3. Run the missing jobs as a Hydra multirun per dataset (`python -m run -m ...`, through the
    configured `hydra/launcher`), each into `<month>/<dataset name>/<retriever>/`.
 4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
-5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one),
+5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one; a
+   baseline job scored against other labels than this month's is re-scored against the
+   current labels first, see retrieval_bench.rescore),
    write gate.md/gate.json (with the month's gate status, which decides whether it can be a
    later month's baseline); redraw the trend over every finished month. Exit 1 when the gate
    fails: a regression, a plan difference not allowed, or no check at all.
