@@ -349,3 +349,19 @@ def test_a_baseline_whose_corpus_changed_is_compared_as_recorded_and_says_why(
         "dataset.files.passages.jsonl",
     }
     capsys.readouterr()
+
+
+def test_one_evalset_for_jobs_of_several_datasets_is_refused(
+    tmp_path: Path, jobs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(jobs["bm25"], tmp_path / "month" / "mini" / "bm25")
+    make_job(
+        tmp_path / "month" / "other" / "bm25",
+        [*mini_overrides(tmp_path), "retriever=bm25", "dataset.name=other"],
+    )
+    assert rescore_main([str(tmp_path / "month"), "--evalset", str(jobs["snapshot"])]) == 2
+    assert capsys.readouterr().err == (
+        f"error: config key '--evalset': {tmp_path / 'month'} holds jobs of 2 datasets "
+        "(mini, other): re-score one dataset's folder at a time with --evalset\n"
+    )
+    assert not list((tmp_path / "month").rglob(RESCORED_METRICS))
