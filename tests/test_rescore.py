@@ -27,6 +27,7 @@ from retrieval_bench.config import RunConfig, register_configs, validate
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.hashes import labels_hash, short
 from retrieval_bench.data.records import Dataset
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.experiment import run_job
 from retrieval_bench.outputs import write_job
 from retrieval_bench.reports.trend import write_trend
@@ -365,3 +366,37 @@ def test_one_evalset_for_jobs_of_several_datasets_is_refused(
         "(mini, other): re-score one dataset's folder at a time with --evalset\n"
     )
     assert not list((tmp_path / "month").rglob(RESCORED_METRICS))
+
+
+def test_a_beir_job_is_rescored_against_its_folders_current_qrels(tmp_path: Path) -> None:
+    folder = tmp_path / "tiny-beir"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [{"_id": f"d{i}", "title": "", "text": f"kw{i:03d} 门票 价格"} for i in range(8)]
+    queries = [{"_id": f"q{i}", "text": f"kw{i:03d} 门票"} for i in range(8)]
+    write_evalset(folder / "corpus.jsonl", corpus)
+    write_evalset(folder / "queries.jsonl", queries)
+    qrels = folder / "qrels" / "test.tsv"
+    # q7 is judged in no split: counted as unjudged, never run.
+    qrels.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(7)))
+    overrides = [
+        "dataset=beir",
+        f"dataset.path={folder}",
+        "retriever=bm25",
+        "top_k=3",
+        f"cache_dir={tmp_path / 'cache'}",
+    ]
+    job = make_job(tmp_path / "job", overrides)
+    assert as_json(rescore_job(job).metrics) == metrics_of(job)
+    # New judgements for the same queries: q1's relevant passage moves, q2 gains a graded one.
+    qrels.write_text(
+        qrels.read_text().replace("q1\td1\t1", "q1\td3\t1").replace("q2\td2\t1", "q2\td2\t2")
+        + "q2\td5\t1\n"
+    )
+    rescored = rescore_job(job)
+    fresh = metrics_of(make_job(tmp_path / "fresh", overrides))
+    assert rescored.labels_changed
+    assert as_json(rescored.metrics) == fresh != metrics_of(job)
+    with pytest.raises(
+        ConfigError, match="ran on a BEIR folder: its labels are the folder's qrels"
+    ):
+        rescore_job(job, evalset=EVALSET)
