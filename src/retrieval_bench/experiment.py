@@ -16,6 +16,7 @@ from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import build_encoder
+from retrieval_bench.encoders.base import Encoder
 from retrieval_bench.filters import PassageFilter
 from retrieval_bench.io import writable_dir
 from retrieval_bench.pipeline import (
@@ -29,6 +30,7 @@ from retrieval_bench.query_parser import NegationRules, QueryParser
 from retrieval_bench.retrievers.base import Retriever
 from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.retrievers.dense import DenseRetriever
+from retrieval_bench.retrievers.dense_index import check_index_fits
 from retrieval_bench.router import build_router
 from retrieval_bench.router_config import PROJECT_ROOT, RuleSet, load_rule_set, resolve_path
 from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
@@ -90,6 +92,11 @@ def run_job(cfg: RunConfig) -> JobResult:
     # With a router every arm is built: strategies pick among them, and each runs alone as a
     # baseline for the routed-vs-single comparison.
     arm_names = list(ARMS) if rule_set else list(cfg.retriever.arms)
+    passage_filter = PassageFilter(dataset.passages, cfg.filters)
+    encoder = build_encoder(cfg.encoder) if "dense" in arm_names else None
+    if encoder is not None:  # a dense.index this job cannot use fails before any work
+        filters = passage_filter.possible(dataset.queries, exclusions=rule_set is not None)
+        check_index_fits(cfg.dense, len(dataset.passages), encoder.dimension(), filters)
     arms: dict[str, Retriever] = {}
     for arm in arm_names:
         with timer.phase(f"index_{arm}"):
@@ -101,8 +108,8 @@ def run_job(cfg: RunConfig) -> JobResult:
                     resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[0],
                 )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
-            else:
-                arms[arm] = _dense_arm(cfg, ids, texts, embeddings)
+            elif encoder is not None:
+                arms[arm] = _dense_arm(cfg, encoder, ids, texts, embeddings)
     strategy = Strategy(
         name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
     )
@@ -115,7 +122,7 @@ def run_job(cfg: RunConfig) -> JobResult:
         dataset.passages,
         arms,
         parse=parser.parse,
-        passage_filter=PassageFilter(dataset.passages, cfg.filters),
+        passage_filter=passage_filter,
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
@@ -199,9 +206,12 @@ def _note_empty_rankings(records: list[QueryRecord]) -> None:
 
 
 def _dense_arm(
-    cfg: RunConfig, ids: list[str], texts: list[str], embeddings: dict[str, dict[str, int]]
+    cfg: RunConfig,
+    encoder: Encoder,
+    ids: list[str],
+    texts: list[str],
+    embeddings: dict[str, dict[str, int]],
 ) -> DenseRetriever:
-    encoder = build_encoder(cfg.encoder)
     cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
     vectors, stats = cache.encode(encoder, texts, "passages")
     embeddings["passages"] = {"encoded": stats.encoded, "cached": stats.cached}
