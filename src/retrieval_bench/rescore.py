@@ -25,11 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from retrieval_bench.compare.jobs import FinishedJob, JobFolderError, find_job_dirs, is_finished
+from retrieval_bench.compare.jobs import (
+    FinishedJob,
+    JobFolderError,
+    _read_json,
+    _read_yaml,
+    find_job_dirs,
+    is_finished,
+)
 from retrieval_bench.config import ARMS, DatasetConfig, RunConfig
 from retrieval_bench.data.hashes import CORPUS_FILES, hash_record, short
 from retrieval_bench.data.jsonl import read_jsonl
@@ -75,29 +81,23 @@ class Rescored:
 def job_config(job_dir: Path) -> RunConfig:
     """The job's resolved config (`.hydra/config.yaml`, else manifest.json's `config`), typed."""
     path = job_dir / ".hydra" / "config.yaml"
-    try:
-        if path.is_file():
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        else:
-            path = job_dir / "manifest.json"
-            raw = json.loads(path.read_text(encoding="utf-8")).get("config")
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise JobFolderError(f"{path}: unreadable: {exc}") from None
+    raw = _read_yaml(path)  # JobFolderError naming the file when it is unreadable
+    if raw is None:
+        path = job_dir / "manifest.json"
+        raw = (_read_json(path) or {}).get("config")
     if not isinstance(raw, dict):
         raise JobFolderError(f"{path}: holds no job config")
     try:
         merged = OmegaConf.merge(OmegaConf.structured(RunConfig), raw)
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
     except OmegaConfBaseException as exc:
-        raise JobFolderError(f"{path}: not a config of this version: {exc}") from None
+        raise JobFolderError(f"{path}: not a job config of this version: {exc}") from None
 
 
 def _recorded(job_dir: Path) -> dict[str, Any]:
-    path = job_dir / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise JobFolderError(f"{path}: unreadable: {exc}") from None
+    manifest = _read_json(job_dir / "manifest.json")
+    if not isinstance(manifest, dict):
+        raise JobFolderError(f"{job_dir / 'manifest.json'}: missing, or not a JSON object")
     missing = [
         key for key in ("labels", "queries", "corpus") if "hash" not in (manifest.get(key) or {})
     ]
