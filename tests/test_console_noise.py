@@ -119,7 +119,7 @@ def test_sweep_job_line_is_one_line(mini_job: JobResult) -> None:
     assert line == (
         f"job 0 retriever=bm25: ndcg@6 {fmt(overall['ndcg@6'])}, recall@6 "
         f"{fmt(overall['recall@6'])}; scored 6 queries; excluded: gold_missing_from_corpus 1, "
-        "no_answer 1, unreviewed 1 -> /out/0-retriever=bm25"
+        "no_answer 1, unreviewed 1; empty rankings: no_matching_terms 2 -> /out/0-retriever=bm25"
     )
 
 
