@@ -157,7 +157,8 @@ def _delta_text(delta: Mapping[str, Any]) -> str:
         return "—"
     mark = "*" if delta["significant"] else ""
     counts = counts_text(delta)
-    return f"{_num(delta['value'])} ({_signed(delta['diff'])}{mark}; {counts})"
+    power = power_text(delta.get("power"))
+    return f"{_num(delta['value'])} ({_signed(delta['diff'])}{mark}; {counts}; {power})"
 
 
 def ablation_tables(
@@ -322,7 +323,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
                 "Each cell: the setting's mean (its difference from the baseline; `*` = "
                 f"significant after {correction_name(settings)} over "
                 f"{settings.get('family_scope', 'each cell')} of this group; `+/-/=` its "
-                "queries above / below / equal to the baseline).",
+                "queries above / below / equal to the baseline; then MDE / n, as above).",
                 "",
             ]
             for title, header, rows in ablation_tables(ab, ds["metrics"], ds["types"]):
