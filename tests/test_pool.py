@@ -18,6 +18,7 @@ from conftest import FIXTURE, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from retrieval_bench.compare.jobs import assign_labels, load_jobs
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.experiment import run_job
 from retrieval_bench.outputs import write_job
@@ -35,11 +36,12 @@ def composer() -> Iterator[None]:
         yield
 
 
-def run_mini(folder: Path, retriever: str, evalset: Path, cache: Path) -> Path:
+def run_mini(folder: Path, retriever: str, evalset: Path, cache: Path, *extra: str) -> Path:
     """One job on the mini corpus against `evalset`, written as the app writes it."""
     composed = compose(
         config_name="config",
         overrides=[
+            *extra,
             f"retriever={retriever}",
             "dataset.name=mini",
             f"dataset.corpus={CORPUS}",
@@ -68,7 +70,8 @@ def final_metrics(job: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory, composer: None, shared_cache: Path):
-    """A two-job sweep folder and the evaluation set copy it was labelled with."""
+    """A sweep folder (bm25, hybrid, the rules router) and the evaluation set copy it was
+    labelled with."""
     tmp = tmp_path_factory.mktemp("pool")
     evalset = tmp / "evalsets" / "mini.jsonl"
     evalset.parent.mkdir()
@@ -76,6 +79,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory, composer: None, shared_cache
     folder = tmp / "sweep"
     for i, retriever in enumerate(("bm25", "hybrid")):
         run_mini(folder / f"{i}-{retriever}", retriever, evalset, shared_cache)
+    run_mini(folder / "2-router", "hybrid", evalset, shared_cache, "router=rules")
     return folder, evalset
 
 
@@ -85,15 +89,21 @@ def test_pool_holds_every_unlabelled_passage_of_every_top_k_once(sweep, tmp_path
     pool = read_jsonl(tmp_path / "pool.jsonl")
     labels = {r["query_id"]: r for r in read_jsonl(evalset)}
     # What the pool must hold, from the rankings themselves: every stage and baseline.
+    jobs = load_jobs([folder])
+    assign_labels(jobs)
     expected: dict[tuple[str, str], dict[str, int]] = {}
-    for job in sorted(folder.iterdir()):
-        label = f"retriever={job.name.split('-', 1)[1]}"
-        for record in read_jsonl(job / "rankings.jsonl"):
+    for job in jobs:
+        for record in read_jsonl(job.path / "rankings.jsonl"):
             qid = record["query_id"]
-            for stage, ranked in record["stages"].items():
+            stages = {
+                **record["stages"],
+                **{f"baselines.{b}": r for b, r in record["baselines"].items()},
+            }
+            for stage, ranked in stages.items():
                 for rank, pid in enumerate(ranked["ids"][:3], start=1):
                     if pid not in labels[qid]["relevant_ids"]:
-                        expected.setdefault((qid, pid), {})[f"{label}:{stage}"] = rank
+                        expected.setdefault((qid, pid), {})[f"{job.label}:{stage}"] = rank
+    assert any(":baselines." in s for sources in expected.values() for s in sources)
     assert {(r["query_id"], r["id"]): r["retrieved_by"] for r in pool} == expected
     assert len(pool) == len(expected)  # once each
     for r in pool:
@@ -304,9 +314,12 @@ def test_comparison_shows_judged_and_condensed_metrics_per_configuration(
     record = json.loads((tmp_path / "comparison.json").read_text())["datasets"]["mini"]
     coverage = record["coverage"]
     assert coverage["specs"][:3] == ["judged@K", "recall@K", "recall_condensed@K"]
-    for i, name in enumerate(("bm25", "hybrid")):
-        overall = final_metrics(folder / f"{i}-{name}")["overall"]
-        values = coverage["values"][f"retriever={name}"]
+    jobs = load_jobs([folder])
+    assign_labels(jobs)
+    assert len(coverage["values"]) == len(jobs) == 3
+    for job in jobs:
+        overall = final_metrics(job.path)["overall"]
+        values = coverage["values"][job.label]
         assert values["judged@K"] == overall[f"judged@{DEPTH}"]
         assert values["ndcg_condensed@K"] == overall[f"ndcg_condensed@{DEPTH}"]
     md = (tmp_path / "comparison.md").read_text()
