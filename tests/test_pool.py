@@ -176,6 +176,32 @@ def test_round_trip_pool_annotate_import_rerun(sweep, tmp_path: Path, shared_cac
     assert (out / "pool.jsonl").read_text() == ""
 
 
+def test_round_trip_with_rescore_equals_a_rerun(sweep, tmp_path: Path, shared_cache: Path) -> None:
+    """pool -> annotate -> import -> `run.rescore --evalset <snapshot>`: the stored rankings
+    re-scored against the new labels give what a job rerun on the snapshot measures. Runs once
+    `run.rescore` (the re-scoring helper's branch) is there."""
+    rescore = pytest.importorskip("run.rescore")
+    folder, evalset = sweep
+    jobs = tmp_path / "sweep"
+    shutil.copytree(folder, jobs)
+    base = Path(shutil.copy(evalset, tmp_path / "mini.jsonl"))
+    assert pool_main([str(jobs), "--depth", str(DEPTH), "--out", str(tmp_path)]) == 0
+    pool = read_jsonl(tmp_path / "pool.jsonl")
+    for i, r in enumerate(pool):
+        r["grade"] = 1 if i % 3 == 0 else 0
+    filled = write_jsonl(tmp_path / "filled.jsonl", pool)
+    assert (
+        pool_main(["--import", str(filled), "--evalset", str(base), "--corpus", str(CORPUS)]) == 0
+    )
+    snapshot = next(tmp_path.glob("mini.*.jsonl"))
+    assert rescore.main([str(jobs / "0-bm25"), "--evalset", str(snapshot)]) == 0
+    rescored = json.loads((jobs / "0-bm25" / "metrics.rescored.json").read_text())
+    rerun = final_metrics(run_mini(tmp_path / "rerun", "bm25", snapshot, shared_cache))
+    old = final_metrics(jobs / "0-bm25")
+    assert rescored["stages"]["final"]["per_query"] == rerun["per_query"]
+    assert rerun["overall"][f"judged@{DEPTH}"] > old["overall"][f"judged@{DEPTH}"]
+
+
 def test_csv_import_writes_the_same_snapshot_as_jsonl(sweep, tmp_path: Path) -> None:
     folder, evalset = sweep
     work = tmp_path / "evalsets"
