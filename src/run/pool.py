@@ -9,8 +9,8 @@ query, the passage text, which job:stage ranked it where, and an empty `grade`.
 checks the filled pool (JSONL or CSV) and writes a new label snapshot beside EVALSET,
 `<name>.<hash>.jsonl`, for `python -m run dataset.evalset=<snapshot>`; EVALSET stays as it is.
 
-Exit 0 ok, 2 bad input (the message names file:line). The work is done by the library
-(`retrieval_bench.labels_pool`, `retrieval_bench.data.judgments`).
+Exit 0 ok, 2 bad input (the message names file:line), 3 internal error. The work is done by
+the library (`retrieval_bench.labels_pool`, `retrieval_bench.data.judgments`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from retrieval_bench.data.judgments import (
     import_judgements,
     parse_grades,
 )
-from retrieval_bench.errors import EXIT_BAD_INPUT, EXIT_OK, BenchError
+from retrieval_bench.errors import EXIT_OK
 from retrieval_bench.labels_pool import pool_folders, write_pool
+from run.exits import guarded
 
 
 def _grades(text: str) -> tuple[int, ...]:
@@ -38,6 +39,11 @@ def _grades(text: str) -> tuple[int, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command, with the exit codes of run.exits (2 bad input, 3 internal error)."""
+    return guarded(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m run.pool",
         description=__doc__,
@@ -60,22 +66,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.dir is None) == (args.filled is None):
         parser.error("give either DIR --depth K (pool) or --import FILLED (import)")
-    try:
-        if args.filled is not None:
-            if args.evalset is None or args.corpus is None:
-                parser.error("--import needs --evalset EVALSET and --corpus CORPUS_DIR")
-            result = import_judgements(
-                args.filled, args.evalset, corpus_ids(args.corpus), args.grades, args.out
-            )
-            print(result.summary())
-            return EXIT_OK
-        if args.depth is None:
-            parser.error("pooling needs --depth K")
-        pool = pool_folders(args.dir, args.depth, args.evalset)
-        files = write_pool(pool, args.out or args.dir)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    if args.filled is not None:
+        if args.evalset is None or args.corpus is None:
+            parser.error("--import needs --evalset EVALSET and --corpus CORPUS_DIR")
+        result = import_judgements(
+            args.filled, args.evalset, corpus_ids(args.corpus), args.grades, args.out
+        )
+        print(result.summary())
+        return EXIT_OK
+    if args.depth is None:
+        parser.error("pooling needs --depth K")
+    pool = pool_folders(args.dir, args.depth, args.evalset)
+    files = write_pool(pool, args.out or args.dir)
     print(pool.summary())
     print("wrote " + ", ".join(map(str, files)))
     return EXIT_OK
