@@ -24,6 +24,7 @@ from retrieval_bench.experiment import run_job
 from retrieval_bench.outputs import write_job
 from run.compare import main as compare_main
 from run.pool import main as pool_main
+from run.rescore import main as rescore_main
 
 CORPUS = FIXTURE / "corpus" / "mini"
 DEPTH = 6  # the jobs' top_k: a full pool judges every passage of every final list
@@ -178,9 +179,7 @@ def test_round_trip_pool_annotate_import_rerun(sweep, tmp_path: Path, shared_cac
 
 def test_round_trip_with_rescore_equals_a_rerun(sweep, tmp_path: Path, shared_cache: Path) -> None:
     """pool -> annotate -> import -> `run.rescore --evalset <snapshot>`: the stored rankings
-    re-scored against the new labels give what a job rerun on the snapshot measures. Runs once
-    `run.rescore` (the re-scoring helper's branch) is there."""
-    rescore = pytest.importorskip("run.rescore")
+    re-scored against the new labels give what a job rerun on the snapshot measures."""
     folder, evalset = sweep
     jobs = tmp_path / "sweep"
     shutil.copytree(folder, jobs)
@@ -194,7 +193,7 @@ def test_round_trip_with_rescore_equals_a_rerun(sweep, tmp_path: Path, shared_ca
         pool_main(["--import", str(filled), "--evalset", str(base), "--corpus", str(CORPUS)]) == 0
     )
     snapshot = next(tmp_path.glob("mini.*.jsonl"))
-    assert rescore.main([str(jobs / "0-bm25"), "--evalset", str(snapshot)]) == 0
+    assert rescore_main([str(jobs / "0-bm25"), "--evalset", str(snapshot)]) == 0
     rescored = json.loads((jobs / "0-bm25" / "metrics.rescored.json").read_text())
     rerun = final_metrics(run_mini(tmp_path / "rerun", "bm25", snapshot, shared_cache))
     old = final_metrics(jobs / "0-bm25")
