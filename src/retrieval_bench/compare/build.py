@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.compare.config import CompareConfig
+from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
 from retrieval_bench.compare.jobs import (
@@ -182,6 +183,7 @@ def compare_dataset(
         "types": types,
         "cells": cells,
         "best": best,
+        "coverage": label_coverage(jobs, stage),
         "ablation": None,
     }
     if len(jobs) > 1 and (baseline or any(k != "retriever" for k in keys)):

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from retrieval_bench.reports.coverage import comparison_coverage_section
 from retrieval_bench.reports.tables import markdown_table, text_table
 
 
@@ -330,6 +331,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
                 lines += [f"### {title}", ""]
                 if rows:
                     lines += [markdown_table(header, rows), ""]
+        lines += comparison_coverage_section(ds.get("coverage"))
         lines += ["Bad cases per query: `badcases.md`.", ""]
     return "\n".join(lines)
 
