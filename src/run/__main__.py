@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -32,7 +33,7 @@ def main(dict_cfg: DictConfig) -> float | None:
         job_dir = write_job(
             HydraConfig.get().runtime.output_dir,
             result,
-            OmegaConf.to_container(dict_cfg, resolve=True),
+            cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True)),
         )
     except BenchError as exc:
         log.debug("job failed", exc_info=True)  # the job's log file keeps the traceback

@@ -126,9 +126,11 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
             strict=True,
         )
     )
-    rows = [[f"{t:.4f}", a, ar, r, rr] for t, a, ar, r, rr in rows]
+    cells = [[f"{t:.4f}", a, ar, r, rr] for t, a, ar, r, rr in rows]
     lines += [
-        markdown_table(["threshold", "answered", "answered_rate", "refused", "refused_rate"], rows),
+        markdown_table(
+            ["threshold", "answered", "answered_rate", "refused", "refused_rate"], cells
+        ),
         "",
     ]
     balanced = refusal["balanced"]
@@ -147,11 +149,11 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
         ]
         by_type = refusal.get("at_balanced_by_type", {})
         if by_type:
-            rows = [
+            type_rows = [
                 [t, v["n"], "/".join(v["should"]), v["correct_rate"]] for t, v in by_type.items()
             ]
             lines += [
-                markdown_table(["type", "n", "should", "correct at balanced t"], rows),
+                markdown_table(["type", "n", "should", "correct at balanced t"], type_rows),
                 "",
             ]
     if REFUSAL_PNG in plots:

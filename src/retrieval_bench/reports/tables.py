@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -58,11 +58,11 @@ def core_columns(k: int) -> list[str]:
     ]
 
 
-def exclusions_line(stage: dict[str, Any]) -> str:
+def exclusions_line(stage: Mapping[str, Any]) -> str:
     return f"scored {stage['counts'].get('scored', 0)} queries; {excluded_text(stage)}"
 
 
-def excluded_text(stage: dict[str, Any]) -> str:
+def excluded_text(stage: Mapping[str, Any]) -> str:
     """`excluded: <reason> <n>, ...` (or `none`) for a stage's or family's counts."""
     excluded = stage["counts"].get("excluded", {})
     parts = ", ".join(f"{reason} {n}" for reason, n in sorted(excluded.items())) or "none"
