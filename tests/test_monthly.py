@@ -46,6 +46,7 @@ def history(tmp_path_factory: pytest.TempPathFactory, data: list[str]):
     return root, first, second
 
 
+@pytest.mark.slow
 def test_first_month_has_nothing_to_gate_against(history) -> None:
     root, first, _ = history
     assert first.returncode == 0, first.stderr
@@ -60,6 +61,7 @@ def test_first_month_has_nothing_to_gate_against(history) -> None:
     assert state["plan"]["retrievers"] == ["bm25"]
 
 
+@pytest.mark.slow
 def test_injected_regression_fails_the_gate_naming_metric_type_and_drop(history) -> None:
     root, _, second = history
     assert second.returncode == 1, second.stdout + second.stderr
@@ -77,6 +79,7 @@ def test_injected_regression_fails_the_gate_naming_metric_type_and_drop(history)
     assert "FAILED" in (root / "2026-10" / "gate.md").read_text()
 
 
+@pytest.mark.slow
 def test_trend_report_covers_every_finished_month(history) -> None:
     root, _, _ = history
     png = root / "trend-synth.png"
@@ -94,6 +97,7 @@ def test_trend_report_covers_every_finished_month(history) -> None:
     assert "| type | retriever | 2026-09 | 2026-10 |" in md
 
 
+@pytest.mark.slow
 def test_a_month_never_mixes_two_plans(history, data: list[str]) -> None:
     root, _, _ = history
     proc = monthly(root, data, "2026-10")  # started with the weakened retriever
@@ -102,6 +106,7 @@ def test_a_month_never_mixes_two_plans(history, data: list[str]) -> None:
     assert WEAKENED in proc.stderr
 
 
+@pytest.mark.slow
 def test_pinned_baseline_and_previous(history, data: list[str], tmp_path: Path) -> None:
     root = tmp_path / "copy"
     shutil.copytree(history[0], root)
@@ -115,6 +120,7 @@ def test_pinned_baseline_and_previous(history, data: list[str], tmp_path: Path) 
     assert f"gate 2026-12 against {root / '2026-09'}" in pinned.stdout
 
 
+@pytest.mark.slow
 def test_interrupted_month_resumes_without_redoing_finished_jobs(
     data: list[str], tmp_path: Path
 ) -> None:
