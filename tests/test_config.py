@@ -125,5 +125,9 @@ def test_out_of_range_values_name_their_key(override: str, key: str) -> None:
         validate(cfg)
 
 
-def test_defaults_validate() -> None:
-    validate(OmegaConf.to_object(compose_run([])))  # type: ignore[arg-type]
+def test_defaults_validate_and_are_the_documented_ones() -> None:
+    cfg: RunConfig = OmegaConf.to_object(compose_run([]))  # type: ignore[assignment]
+    validate(cfg)
+    assert (cfg.dataset.name, cfg.retriever.name, cfg.encoder.kind) == ("travel", "hybrid", "use")
+    assert (cfg.top_k, cfg.retriever.pool_size, cfg.retriever.rrf_k) == (6, 10, 60)
+    assert cfg.retriever.arms == ["bm25", "dense"] and cfg.retriever.combine == "rrf"

@@ -53,7 +53,10 @@ def test_metrics_json_holds_every_family_for_every_stage(jobs: dict[str, Path]) 
     refusal = metrics["refusal"]
     assert refusal["stage"] == "bm25"  # auto: no dense arm in this job
     assert refusal["counts"]["should_refuse"] == {"no_answer": 12, "no_readable_relevant": 14}
-    assert refusal["balanced"]["threshold"] is not None
+    balanced = refusal["balanced"]
+    assert balanced["threshold"] == pytest.approx(9.512677952602747, rel=1e-9)
+    assert balanced["answered_rate"] == pytest.approx(60 / 74, rel=1e-12)
+    assert balanced["refused_rate"] == pytest.approx(21 / 26, rel=1e-12)
     # group-by fields reach every family
     for key in ("by_meta.file_type", "by_user_role", "by_query_length"):
         assert key in metrics["stages"]["final"] and key in final["leak"], key
