@@ -19,9 +19,9 @@ fast: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not slow"
 
 # Deliberate bugs in the filter, gate, pipeline, fusion, metrics and tie-break: each must make
-# a test fail (benchmarks/mutation_check.py).
+# a test fail (tests/mutation_check.py).
 mutation: $(VENV)/.installed-test
-	$(PY) benchmarks/mutation_check.py
+	$(PY) tests/mutation_check.py
 
 sweep: $(VENV)/.installed-base
 	$(PY) -m run -m retriever=bm25,dense,hybrid
