@@ -248,7 +248,13 @@ def test_beir_folder_runs_through_the_job(tmp_path: Path) -> None:
 
     root = make_beir(tmp_path / "toy")
     result, run_dir = run_in_process(
-        ["dataset=beir", f"dataset.path={root}", "retriever=bm25", f"cache_dir={tmp_path / 'c'}"],
+        [
+            "dataset=beir",
+            f"dataset.path={root}",
+            "retriever=bm25",
+            "top_k=3",  # the toy corpus holds 3 passages
+            f"cache_dir={tmp_path / 'c'}",
+        ],
         tmp_path,
     )
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -1,16 +1,19 @@
-"""The typed schema behind `conf/`: Hydra rejects unknown keys and wrong types with it, and
-`validate` rejects out-of-range values, each error naming its key."""
+"""The typed schema behind `conf/`: Hydra rejects wrong types and unknown keys with it, and
+`validate` rejects keys Hydra let through (`+key=...`) and out-of-range values, each error naming
+its key."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
 
 from hydra.core.config_store import ConfigStore
 
 from retrieval_bench.benchmark.config import BenchmarkConfig
 from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.encoders.config import EncoderConfig
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.filters import FilterConfig
 from retrieval_bench.pipeline import COMBINERS
 from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config
@@ -91,10 +94,74 @@ def _one_of(key: str, value: str, options: tuple[str, ...]) -> None:
         raise ConfigError(key, f"'{value}' is not one of: {', '.join(options)}")
 
 
+def check_known_keys(node: object, prefix: str = "") -> None:
+    """Every key of a typed node must be a field of its schema; the first that is not raises
+    ConfigError naming it and its nearest known name.
+
+    Hydra's struct mode refuses `retriever.poolsize=5`, but an append (`+retriever.poolsize=5`,
+    Hydra's own hint for that error) or a force-add (`++`) opens the node and adds the key, and
+    `OmegaConf.to_object` then sets it as a stray attribute of the dataclass, where nothing
+    reads it. This walks the built objects (dataclasses, and the dicts and lists holding them)
+    and refuses such attributes."""
+    if is_dataclass(node) and not isinstance(node, type):
+        known = [f.name for f in fields(node)]
+        for key in vars(node):
+            if key not in known:
+                raise ConfigError(
+                    f"{prefix}{key}", f"unknown key; {nearest_hint(key, known, prefix)}"
+                )
+        for name in known:
+            check_known_keys(getattr(node, name), f"{prefix}{name}.")
+    elif isinstance(node, Mapping):
+        for key, value in node.items():
+            check_known_keys(value, f"{prefix}{key}.")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            check_known_keys(value, f"{prefix[:-1]}[{i}].")
+
+
+def nearest_key(key: str) -> str | None:
+    """The known dotted key nearest to an unknown one (`retriever.poolsize` ->
+    `retriever.pool_size`), for messages about keys Hydra refused before any config existed;
+    None when nothing is close or the key lies under a free-form mapping."""
+    node: object = RunConfig()
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if not (is_dataclass(node) and not isinstance(node, type)):
+            return None
+        known = [f.name for f in fields(node)]
+        if part not in known:
+            nearest = difflib.get_close_matches(part, known, n=1)
+            if not nearest:
+                return None
+            return ".".join([*parts[:i], nearest[0], *parts[i + 1 :]])
+        node = getattr(node, part)
+    return None
+
+
+def check_corpus_size(cfg: RunConfig, passages: int, dataset: str) -> None:
+    """Once the corpus is loaded: a `top_k` above its size would score every query @top_k on a
+    shorter list."""
+    if cfg.top_k > passages:
+        raise ConfigError(
+            "top_k",
+            f"{cfg.top_k} is larger than the corpus of dataset '{dataset}' ({passages} passages)",
+        )
+
+
 def validate(cfg: RunConfig) -> None:
-    """Values Hydra's types cannot check; the first bad one raises ConfigError."""
+    """What Hydra's types cannot check; the first bad key or value raises ConfigError."""
+    check_known_keys(cfg)
     _positive("top_k", cfg.top_k)
     _positive("retriever.pool_size", cfg.retriever.pool_size)
+    if cfg.retriever.pool_size < cfg.top_k:
+        # Each arm returns at most pool_size passages: a shorter list would be scored @top_k
+        # as if top_k had been retrieved.
+        raise ConfigError(
+            "retriever.pool_size",
+            f"{cfg.retriever.pool_size} is smaller than top_k={cfg.top_k}: each arm would "
+            f"return fewer passages than are scored; set retriever.pool_size>={cfg.top_k}",
+        )
     if cfg.retriever.rrf_k < 0:
         raise ConfigError("retriever.rrf_k", f"must be >= 0, got {cfg.retriever.rrf_k}")
     if not cfg.retriever.arms:

@@ -31,7 +31,14 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from retrieval_bench.encoders.base import Encoder
-from retrieval_bench.io import atomic_writer, file_lock, update_len_prefixed, update_texts
+from retrieval_bench.io import (
+    atomic_writer,
+    file_lock,
+    lock_path_for,
+    remove_stale_temps,
+    update_len_prefixed,
+    update_texts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +83,8 @@ class EmbeddingCache:
     # -- paths --------------------------------------------------------------------------------
     def paths(self, key: str) -> tuple[Path, Path, Path]:
         """(.npy, .json sidecar, .lock) for a key."""
-        folder = self.root / key[:2]
-        return folder / f"{key}.npy", folder / f"{key}.json", folder / f"{key}.lock"
+        npy = self.root / key[:2] / f"{key}.npy"
+        return npy, npy.with_suffix(".json"), lock_path_for(npy)
 
     # -- public -------------------------------------------------------------------------------
     def encode(
@@ -103,6 +110,7 @@ class EmbeddingCache:
 
         npy.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(lock):
+            remove_stale_temps(self.root, lock)  # left by writers killed mid-write
             # Another job may have written it while this one waited for the lock.
             if npy.exists() or sidecar.exists():
                 try:

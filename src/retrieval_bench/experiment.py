@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -10,13 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.config import ARMS, RunConfig
+from retrieval_bench.config import ARMS, RunConfig, check_corpus_size
 from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.filters import PassageFilter
-from retrieval_bench.pipeline import Pipeline, QueryRecord, StageRecord, Strategy
+from retrieval_bench.io import writable_dir
+from retrieval_bench.pipeline import (
+    Pipeline,
+    QueryRecord,
+    StageRecord,
+    Strategy,
+    empty_rankings,
+)
 from retrieval_bench.query_parser import NegationRules, QueryParser
 from retrieval_bench.retrievers.base import Retriever
 from retrieval_bench.retrievers.bm25 import BM25Retriever
@@ -31,6 +39,8 @@ from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_r
 from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.text import cached_tokenizer, lexicon_of
 from retrieval_bench.token_cache import tokenize_corpus
+
+log = logging.getLogger(__name__)
 
 
 def passage_text(passage: Passage) -> str:
@@ -63,7 +73,11 @@ class _Timer:
             self.timings[name] = round(self.timings.get(name, 0.0) + time.perf_counter() - start, 4)
 
 
+CACHE_SUBDIRS = ("tokens", "embeddings")
+
+
 def run_job(cfg: RunConfig) -> JobResult:
+    writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
     with timer.phase("load"):
         dataset = load_dataset(
@@ -74,7 +88,8 @@ def run_job(cfg: RunConfig) -> JobResult:
             resolve_path(cfg.dataset.path) if cfg.dataset.path else Path(),
             cfg.dataset.split,
         )
-        judgements = judge(dataset.queries, {p.id for p in dataset.passages})
+        check_corpus_size(cfg, len(dataset.passages), dataset.name)
+        judgements = judge(dataset.queries, {p.id for p in dataset.passages}, dataset.unjudged)
         # Before any retrieval, so a bad group_by field fails fast.
         groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
     embeddings: dict[str, dict[str, int]] = {}
@@ -94,7 +109,7 @@ def run_job(cfg: RunConfig) -> JobResult:
                     texts,
                     tokenizer.tokenize,
                     tokenizer_identity,
-                    resolve_path(cfg.cache_dir) / "tokens",
+                    resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[0],
                 )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
             else:
@@ -120,6 +135,7 @@ def run_job(cfg: RunConfig) -> JobResult:
     )
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
+    _note_empty_rankings(records)
     with timer.phase("score"):
         metrics = score_records(
             records,
@@ -148,11 +164,23 @@ def run_job(cfg: RunConfig) -> JobResult:
     )
 
 
+def _note_empty_rankings(records: list[QueryRecord]) -> None:
+    """One console line when some stage returned nothing for some queries (they score 0)."""
+    parts = []
+    for name in stage_names(records):
+        counts = empty_rankings([r.stages.get(name) for r in records])
+        if counts:
+            reasons = ", ".join(f"{reason} {n}" for reason, n in counts.items())
+            parts.append(f"{name} {sum(counts.values())} ({reasons})")
+    if parts:
+        log.warning("empty rankings (scored 0): %s", "; ".join(parts))
+
+
 def _dense_arm(
     cfg: RunConfig, ids: list[str], texts: list[str], embeddings: dict[str, dict[str, int]]
 ) -> DenseRetriever:
     encoder = build_encoder(cfg.encoder)
-    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / "embeddings")
+    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
     vectors, stats = cache.encode(encoder, texts, "passages")
     embeddings["passages"] = {"encoded": stats.encoded, "cached": stats.cached}
 
@@ -202,7 +230,9 @@ def score_records(
     doc_metrics = _doc_scorer(records, judgements, cutoffs, passage_ids)
     stages = {}
     for name in stage_names(records):
-        stages[name] = doc_metrics([r.stages.get(name) for r in records], group_by)
+        stage_records = [r.stages.get(name) for r in records]
+        stages[name] = doc_metrics(stage_records, group_by)
+        stages[name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
         if context is not None:
             rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
             stages[name]["families"] = score_families(
@@ -219,10 +249,11 @@ def score_records(
     # Single retrievers run beside a router (see QueryRecord.baselines), scored the same way.
     baseline_names = dict.fromkeys(name for r in records for name in r.baselines)
     if baseline_names:
-        result["baselines"] = {
-            name: doc_metrics([r.baselines.get(name) for r in records], None)
-            for name in baseline_names
-        }
+        result["baselines"] = {}
+        for name in baseline_names:
+            stage_records = [r.baselines.get(name) for r in records]
+            result["baselines"][name] = doc_metrics(stage_records, None)
+            result["baselines"][name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
     return result
 
 

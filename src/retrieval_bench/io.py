@@ -1,15 +1,26 @@
-"""Atomic file writes: a reader (or a crash) never sees a half-written output; content keys."""
+"""Atomic file writes: a reader (or a crash) never sees a half-written output; content keys.
+
+Every file written here gets the mode an ordinary `open()` would give it (0666 less the umask),
+so colleagues on a shared server can read reports when the umask lets them.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
+import logging
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from retrieval_bench.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -21,6 +32,8 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
+            # mkstemp makes 0600; give the file what open() would have.
+            os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -28,6 +41,106 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask can only be
+    read by setting it, which races with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# atomic_writer's temp names: "." + target name + "." + mkstemp's 8 random characters + ".tmp".
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
+
+
+def lock_path_for(target: Path) -> Path:
+    """The lock a cache entry is written under: `<key>.lock` beside `<key>.<ext>`."""
+    return target.with_suffix(".lock")
+
+
+def remove_stale_temps(root: Path, held_lock: Path | None = None) -> list[Path]:
+    """Delete atomic_writer temp files under a cache `root` that no writer will finish.
+
+    Cache entries are only written under their `lock_path_for` lock, so a temp file is stale
+    (its writer was killed, e.g. by kill -9) exactly when its lock is free: `held_lock`, which
+    the caller holds, or one that a non-blocking attempt can take. A temp file whose lock is
+    held by a live writer is left alone. Returns the paths removed.
+    """
+    removed: list[Path] = []
+    for tmp in sorted(root.rglob(".*.tmp")):
+        match = _TEMP_NAME.match(tmp.name)
+        if match is None:
+            continue
+        lock = lock_path_for(tmp.parent / match["target"])
+        if lock != held_lock and not _lock_is_free(lock):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed.append(tmp)
+    if removed:
+        log.info("removed %d stale temp file(s) under %s", len(removed), root)
+    return removed
+
+
+def _lock_is_free(lock: Path) -> bool:
+    try:
+        fh = lock.open("rb")
+    except FileNotFoundError:
+        return True  # no writer ever took it
+    except OSError:
+        return False
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return False
+            raise
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return True
+
+
+def writable_dir(path: Path, key: str, subdirs: Sequence[str] = ()) -> Path:
+    """`path` (and any of `subdirs` it already holds), created if missing, checked by writing a
+    file there (permission bits alone miss read-only mounts and ACLs); a ConfigError naming
+    `key` otherwise, before any work is done."""
+    for folder in (path, *(path / sub for sub in subdirs if (path / sub).exists())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ConfigError(key, f"{folder}: cannot write there ({reason})") from None
+    return path
+
+
+def claim_new_dir(base: str) -> str:
+    """Create a folder that no other process has: `base` itself, else `base-2`, `base-3`, ...
+
+    `os.mkdir` fails when the folder exists, so two jobs started in the same second (whose
+    timestamped names are equal) never share a folder. Used as the `${new_dir:...}` resolver
+    of conf/config.yaml (cached by OmegaConf, so a job's folder is claimed once)."""
+    parent = Path(base).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    candidate, n = base, 1
+    while True:
+        try:
+            os.mkdir(candidate)
+        except FileExistsError:
+            n += 1
+            candidate = f"{base}-{n}"
+            continue
+        return candidate
 
 
 @contextlib.contextmanager

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from retrieval_bench.compare.jobs import UNFINISHED_MARKER
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.experiment import JobResult, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
@@ -29,7 +32,15 @@ PACKAGES = (
 )
 
 
+def mark_unfinished(job_dir: str | Path, state: str) -> None:
+    """Say in the job folder that its outputs are not (yet) complete, and why: written when a
+    job starts and rewritten when it fails or is interrupted; `write_job` removes it last."""
+    when = dt.datetime.now().isoformat(timespec="seconds")
+    atomic_write_text(Path(job_dir) / UNFINISHED_MARKER, f"{state} ({when}, pid {os.getpid()})\n")
+
+
 def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
+    """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
     job_dir = Path(job_dir)
     tag = str(config.get("retriever", {}).get("name", "run"))
     if config.get("router", {}).get("name", "none") != "none":
@@ -48,6 +59,7 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
     plots = write_plots(job_dir, result.metrics, top_k)
     atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
+    (job_dir / UNFINISHED_MARKER).unlink(missing_ok=True)
     return job_dir
 
 

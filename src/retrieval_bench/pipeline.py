@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -11,7 +11,13 @@ import numpy as np
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.filters import FilterDecision, PassageFilter
 from retrieval_bench.query_parser import ParsedQuery
-from retrieval_bench.retrievers.base import Ranked, Retriever, shared_tie_break
+from retrieval_bench.retrievers.base import (
+    FILTERED_OUT,
+    NO_CANDIDATES,
+    Ranked,
+    Retriever,
+    shared_tie_break,
+)
 from retrieval_bench.retrievers.fusion import reciprocal_rank_fusion
 
 COMBINERS = ("rrf", "fill")
@@ -52,14 +58,19 @@ class StageRecord:
     # Unique by construction (TieBreak.top, RRF and "fill" emit each index once); the scorer
     # still checks, as the check is one vectorised sort.
     indices: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Why the ranking is empty (retrievers.base: no_query_terms, ...); None when it is not.
+    empty_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "ids": self.ids,
             "scores": self.scores,
             "pool_requested": self.pool_requested,
             "pool_returned": self.pool_returned,
         }
+        if self.empty_reason is not None:
+            out["empty_reason"] = self.empty_reason
+        return out
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,18 @@ class QueryRecord:
 
 
 Router = Callable[[EvalQuery, ParsedQuery], Routing]
+
+
+def empty_rankings(stages: Sequence[StageRecord | None]) -> dict[str, int]:
+    """How many of one stage's rankings are empty, by `empty_reason`: such a query is still
+    scored (0: the system was asked and returned nothing), and this says why it returned
+    nothing."""
+    counts: dict[str, int] = {}
+    for stage in stages:
+        if stage is not None and not stage.ids:
+            reason = stage.empty_reason or NO_CANDIDATES
+            counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 class Pipeline:
@@ -192,15 +215,28 @@ class Pipeline:
                 [queries[i].query for i in members], self.pool_size, [masks[i] for i in members]
             )
             for i, result in zip(members, ranked, strict=True):
+                if not result.returned and result.empty_reason is None:
+                    mask = masks[i]
+                    reason = FILTERED_OUT if mask is not None and not mask.any() else NO_CANDIDATES
+                    result = replace(result, empty_reason=reason)
                 pools[i][arm_name] = result
         return pools
 
     def _cut(self, ranked: Ranked) -> Ranked:
-        return Ranked(ranked.indices[: self.top_k], ranked.scores[: self.top_k], self.top_k)
+        return Ranked(
+            ranked.indices[: self.top_k],
+            ranked.scores[: self.top_k],
+            self.top_k,
+            ranked.empty_reason,
+        )
 
     def _combine(self, strategy: Strategy, pools: list[Ranked]) -> Ranked:
         if len(pools) == 1:
             return pools[0]
+        if not any(pool.returned for pool in pools):
+            # Every arm came back empty: the combination is empty for their reasons.
+            reasons = dict.fromkeys(pool.empty_reason or NO_CANDIDATES for pool in pools)
+            return replace(pools[0], requested=0, empty_reason="+".join(reasons))
         if strategy.combine == "rrf":
             return reciprocal_rank_fusion(pools, self.rrf_k, self.tie_break)
         # "fill": the first arm leads; later arms add unseen passages after it. Scores are the
@@ -220,4 +256,5 @@ class Pipeline:
             pool_requested=ranked.requested,
             pool_returned=ranked.returned,
             indices=ranked.indices,
+            empty_reason=ranked.empty_reason if not ranked.returned else None,
         )

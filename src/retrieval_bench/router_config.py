@@ -10,14 +10,14 @@ what the router's accuracy is measured against.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Optional
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-from retrieval_bench.errors import ConfigError, DataError
+from retrieval_bench.errors import ConfigError, DataError, nearest_hint
 from retrieval_bench.pipeline import COMBINERS, Strategy
 from retrieval_bench.query_parser import NegationRules
 
@@ -162,6 +162,11 @@ def _merge_file(cfg: RouterConfig, path: Path) -> RouterConfig:
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", "") or "?"
         message = str(getattr(exc, "msg", exc)).splitlines()[0]
+        schema = getattr(exc, "object_type", None)
+        if isinstance(exc, ConfigKeyError) and is_dataclass(schema):
+            parent, _, leaf = key.rpartition(".")
+            known = [f.name for f in fields(schema)]
+            message += f"; {nearest_hint(leaf, known, f'{parent}.' if parent else '')}"
         raise DataError(path, f"{key}: {message}") from exc
     assert isinstance(result, RouterConfig)
     return result

@@ -34,7 +34,14 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from retrieval_bench.io import atomic_writer, file_lock, update_len_prefixed, update_texts
+from retrieval_bench.io import (
+    atomic_writer,
+    file_lock,
+    lock_path_for,
+    remove_stale_temps,
+    update_len_prefixed,
+    update_texts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +116,9 @@ def tokenize_corpus(
         if found is not None:
             return found
     path.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(path.with_suffix(".lock")):
+    lock = lock_path_for(path)
+    with file_lock(lock):
+        remove_stale_temps(Path(root), lock)  # left by writers killed mid-write
         if path.exists():  # written by another job while this one waited
             found = _read(path, len(texts))
             if found is not None:

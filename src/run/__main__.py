@@ -1,47 +1,159 @@
-"""`python -m run`: the Hydra app. Config -> objects -> one job; nothing else lives here."""
+"""`python -m run`: the Hydra app. Config -> objects -> one job; nothing else lives here.
+
+Exit codes (run.exits): 0 ok, 1 regression (monthly gate), 2 bad input or config (Hydra's own
+override errors included, and a job that scored nothing), 3 internal error, 130 interrupted.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
-from typing import Any, cast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from retrieval_bench.compare.jobs import UNFINISHED_MARKER
 from retrieval_bench.config import RunConfig, register_configs, validate
-from retrieval_bench.errors import BenchError
+from retrieval_bench.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    BenchError,
+    InternalError,
+    NothingScored,
+    interrupt_leaves,
+)
 from retrieval_bench.experiment import run_job
-from retrieval_bench.outputs import write_job
+from retrieval_bench.io import claim_new_dir
+from retrieval_bench.outputs import mark_unfinished, write_job
 from retrieval_bench.reports.console import job_summary
+from retrieval_bench.router_config import PROJECT_ROOT
+from run.exits import JobFailed, guarded, log_traceback
 
 register_configs()
+# conf/config.yaml's job folders; cached, so each folder is claimed once per job.
+OmegaConf.register_new_resolver("new_dir", claim_new_dir, use_cache=True, replace=True)
 log = logging.getLogger("run")
 
+_FULL_ERROR = "HYDRA_FULL_ERROR"
+# The exit code a task asks for (the monthly gate's 0 or 1): Hydra's main returns nothing.
+_exit_code = [EXIT_OK]
+# HYDRA_FULL_ERROR as the user set it (None: not set; unknown outside main()).
+_user_full_error: list[str | None] = []
 
-@hydra.main(version_base="1.3", config_path="../../conf", config_name="config")
-def main(dict_cfg: DictConfig) -> float | None:
-    cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
+
+# An absolute path: Hydra finds it whether this module runs as __main__ or is imported.
+@hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
+def hydra_main(dict_cfg: DictConfig) -> float | None:
     try:
+        return _task(dict_cfg)
+    except Exception as exc:
+        if HydraConfig.get().mode == RunMode.RUN:
+            # Straight to main(): Hydra would add its own "Error executing job" line.
+            raise JobFailed(exc) from exc
+        raise  # a sweep's other jobs still run; Hydra names the failed job's overrides
+
+
+def _task(dict_cfg: DictConfig) -> float | None:
+    with _user_environment():
+        cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
         validate(cfg)
         if cfg.benchmark.enabled:  # python -m run experiment=monthly: the benchmark driver
             from retrieval_bench.benchmark.driver import run_from_hydra
 
-            sys.exit(run_from_hydra(cfg))
-        result = run_job(cfg)
-        job_dir = write_job(
-            HydraConfig.get().runtime.output_dir,
-            result,
-            cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True)),
-        )
+            _exit_code[0] = run_from_hydra(cfg)
+            return None
+        return _job(cfg, OmegaConf.to_container(dict_cfg, resolve=True))  # type: ignore[arg-type]
+
+
+def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
+    """One job into its folder, marked UNFINISHED until its last file is written (and with
+    why, when it fails or is interrupted)."""
+    job_dir = Path(HydraConfig.get().runtime.output_dir)
+    mark_unfinished(job_dir, "running")
+    try:
+        with interrupt_leaves(f"job folder {job_dir} is unfinished (marked {UNFINISHED_MARKER})"):
+            result = run_job(cfg)
+            write_job(job_dir, result, config)
+    except KeyboardInterrupt:
+        mark_unfinished(job_dir, "interrupted")
+        raise
     except BenchError as exc:
-        log.debug("job failed", exc_info=True)  # the job's log file keeps the traceback
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        mark_unfinished(job_dir, f"failed: {exc}")
+        raise
+    except Exception as exc:
+        where = log_traceback(exc)
+        mark_unfinished(job_dir, f"failed: internal error {type(exc).__name__} (see {where})")
+        raise InternalError(exc, where) from exc
     print(job_summary(result, cfg.top_k, job_dir))
+    _check_scored(result.metrics, job_dir)
     return result.metrics["stages"]["final"]["overall"].get(f"ndcg@{cfg.top_k}")
 
 
+def _check_scored(metrics: dict[str, Any], job_dir: Path) -> None:
+    """A job that scored no query at any stage measured nothing: its outputs stand (they say
+    why), but it must not exit 0."""
+    stages = metrics["stages"]
+    if any(stage["counts"]["scored"] for stage in stages.values()):
+        return
+    excluded = stages["final"]["counts"].get("excluded") or {}
+    reasons = ", ".join(f"{reason} {n}" for reason, n in excluded.items()) or "no queries"
+    raise NothingScored(
+        f"nothing was scored: every stage scored 0 queries (excluded: {reasons}); "
+        f"outputs in {job_dir}"
+    )
+
+
+@contextlib.contextmanager
+def _user_environment() -> Iterator[None]:
+    """Inside a job, HYDRA_FULL_ERROR is what the user set (processes the job starts inherit
+    it); main() sets it around Hydra only so that Hydra raises its errors instead of exiting."""
+    if not _user_full_error:
+        yield
+        return
+    _set_full_error(_user_full_error[0])
+    try:
+        yield
+    finally:
+        _set_full_error("1")
+
+
+def _set_full_error(value: str | None) -> None:
+    if value is None:
+        os.environ.pop(_FULL_ERROR, None)
+    else:
+        os.environ[_FULL_ERROR] = value
+
+
+def _run_hydra() -> int:
+    _exit_code[0] = EXIT_OK
+    try:
+        hydra_main()
+    except SystemExit as exc:
+        # Hydra's own usage errors (`--cfg job --package nope`, ...) exit 1 after printing
+        # their message; 1 means a regression here.
+        if exc.code == 1:
+            return EXIT_BAD_INPUT
+        raise
+    return _exit_code[0]
+
+
+def main() -> int:
+    """Hydra's app with this package's exit codes (run.exits)."""
+    _user_full_error[:] = [os.environ.get(_FULL_ERROR)]
+    _set_full_error("1")
+    try:
+        return guarded(_run_hydra, full_traceback=_user_full_error[0] == "1")
+    finally:
+        _set_full_error(_user_full_error[0])
+        _user_full_error.clear()
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,7 +2,9 @@
 
 DIR is a job folder or any folder above job folders (a sweep, a benchmark month). Prints the
 verdict tables; writes comparison.md/.json and badcases.md/.json to `--out` (default: DIR when
-exactly one is given). Exit 2 on unreadable or missing folders.
+exactly one is given). Every job folder skipped (unfinished, failed, interrupted) is named with
+why. Exit codes as `python -m run` (run.exits): 2 on unreadable or missing folders, 3 on an
+internal error, 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from pathlib import Path
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.compare.jobs import is_job_dir
-from retrieval_bench.errors import BenchError
+from run.exits import guarded
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command, with the exit codes of run.exits for whatever escapes it."""
+    return guarded(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     defaults = CompareConfig()
     parser = argparse.ArgumentParser(prog="python -m run.compare", description=__doc__)
     parser.add_argument("dirs", nargs="+", type=Path, help="job folders or folders above them")
@@ -52,12 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out
     if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):
         out = args.dirs[0]
-    try:
-        cfg.validate()
-        result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    cfg.validate()
+    result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
     print(result.text)
     if out is None and not args.no_write:
         print("(pass --out DIR to write comparison.md and comparison.json)")

@@ -2,8 +2,9 @@
 
 QRELS is TREC qrels or a native evaluation set (`.jsonl`, labels judged without a corpus check).
 Prints the overall metrics and how many queries were scored or excluded (and why); `--json`
-prints `{"overall": ..., "counts": ...}` with the metric names of metrics.json. Exit 2 on bad
-input. The work is done by the library; this file only wires it to the command line.
+prints `{"overall": ..., "counts": ...}` with the metric names of metrics.json. Exit codes as
+`python -m run` (run.exits): 2 on bad input, 3 on an internal error, 130 on Ctrl-C. The work
+is done by the library; this file only wires it to the command line.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from retrieval_bench.data.trec import read_qrels, read_run, run_rankings
 from retrieval_bench.errors import DataError
 from retrieval_bench.scoring.aggregate import metric_names, score_stage
 from retrieval_bench.scoring.labels import Judgements, judge, judge_qrels
+from run.exits import guarded
 
 
 def _positive_int(text: str) -> int:
@@ -56,6 +58,11 @@ def format_table(result: dict[str, Any], cutoffs: Sequence[int]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command, with the exit codes of run.exits for whatever escapes it."""
+    return guarded(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m run.score", description="Score a TREC run.")
     parser.add_argument("qrels", type=Path, help="TREC qrels, or a native evaluation set .jsonl")
     parser.add_argument("run", type=Path, help="TREC run file (qid Q0 docid rank score tag)")

@@ -23,6 +23,11 @@ class GateConfig:
     # Query types gated; empty: every type and `all`.
     types: list[str] = field(default_factory=list)
     alpha: float = 0.05
+    # Plan differences from the baseline that do not fail the gate: config keys or key prefixes
+    # (`top_k`, `bm25`, `encoder.model`), `benchmark.datasets` / `benchmark.retrievers` (jobs
+    # added or dropped), `dataset.files` (the dataset's content changed). Every difference is
+    # named in the gate report, allowed or not; one not allowed fails the gate.
+    allow_plan_changes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -36,8 +41,9 @@ class BenchmarkConfig:
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense", "hybrid"])
     # hydra/launcher option for the jobs: basic, parallel (joblib), local / slurm (submitit).
     launcher: str = "basic"
-    # What to gate against: "previous" (latest earlier finished month), a month (YYYY-MM)
-    # or the path of a finished benchmark month folder (a pinned baseline).
+    # What to gate against: "previous" (the latest earlier finished month whose gate passed),
+    # a month (YYYY-MM) or the path of a benchmark month folder (a pinned baseline, used
+    # whatever its own gate said: how a deliberate change is accepted).
     baseline: str = "previous"
     gate: GateConfig = field(default_factory=GateConfig)
     # Metrics drawn in the trend report; empty: the gated metrics.
@@ -56,7 +62,7 @@ class BenchmarkConfig:
             if len(set(values)) != len(values):
                 raise ConfigError(f"benchmark.{key}", f"an option is listed twice: {values}")
             for value in values:
-                if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
+                if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*", value):
                     raise ConfigError(f"benchmark.{key}", f"{value!r} is not a config option name")
         if not 0 < self.gate.alpha < 1:
             raise ConfigError(

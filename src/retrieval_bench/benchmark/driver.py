@@ -2,14 +2,19 @@
 
 1. Resolve the month (`benchmark.month`, default this month) once; everything of this run goes
    under `<root>/<month>/`, and a lock on that folder keeps a second run of the same month out.
+   Every job's config is composed and validated first, and each dataset's folder is its name
+   (a BEIR dataset without `dataset.name`: its folder's name); a folder that would resolve
+   outside the month is refused, naming the key, before any work.
 2. Record the plan (datasets x retrievers, and the command-line overrides applied to every job)
    in `benchmark.json`. A rerun of an unfinished month must carry the same plan, so a month is
    never a mix of two configurations; finished jobs are kept and only the rest are run.
-3. Run the missing jobs as a Hydra multirun (`python -m run -m ...`, through the configured
-   `hydra/launcher`), each into `<month>/<dataset>/<retriever>/`.
+3. Run the missing jobs as a Hydra multirun per dataset (`python -m run -m ...`, through the
+   configured `hydra/launcher`), each into `<month>/<dataset name>/<retriever>/`.
 4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
-5. Gate against the baseline month (`benchmark.gate`), write gate.md/gate.json; redraw the trend
-   over every finished month. Exit 1 when the gate fails, naming metric, type and drop.
+5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one),
+   write gate.md/gate.json (with the month's gate status, which decides whether it can be a
+   later month's baseline); redraw the trend over every finished month. Exit 1 when the gate
+   fails: a regression, a plan difference not allowed, or no check at all.
 """
 
 from __future__ import annotations
@@ -22,14 +27,29 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from retrieval_bench.benchmark.gate import IMPROVED, OK, GateResult, run_gate
+from retrieval_bench.benchmark.gate import (
+    IMPROVED,
+    OK,
+    PLAN_PSEUDO_KEYS,
+    GateResult,
+    flat_config,
+    is_allowed,
+    run_gate,
+)
 from retrieval_bench.benchmark.history import (
     FINISHED,
+    GATE_FILE,
+    NOT_GATED,
     RUNNING,
     BenchmarkError,
     JobKey,
     fingerprint,
+    folder_name_problem,
+    inside,
     month_jobs,
     month_lock,
     planned_done,
@@ -39,8 +59,8 @@ from retrieval_bench.benchmark.history import (
 )
 from retrieval_bench.compare.build import compare_dirs, significance_settings
 from retrieval_bench.compare.jobs import FinishedJob
-from retrieval_bench.config import RunConfig
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.config import RunConfig, validate
+from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.reports.trend import write_trend
@@ -48,8 +68,8 @@ from retrieval_bench.reports.trend import write_trend
 # Command-line keys the driver owns; every other override is applied to each job.
 _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")
 _PLAN_GROUPS = ("dataset", "retriever")
-# Where each job goes inside the month: <dataset name>/<retriever option>.
-_SUBDIR = "${dataset.name}/${hydra:runtime.choices.retriever}"
+# Where each job goes inside its dataset's folder: <retriever option>.
+_SUBDIR = "${hydra:runtime.choices.retriever}"
 # Overrides that change where things are kept, not what is measured.
 _NOT_PLAN = ("cache_dir",)
 
@@ -83,9 +103,99 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def compose_jobs(
+    datasets: Sequence[str], retrievers: Sequence[str], overrides: Sequence[str]
+) -> dict[tuple[str, str], RunConfig]:
+    """Each planned job's config, composed and validated as the job will compose it, so a bad
+    value fails here (exit 2) and not after other jobs ran. Needs Hydra initialised (the app,
+    or `hydra.initialize_config_dir` in a test)."""
+    from hydra import compose
+
+    jobs: dict[tuple[str, str], RunConfig] = {}
+    for dataset in datasets:
+        for retriever in retrievers:
+            try:
+                composed = compose(
+                    config_name="config",
+                    overrides=[f"dataset={dataset}", f"retriever={retriever}", *overrides],
+                )
+                job: RunConfig = OmegaConf.to_object(composed)  # type: ignore[assignment]
+            except (HydraException, OmegaConfBaseException) as exc:
+                raise ConfigError(
+                    _culprit(str(exc), dataset, retriever, overrides),
+                    f"job dataset={dataset} retriever={retriever}: {exc}",
+                ) from None
+            validate(job)
+            jobs[(dataset, retriever)] = job
+    return jobs
+
+
+def _culprit(message: str, dataset: str, retriever: str, overrides: Sequence[str]) -> str:
+    """The config key a job's composition error is about, as far as its message tells."""
+    if f"dataset/{dataset}" in message:
+        return "benchmark.datasets"
+    if f"retriever/{retriever}" in message:
+        return "benchmark.retrievers"
+    keys = [o.partition("=")[0].lstrip("+~") for o in overrides]
+    return next((k for k in keys if k in message), "benchmark")
+
+
+def dataset_folder(job: RunConfig) -> tuple[str, str]:
+    """A job's dataset folder name, as the job will name its dataset, and the config key that
+    sets it: `dataset.name`, else (BEIR) the name of the `dataset.path` folder."""
+    if job.dataset.name or job.dataset.format != "beir":
+        return job.dataset.name, "dataset.name"
+    from retrieval_bench.router_config import resolve_path
+
+    return resolve_path(job.dataset.path).name, "dataset.path"
+
+
+def job_folders(month_dir: Path, jobs: Mapping[tuple[str, str], RunConfig]) -> dict[str, str]:
+    """Dataset option -> its folder in the month; every job folder checked to lie inside the
+    month, one folder per dataset (ConfigError naming the key otherwise)."""
+    folders: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for (dataset, retriever), job in jobs.items():
+        folder, key = dataset_folder(job)
+        problem = folder_name_problem(folder)
+        if problem:
+            raise ConfigError(
+                key,
+                f"dataset={dataset}: its name, the job folder under {month_dir}, {problem}; "
+                "set dataset.name=NAME",
+            )
+        if owner.setdefault(folder, dataset) != dataset:
+            raise ConfigError(
+                key,
+                f"datasets {owner[folder]} and {dataset} would share the folder "
+                f"{month_dir / folder}: each dataset of a month needs its own name",
+            )
+        inside(month_dir, month_dir / folder / retriever, key)
+        folders[dataset] = folder
+    return folders
+
+
+def check_allowed_changes(allowed: Sequence[str], jobs: Mapping[Any, RunConfig]) -> None:
+    """Each `benchmark.gate.allow_plan_changes` entry names a config key (or a prefix of one) or
+    a plan pseudo-key: a misspelt entry would silently allow nothing."""
+    known = set(PLAN_PSEUDO_KEYS)
+    for job in jobs.values():
+        known.update(flat_config(OmegaConf.to_container(OmegaConf.structured(job))))  # type: ignore[arg-type]
+    for entry in allowed:
+        if not is_allowed(entry, PLAN_PSEUDO_KEYS) and not any(
+            is_allowed(key, [entry]) for key in known
+        ):
+            raise ConfigError(
+                "benchmark.gate.allow_plan_changes",
+                f"{entry!r} is no config key (nor a prefix of one), nor one of "
+                f"{', '.join(PLAN_PSEUDO_KEYS)}",
+            )
+
+
 def _launch(
     month_dir: Path,
-    datasets: Sequence[str],
+    dataset: str,
+    folder: str,
     retrievers: Sequence[str],
     cfg: RunConfig,
     overrides: Sequence[str],
@@ -95,30 +205,35 @@ def _launch(
         "-m",
         "run",
         "-m",
-        f"dataset={','.join(datasets)}",
+        f"dataset={dataset}",
         f"retriever={','.join(retrievers)}",
         *overrides,
-        f"hydra.sweep.dir={_quote(str(month_dir.resolve()))}",
+        f"hydra.sweep.dir={_quote(str((month_dir / folder).resolve()))}",
         f"hydra.sweep.subdir={_SUBDIR}",
         f"hydra/launcher={cfg.benchmark.launcher}",
         "compare.enabled=false",
     ]
-    print(f"benchmark {month_dir.name}: running {list(datasets)} x {list(retrievers)}", flush=True)
+    print(
+        f"benchmark {month_dir.name}: running {dataset} ({folder}) x {list(retrievers)}", flush=True
+    )
     proc = subprocess.run(cmd, check=False)
     if proc.returncode != 0:
         raise BenchmarkError(
-            f"jobs for {list(datasets)} x {list(retrievers)} failed (exit {proc.returncode}); "
+            f"jobs for {dataset} x {list(retrievers)} failed (exit {proc.returncode}); "
             "finished jobs are kept: rerun the same command to resume"
         )
 
 
 def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | None = None) -> int:
-    """Run, compare, gate and trend one month; 0 = gate passed, 1 = regression."""
+    """Run, compare, gate and trend one month; 0 = gate passed, 1 = gate failed."""
     bench = cfg.benchmark
     month = bench.month or current_month()
     root = Path(bench.root)
-    month_dir = root / month
+    month_dir = inside(root, root / month, "benchmark.month")
     overrides = job_overrides(task_overrides)
+    jobs = compose_jobs(bench.datasets, bench.retrievers, overrides)
+    folders = job_folders(month_dir, jobs)
+    check_allowed_changes(bench.gate.allow_plan_changes, jobs)
     plan = {
         "datasets": list(bench.datasets),
         "retrievers": list(bench.retrievers),
@@ -126,20 +241,18 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
     }
     with month_lock(month_dir):
         state = _start(month_dir, month, plan, log_dir)
-        finished = month_jobs(month_dir)
-        done = planned_done(finished.values())
-        todo: dict[tuple[str, ...], list[str]] = {}
-        for dataset in bench.datasets:
-            missing = tuple(r for r in bench.retrievers if (dataset, r) not in done)
-            if missing:
-                todo.setdefault(missing, []).append(dataset)
+        done = planned_done(month_jobs(month_dir).values())
+        todo = {
+            dataset: [r for r in bench.retrievers if (dataset, r) not in done]
+            for dataset in bench.datasets
+        }
+        todo = {dataset: missing for dataset, missing in todo.items() if missing}
         if not todo:
             print(f"benchmark {month}: every job already finished; nothing to run", flush=True)
-        for retrievers, datasets in todo.items():
-            _launch(month_dir, datasets, retrievers, cfg, overrides)
-        if todo:
-            finished = month_jobs(month_dir)
-            done = planned_done(finished.values())
+        for dataset, retrievers in todo.items():
+            _launch(month_dir, dataset, folders[dataset], retrievers, cfg, overrides)
+        finished = month_jobs(month_dir)
+        done = planned_done(finished.values())
         absent = [
             f"{d}/{r}" for d in bench.datasets for r in bench.retrievers if (d, r) not in done
         ]
@@ -153,25 +266,47 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
         state["runs"][-1]["finished"] = _now()
         write_state(month_dir, state)
 
-    gate_ok = True
-    if bench.gate.enabled:
-        base_dir = resolve_baseline(root, month, bench.baseline)
-        baseline = {} if base_dir is None else month_jobs(base_dir)
-        gate = run_gate(
-            current,
-            baseline,
-            bench.gate,
-            significance_settings(cfg.compare),
-            stage=cfg.compare.stage,
-            min_queries=cfg.compare.min_queries,
-            baseline_name=None if base_dir is None else str(base_dir),
-        )
-        _write_gate(month_dir, month, gate, cfg.compare.confidence)
-        gate_ok = gate.passed
-        _print_gate(month, gate, cfg.compare.confidence)
+    gate_ok = gate_month(cfg, root, month, current)
     files = write_trend(root, bench.trend_metrics or list(bench.gate.tolerances), cfg.compare.stage)
     print("trend: " + ", ".join(str(f) for f in files), flush=True)
     return 0 if gate_ok else 1
+
+
+def gate_month(
+    cfg: RunConfig, root: Path, month: str, current: Mapping[JobKey, FinishedJob]
+) -> bool:
+    """Gate a finished month's jobs against its baseline; write gate.json/gate.md (its status
+    decides whether this month can be a later month's baseline) and print the verdict."""
+    bench = cfg.benchmark
+    month_dir = root / month
+    if not bench.gate.enabled:
+        atomic_write_json(
+            month_dir / GATE_FILE,
+            {"month": month, "status": NOT_GATED, "reason": "benchmark.gate.enabled=false"},
+        )
+        atomic_write_text(
+            month_dir / "gate.md",
+            f"# Regression gate {month}: not gated\n\nbenchmark.gate.enabled=false: this month "
+            "is no later month's baseline unless pinned (benchmark.baseline).\n",
+        )
+        print(f"gate {month}: not gated (benchmark.gate.enabled=false)", flush=True)
+        return True
+    choice = resolve_baseline(root, month, bench.baseline)
+    gate = run_gate(
+        current,
+        None if choice.path is None else month_jobs(choice.path),
+        bench.gate,
+        significance_settings(cfg.compare),
+        stage=cfg.compare.stage,
+        min_queries=cfg.compare.min_queries,
+        baseline_name=str(choice.path),
+        baseline_reason=choice.reason,
+    )
+    if choice.path is None and not choice.first:
+        gate.no_baseline_reason = choice.reason
+    _write_gate(month_dir, month, gate, cfg.compare.confidence)
+    _print_gate(month, gate, cfg.compare.confidence)
+    return gate.passed
 
 
 def _start(
@@ -224,7 +359,7 @@ def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
                 c.dataset,
                 c.retriever,
                 c.query_type,
-                c.metric_after,
+                c.compared,
                 c.n,
                 c.before,
                 c.after,
@@ -254,32 +389,57 @@ _GATE_HEADER = [
 ]
 
 
+def _baseline_line(gate: GateResult) -> str:
+    if gate.baseline is None and not gate.no_baseline_reason:
+        return f"no baseline, nothing gated ({gate.baseline_reason})"
+    if gate.baseline is None:
+        return f"none usable: {gate.baseline_reason}"
+    return f"{gate.baseline} ({gate.baseline_reason})"
+
+
 def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float) -> None:
-    atomic_write_json(month_dir / "gate.json", {"month": month, **gate.to_json()})
-    verdict = "PASSED" if gate.passed else f"FAILED ({len(gate.failures)} regressions)"
+    atomic_write_json(month_dir / GATE_FILE, {"month": month, **gate.to_json()})
+    verdict = "PASSED" if gate.passed else "FAILED"
     lines = [
         f"# Regression gate {month}: {verdict}",
         "",
-        f"Baseline: {gate.baseline or 'none (first benchmark: nothing to gate against)'}.",
-        "A check fails when the drop exceeds its tolerance and is significant (paired "
-        "randomization test, Holm across every check, alpha "
-        f"{gate.settings['alpha']:g}); {confidence:.0%} paired bootstrap CI of the change.",
+        f"Baseline: {_baseline_line(gate)}.",
         "",
+        *(f"- GATE FAILED: {reason}" for reason in gate.reasons),
         *(f"- {c.message(confidence)}" for c in gate.failures),
-        *(f"- not gated: {m}" for m in gate.missing),
-        "",
-        markdown_table(_GATE_HEADER, _gate_rows(gate, only_flagged=False)),
-        "",
     ]
-    atomic_write_text(month_dir / "gate.md", "\n".join(lines))
+    if gate.plan:
+        lines += ["", "Plan differences from the baseline:", ""]
+        lines += [
+            f"- {d.describe()}: {'allowed' if d.allowed else 'NOT allowed'}" for d in gate.plan
+        ]
+    if gate.baseline is not None:
+        lines += [
+            "",
+            "A check fails when the drop exceeds its tolerance and is significant (paired "
+            "randomization test, Holm across every check, alpha "
+            f"{gate.settings['alpha']:g}); {confidence:.0%} paired bootstrap CI of the change.",
+            "",
+            *(f"- not gated: {m}" for m in gate.missing),
+            *([""] if gate.missing else []),
+            markdown_table(_GATE_HEADER, _gate_rows(gate, only_flagged=False)),
+        ]
+    atomic_write_text(month_dir / "gate.md", "\n".join([*lines, ""]))
 
 
 def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
-    if gate.baseline is None:
-        print(f"gate {month}: no earlier finished benchmark; nothing to gate against", flush=True)
+    if gate.baseline is None and gate.passed:
+        print(f"gate {month}: {_baseline_line(gate)}", flush=True)
         return
+    if gate.baseline is not None:
+        print(
+            f"\ngate {month} against {_baseline_line(gate)}: {len(gate.tested)} checks",
+            flush=True,
+        )
+    for d in gate.plan:
+        state = "allowed" if d.allowed else "NOT allowed"
+        print(f"plan difference ({state}): {d.describe()}", flush=True)
     flagged = _gate_rows(gate, only_flagged=True)
-    print(f"\ngate {month} against {gate.baseline}: {len(gate.checks)} checks", flush=True)
     if flagged:
         from retrieval_bench.reports.tables import text_table
 
@@ -291,11 +451,9 @@ def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
         return
     for c in gate.failures:
         print(c.message(confidence), file=sys.stderr, flush=True)
-    print(
-        f"gate {month}: FAILED, {len(gate.failures)} significant drop(s) beyond tolerance",
-        file=sys.stderr,
-        flush=True,
-    )
+    for reason in gate.reasons:
+        print(f"GATE FAILED: {reason}", file=sys.stderr, flush=True)
+    print(f"gate {month}: FAILED", file=sys.stderr, flush=True)
 
 
 def run_from_hydra(cfg: RunConfig) -> int:
@@ -306,4 +464,7 @@ def run_from_hydra(cfg: RunConfig) -> int:
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.mode == RunMode.MULTIRUN:
         raise ConfigError("benchmark.enabled", "run the benchmark without -m/--multirun")
-    return run_benchmark(cfg, list(hydra_cfg.overrides.task), hydra_cfg.runtime.output_dir)
+    month_dir = Path(cfg.benchmark.root) / (cfg.benchmark.month or current_month())
+    # Ctrl-C: one line saying what is left (finished jobs are kept; a rerun resumes).
+    with interrupt_leaves(f"benchmark {month_dir} is unfinished: rerun the same command to resume"):
+        return run_benchmark(cfg, list(hydra_cfg.overrides.task), hydra_cfg.runtime.output_dir)

@@ -10,18 +10,24 @@ A check *fails* (`regression`) when the drop exceeds its tolerance and the Holm-
 below alpha. A drop beyond tolerance that is not significant is reported (`drop, not
 significant`, or `drop, too few queries` when no difference could be significant) but passes:
 the gate refuses changes on evidence, not on noise.
+
+The gate as a whole fails (exit 1) on any of: a regression; a plan difference from the baseline
+(a config value, the dataset's files, jobs added or dropped) not allowed by
+`benchmark.gate.allow_plan_changes`; no check at all (nothing of this month could be compared:
+a gate that checked nothing vouches for nothing). Only the first benchmark, with no earlier
+month, passes ungated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from retrieval_bench.benchmark.config import GateConfig
-from retrieval_bench.benchmark.history import JobKey
+from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKey
 from retrieval_bench.compare.build import values_by_type
-from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.compare.jobs import IGNORED_KEYS, FinishedJob, canonical
 from retrieval_bench.scoring.comparison import ordered_types, paired_change, too_few
 from retrieval_bench.scoring.significance import SignificanceSettings, holm
 
@@ -54,12 +60,15 @@ class Check:
     status: str = OK
     note: str = ""
 
+    @property
+    def compared(self) -> str:
+        """The metric as each month measured it (`recall@6->recall@8` when top_k changed)."""
+        if self.metric_before == self.metric_after:
+            return self.metric_after
+        return f"{self.metric_before}->{self.metric_after}"
+
     def message(self, confidence: float) -> str:
-        name = (
-            self.metric_after
-            if self.metric_before == self.metric_after
-            else f"{self.metric_before}->{self.metric_after}"
-        )
+        name = self.compared
         return (
             f"{self.status.upper()}: {self.dataset} retriever={self.retriever} "
             f"type={self.query_type} {name}: {self.before:.3f} -> {self.after:.3f} "
@@ -72,25 +81,172 @@ class Check:
         return asdict(self)
 
 
+# Pseudo-keys of a plan that are not config values.
+DATASETS, RETRIEVERS, DATA_FILES = "benchmark.datasets", "benchmark.retrievers", "dataset.files"
+PLAN_PSEUDO_KEYS = (DATASETS, RETRIEVERS, DATA_FILES)
+
+
+@dataclass
+class PlanDifference:
+    """One way this month's plan differs from its baseline's, and the jobs it concerns."""
+
+    key: str
+    before: str
+    after: str
+    jobs: list[str] = field(default_factory=list)
+    allowed: bool = False
+
+    def describe(self) -> str:
+        where = f" ({', '.join(self.jobs)})" if self.jobs else ""
+        return f"{self.key}: {self.before} -> {self.after}{where}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def is_allowed(key: str, allowed: Iterable[str]) -> bool:
+    """`key` is one of `allowed` or lies under one (`bm25` allows `bm25.k1`)."""
+    return any(key == a or key.startswith(a + ".") for a in allowed)
+
+
+def flat_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Dotted key -> canonical value of a job's resolved config, without the keys that never
+    describe what a job measured (where things are stored, how it was run)."""
+    out: dict[str, str] = {}
+    for name, value in config.items():
+        key = f"{prefix}{name}"
+        if not prefix and name in IGNORED_KEYS:
+            continue
+        if isinstance(value, Mapping) and value:
+            out.update(flat_config(value, key + "."))
+        else:
+            out[key] = canonical(value)
+    return out
+
+
+def plan_differences(
+    current: Mapping[JobKey, FinishedJob],
+    baseline: Mapping[JobKey, FinishedJob],
+    allowed: Sequence[str] = (),
+) -> list[PlanDifference]:
+    """Every difference between what this month and its baseline ran: datasets, retrievers per
+    dataset, each common job's resolved config values and dataset files. A key only one of
+    the two configs has (an option added or retired by a code change) is not a difference."""
+    found: dict[tuple[str, str, str], list[str]] = {}
+
+    def note(key: str, before: str, after: str, where: str = "") -> None:
+        jobs = found.setdefault((key, before, after), [])
+        if where:
+            jobs.append(where)
+
+    def names(values: Iterable[str]) -> str:
+        return canonical(sorted(set(values)))
+
+    before_sets = {
+        k.dataset: {b.retriever for b in baseline if b.dataset == k.dataset} for k in baseline
+    }
+    after_sets = {
+        k.dataset: {c.retriever for c in current if c.dataset == k.dataset} for k in current
+    }
+    if set(before_sets) != set(after_sets):
+        note(DATASETS, names(before_sets), names(after_sets))
+    for dataset in sorted(set(before_sets) & set(after_sets)):
+        if before_sets[dataset] != after_sets[dataset]:
+            note(RETRIEVERS, names(before_sets[dataset]), names(after_sets[dataset]), dataset)
+    for key in sorted(set(current) & set(baseline), key=str):
+        now, then = current[key], baseline[key]
+        old_cfg, new_cfg = flat_config(then.config), flat_config(now.config)
+        for name in sorted(set(old_cfg) & set(new_cfg)):
+            if old_cfg[name] != new_cfg[name]:
+                note(name, old_cfg[name], new_cfg[name], str(key))
+        old_files = (then.manifest.get("dataset") or {}).get("files_sha256") or {}
+        new_files = (now.manifest.get("dataset") or {}).get("files_sha256") or {}
+        for name in sorted(set(old_files) | set(new_files)):
+            if old_files.get(name) != new_files.get(name):
+                short = [
+                    str(h)[:12] if h else "(absent)"
+                    for h in (old_files.get(name), new_files.get(name))
+                ]
+                note(f"{DATA_FILES}.{name}", short[0], short[1], str(key))
+    return [
+        PlanDifference(key, before, after, jobs, is_allowed(key, allowed))
+        for (key, before, after), jobs in found.items()
+    ]
+
+
 @dataclass
 class GateResult:
+    """The gate's verdict on one month. `baseline` None with `no_baseline_reason` empty: the
+    first benchmark (nothing gated, passes); with a reason: no usable baseline (fails)."""
+
     baseline: str | None
     checks: list[Check]
     missing: list[str]
     settings: dict[str, Any]
+    baseline_reason: str = ""
+    plan: list[PlanDifference] = field(default_factory=list)
+    no_baseline_reason: str = ""
 
     @property
     def failures(self) -> list[Check]:
         return [c for c in self.checks if c.status == REGRESSION]
 
     @property
+    def tested(self) -> list[Check]:
+        """Checks that compared at least one query (the Holm family)."""
+        return [c for c in self.checks if c.n > 0]
+
+    @property
+    def refused_plan(self) -> list[PlanDifference]:
+        return [d for d in self.plan if not d.allowed]
+
+    @property
+    def no_checks_reason(self) -> str:
+        """Why the gate compared nothing ('' when it compared something, or is the first)."""
+        if self.baseline is None:
+            return self.no_baseline_reason
+        if self.tested:
+            return ""
+        if not self.checks:
+            why = "; ".join(self.missing) or "nothing of this month is in the baseline"
+            return f"no job and metric of this month could be paired with the baseline ({why})"
+        return "no query was scored in both months (every check: no paired queries)"
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the gate failed, one line each; empty when it passed."""
+        out = []
+        if self.no_checks_reason:
+            out.append(f"no checks: {self.no_checks_reason}")
+        if self.refused_plan:
+            keys = sorted({d.key for d in self.refused_plan})
+            out.append(
+                "plan differs from the baseline: "
+                + "; ".join(d.describe() for d in self.refused_plan)
+                + f" (allow with benchmark.gate.allow_plan_changes=[{','.join(keys)}])"
+            )
+        if self.failures:
+            out.append(f"{len(self.failures)} significant drop(s) beyond tolerance")
+        return out
+
+    @property
     def passed(self) -> bool:
-        return not self.failures
+        return not self.reasons
+
+    @property
+    def status(self) -> str:
+        if not self.passed:
+            return FAILED
+        return NO_BASELINE if self.baseline is None else PASSED
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "baseline": self.baseline,
+            "status": self.status,
             "passed": self.passed,
+            "reasons": self.reasons,
+            "baseline": self.baseline,
+            "baseline_reason": self.baseline_reason or self.no_baseline_reason,
+            "plan_differences": [d.to_json() for d in self.plan],
             "settings": self.settings,
             "missing": self.missing,
             "failures": [c.to_json() for c in self.failures],
@@ -100,13 +256,16 @@ class GateResult:
 
 def run_gate(
     current: Mapping[JobKey, FinishedJob],
-    baseline: Mapping[JobKey, FinishedJob],
+    baseline: Mapping[JobKey, FinishedJob] | None,
     gate: GateConfig,
     sig: SignificanceSettings,
     stage: str = "final",
     min_queries: int = 5,
-    baseline_name: str | None = None,
+    baseline_name: str = "baseline",
+    baseline_reason: str = "",
 ) -> GateResult:
+    """Check every job of `current` against its namesake in `baseline` (module docstring);
+    `baseline` None: there is nothing to compare against (`GateResult` says what follows)."""
     settings = {
         "alpha": gate.alpha,
         "tolerances": dict(gate.tolerances),
@@ -116,7 +275,10 @@ def run_gate(
         "seed": sig.seed,
         "confidence": sig.confidence,
         "correction": "Holm across every check of the run",
+        "allow_plan_changes": list(gate.allow_plan_changes),
     }
+    if baseline is None:
+        return GateResult(None, [], [], settings, baseline_reason=baseline_reason)
     checks: list[Check] = []
     missing: list[str] = []
     for key in sorted(current, key=str):
@@ -136,12 +298,27 @@ def run_gate(
                 checks.append(
                     _check(key, job, before, metric, t, now_values, old_values, tolerance, sig)
                 )
+    decide(checks, gate, sig, min_queries)
+    return GateResult(
+        baseline_name,
+        checks,
+        missing,
+        settings,
+        baseline_reason=baseline_reason,
+        plan=plan_differences(current, baseline, gate.allow_plan_changes),
+    )
+
+
+def decide(
+    checks: Sequence[Check], gate: GateConfig, sig: SignificanceSettings, min_queries: int
+) -> None:
+    """Holm-adjust the p-values of the checks with paired queries (one family: the whole run)
+    and give every check its status."""
     tested = [c for c in checks if c.n > 0]
     for c, p in zip(tested, holm([c.p_value for c in tested]), strict=True):
         c.p_holm = p
     for c in checks:
         _judge(c, len(tested), gate, sig, min_queries)
-    return GateResult(baseline_name, checks, missing, settings)
 
 
 def _types(job: FinishedJob, before: FinishedJob, stage: str, wanted: Sequence[str]) -> list[str]:

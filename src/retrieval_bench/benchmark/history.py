@@ -4,7 +4,11 @@ A month folder holds one job folder per dataset x retriever (`<dataset>/<retriev
 comparison per dataset, `gate.json`/`gate.md`, and `benchmark.json`: the plan the month was
 started with (datasets, retrievers, the overrides applied to every job), its fingerprint, and
 `status` (`running` until every planned job has finished, then `finished`). Only finished
-months are used as baselines or drawn in the trend.
+months are drawn in the trend; only finished months whose gate passed (`gate.json` `status`)
+are baselines, unless one is pinned.
+
+Every folder the benchmark writes is derived from config (root, month, dataset name, retriever
+option); `inside` refuses any that would resolve outside its root, naming the key.
 """
 
 from __future__ import annotations
@@ -20,11 +24,16 @@ from typing import Any
 
 from retrieval_bench.benchmark.config import MONTH
 from retrieval_bench.compare.jobs import FinishedJob, find_job_dirs, is_finished
-from retrieval_bench.errors import BenchError
+from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io import atomic_write_json
 
 STATE_FILE = "benchmark.json"
+GATE_FILE = "gate.json"
 RUNNING, FINISHED = "running", "finished"
+# A month's gate status (gate.json `status`). Only PASSED and NO_BASELINE (the first month,
+# the reference everything after it is gated against) make a month a baseline.
+PASSED, FAILED, NO_BASELINE, NOT_GATED = "passed", "failed", "no baseline", "not gated"
+BASELINE_STATUSES = (PASSED, NO_BASELINE)
 
 
 class BenchmarkError(BenchError):
@@ -101,11 +110,62 @@ def planned_done(jobs: Iterable[FinishedJob]) -> set[tuple[str, str]]:
     return done
 
 
-def resolve_baseline(root: Path, month: str, baseline: str) -> Path | None:
-    """The month folder to gate against, or None when there is none yet."""
+def gate_status(month_dir: Path) -> str | None:
+    """What a month's own gate said (`passed`, `failed`, `no baseline`, `not gated`), or None
+    when it has no gate result. A gate.json written before statuses were recorded counts as
+    passed only if it passed with at least one check."""
+    try:
+        record = json.loads((month_dir / GATE_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise BenchmarkError(f"{month_dir / GATE_FILE}: unreadable: {exc}") from None
+    status = record.get("status")
+    if isinstance(status, str):
+        return status
+    if record.get("baseline") is None:
+        return NO_BASELINE
+    checked = any(c.get("n", 0) > 0 for c in record.get("checks") or [])
+    return PASSED if record.get("passed") is True and checked else FAILED
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the gate compares against, and why (said in the gate report).
+
+    `path` None: nothing to compare against; `first` tells the first benchmark (nothing gated,
+    passes) from earlier months none of which passed its gate (the gate fails: a month is never
+    waved through because every candidate baseline was itself bad).
+    """
+
+    path: Path | None
+    reason: str
+    first: bool = False
+
+
+def resolve_baseline(root: Path, month: str, baseline: str) -> Baseline:
+    """The month folder to gate against: the latest earlier finished month whose gate passed,
+    or the one pinned by `benchmark.baseline` (a month or a folder), whatever its gate said."""
     if baseline in ("", "previous"):
         earlier = [p for p in finished_months(root) if p.name < month]
-        return earlier[-1] if earlier else None
+        if not earlier:
+            return Baseline(None, "no earlier finished month: the first benchmark", first=True)
+        skipped: list[str] = []
+        for path in reversed(earlier):
+            status = gate_status(path)
+            if status in BASELINE_STATUSES:
+                why = f"{path.name}: the latest earlier finished month whose gate passed"
+                if status == NO_BASELINE:
+                    why += " (the first benchmark month)"
+                if skipped:
+                    why += f"; skipped {', '.join(skipped)}"
+                return Baseline(path, why)
+            skipped.append(f"{path.name} (gate {status or 'never ran'})")
+        return Baseline(
+            None,
+            f"no earlier finished month passed its gate ({', '.join(skipped)}); review one and "
+            "pin it with benchmark.baseline=YYYY-MM",
+        )
     if MONTH.fullmatch(baseline):
         path = root / baseline
         if baseline == month:
@@ -114,11 +174,38 @@ def resolve_baseline(root: Path, month: str, baseline: str) -> Path | None:
             raise BenchmarkError(
                 f"benchmark.baseline={baseline}: {path} is not a finished benchmark month"
             )
-        return path
-    path = Path(baseline).expanduser()
-    if not path.is_dir() or not find_job_dirs(path):
-        raise BenchmarkError(f"benchmark.baseline={baseline}: no job folders there")
+    else:
+        path = Path(baseline).expanduser()
+        if not path.is_dir() or not find_job_dirs(path):
+            raise BenchmarkError(f"benchmark.baseline={baseline}: no job folders there")
+    status = gate_status(path)
+    return Baseline(
+        path, f"pinned by benchmark.baseline={baseline} (its own gate: {status or 'never ran'})"
+    )
+
+
+def inside(root: Path, path: Path, key: str) -> Path:
+    """`path`, once it is known to resolve within `root` (symlinks followed); else the
+    ConfigError naming `key`, the config value that would have put it elsewhere."""
+    resolved_root = root.resolve()
+    resolved = path.resolve()
+    if not resolved.is_relative_to(resolved_root):
+        raise ConfigError(key, f"{path} resolves to {resolved}, outside {resolved_root}")
     return path
+
+
+def folder_name_problem(name: str) -> str:
+    """Why `name` cannot be one folder of a benchmark month ('' when it can): a path, or a
+    hidden or `_`-prefixed folder (never searched for jobs, so its jobs would be run again)."""
+    if not name:
+        return "is empty"
+    if name in (".", "..") or any(sep in name for sep in ("/", "\\", "\0")):
+        return f"{name!r} is not a single folder name"
+    if name.startswith((".", "_")):
+        return f"{name!r} starts with '{name[0]}': such folders are not searched for jobs"
+    if "$" in name:
+        return f"{name!r} holds '$', which Hydra would read as an interpolation"
+    return ""
 
 
 @contextlib.contextmanager

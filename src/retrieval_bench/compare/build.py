@@ -28,7 +28,7 @@ from retrieval_bench.compare.jobs import (
     assign_labels,
     canonical,
     group_by_dataset,
-    load_jobs,
+    scan_jobs,
 )
 from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_json, atomic_write_text
@@ -247,9 +247,10 @@ def compare_dirs(
     `out_dir` (if given), and return the record and the terminal text."""
     from retrieval_bench.reports.comparison import comparison_markdown, comparison_text
 
-    jobs = load_jobs(paths, unchanged=unchanged)
+    scan = scan_jobs(paths, unchanged=unchanged)
+    jobs = scan.jobs
     if not jobs:
-        raise JobFolderError("no finished job to compare")
+        raise JobFolderError("no finished job to compare; " + "; ".join(scan.skipped_lines()))
     baseline = dict(baseline if baseline is not None else cfg.baseline_setting())
     datasets: dict[str, Any] = {}
     badcases: dict[str, Any] = {}
@@ -270,6 +271,7 @@ def compare_dirs(
             "interval": "paired bootstrap of the mean difference (BCa)",
         },
         "datasets": datasets,
+        "skipped": [{"path": str(path), "reason": reason} for path, reason in scan.skipped],
     }
     files: list[Path] = []
     if out_dir is not None:
@@ -282,4 +284,5 @@ def compare_dirs(
             "\n".join(badcases_markdown(b, name) for name, b in badcases.items()),
         )
         files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]
-    return ComparisonOutput(record, comparison_text(record, files), files)
+    text = "\n".join([*scan.skipped_lines(), comparison_text(record, files)])
+    return ComparisonOutput(record, text, files)

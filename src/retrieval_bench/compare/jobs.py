@@ -1,8 +1,12 @@
 """Finished job folders, read back from their files alone (so any folders can be compared).
 
-A job folder is one holding `metrics.json`; it is *finished* when `report.md`, the last file a
-job writes, is there too. What a job was is read from its Hydra record: `.hydra/overrides.yaml`
-(what the command line changed), `.hydra/hydra.yaml` (group choices, job number) and the
+A job folder is one holding `metrics.json` or the `UNFINISHED` marker a job writes when it
+starts (and rewrites when it fails or is interrupted); it is *finished* when the marker is gone
+and `report.md`, the last file a job writes, is there. Folders that are not finished are
+skipped, each named with the reason (`JobScan.skipped`).
+
+What a job was is read from its Hydra record: `.hydra/overrides.yaml` (what the command line
+changed), `.hydra/hydra.yaml` (group choices, job number) and the
 resolved config in `manifest.json`. A job's label is built from the keys whose values differ
 between the jobs compared, so it reads like `retriever=bm25` or `top_k=8,retriever=hybrid`.
 """
@@ -24,6 +28,8 @@ from retrieval_bench.errors import BenchError
 log = logging.getLogger(__name__)
 
 FINISHED_MARKERS = ("metrics.json", "manifest.json", "report.md")
+# Written at job start, removed after the job's last file: its presence means "not finished".
+UNFINISHED_MARKER = "UNFINISHED"
 # Keys that never describe what a job measured: where things are stored, how it was run.
 IGNORED_KEYS = ("hydra", "cache_dir", "compare", "benchmark", "experiment")
 _MAX_DEPTH = 4
@@ -34,11 +40,27 @@ class JobFolderError(BenchError):
 
 
 def is_job_dir(path: Path) -> bool:
-    return (path / "metrics.json").is_file()
+    return (path / "metrics.json").is_file() or (path / UNFINISHED_MARKER).is_file()
+
+
+def unfinished_reason(path: Path) -> str | None:
+    """Why a job folder is not finished (what its marker says, or which files are missing);
+    None when it is finished."""
+    marker = path / UNFINISHED_MARKER
+    if marker.is_file():
+        try:
+            said = marker.read_text(encoding="utf-8").strip().splitlines()
+        except OSError as exc:
+            said = [f"marker unreadable: {exc.strerror}"]
+        return f"unfinished: {said[0] if said else 'marker is empty'}"
+    missing = [name for name in FINISHED_MARKERS if not (path / name).is_file()]
+    if missing:
+        return f"unfinished: no {', '.join(missing)}"
+    return None
 
 
 def is_finished(path: Path) -> bool:
-    return all((path / name).is_file() for name in FINISHED_MARKERS)
+    return unfinished_reason(path) is None
 
 
 def canonical(value: Any) -> str:
@@ -218,7 +240,10 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def _identity(path: Path) -> tuple[int, int]:
-    st = (path / "metrics.json").stat()
+    try:
+        st = (path / "metrics.json").stat()
+    except FileNotFoundError:
+        return 0, 0  # an unfinished job: any later metrics.json differs from this
     return st.st_ino, st.st_mtime_ns
 
 
@@ -233,14 +258,27 @@ def snapshot(root: Path) -> Snapshot:
     return {str(d.resolve()): _identity(d) for d in find_job_dirs(root)}
 
 
-def load_jobs(paths: Sequence[str | Path], unchanged: Snapshot | None = None) -> list[FinishedJob]:
-    """Every job folder under `paths`, in sweep order (job number, then path).
+@dataclass
+class JobScan:
+    """The finished jobs found, and every job folder skipped with its reason."""
 
-    Jobs whose metrics.json is still the one recorded in `unchanged` are left out: a sweep
+    jobs: list[FinishedJob]
+    skipped: list[tuple[Path, str]]
+
+    def skipped_lines(self) -> list[str]:
+        return [f"skipped {path}: {reason}" for path, reason in self.skipped]
+
+
+def scan_jobs(paths: Sequence[str | Path], unchanged: Snapshot | None = None) -> JobScan:
+    """Every job folder under `paths`: the finished ones loaded, in sweep order (job number,
+    then path), the others named with why they were skipped.
+
+    Jobs whose metrics.json is still the one recorded in `unchanged` are skipped: a sweep
     folder reused for a second sweep must not mix the first sweep's jobs into the second's
     verdict.
     """
     jobs: list[FinishedJob] = []
+    skipped: list[tuple[Path, str]] = []
     seen: set[Path] = set()
     for raw in paths:
         root = Path(raw)
@@ -255,11 +293,23 @@ def load_jobs(paths: Sequence[str | Path], unchanged: Snapshot | None = None) ->
                 continue
             seen.add(resolved)
             if unchanged and unchanged.get(str(resolved)) == _identity(d):
-                log.info("skipping %s: not written by this sweep", d)
+                skipped.append((d, "not written by this sweep"))
+                continue
+            reason = unfinished_reason(d)
+            if reason is not None:
+                skipped.append((d, reason))
                 continue
             jobs.append(FinishedJob.load(d))
     jobs.sort(key=lambda j: (j.num if j.num is not None else 1 << 30, str(j.path)))
-    return jobs
+    return JobScan(jobs, skipped)
+
+
+def load_jobs(paths: Sequence[str | Path], unchanged: Snapshot | None = None) -> list[FinishedJob]:
+    """`scan_jobs`' finished jobs; each skipped folder is logged with its reason."""
+    scan = scan_jobs(paths, unchanged)
+    for line in scan.skipped_lines():
+        log.warning(line)
+    return scan.jobs
 
 
 def group_by_dataset(jobs: Sequence[FinishedJob]) -> dict[str, list[FinishedJob]]:

@@ -1,13 +1,29 @@
-"""BEIR folders as they are: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (score > 0 relevant)."""
+"""BEIR folders as they are: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (score > 0 relevant).
+
+Records hold BEIR's fields only (`metadata` is free-form); any other field is refused with the
+nearest known name. A query the split's qrels do not judge is not run but counted, as
+`other_split` when another qrels file of the folder judges it, else as `no_qrels`.
+"""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
-from retrieval_bench.data.jsonl import file_sha256, read_jsonl_with_ids, require_str
-from retrieval_bench.data.records import Dataset, EvalQuery, Passage
+from retrieval_bench.data.jsonl import check_fields, file_sha256, read_jsonl_with_ids, require_str
+from retrieval_bench.data.records import (
+    NO_QRELS,
+    OTHER_SPLIT,
+    Dataset,
+    EvalQuery,
+    Passage,
+    UnjudgedQuery,
+)
 from retrieval_bench.errors import DataError
+
+CORPUS_FIELDS = ("_id", "title", "text", "metadata")
+QUERY_FIELDS = ("_id", "text", "metadata")
 
 
 def load_beir(root: Path, split: str = "test", name: str | None = None) -> Dataset:
@@ -15,6 +31,7 @@ def load_beir(root: Path, split: str = "test", name: str | None = None) -> Datas
     qrels_path = root / "qrels" / f"{split}.tsv"
     passages: list[Passage] = []
     for line, pid, record in read_jsonl_with_ids(corpus_path, "_id", "passage id"):
+        check_fields(record, CORPUS_FIELDS, corpus_path, line)
         text = record.get("text")
         if not isinstance(text, str):
             raise DataError(corpus_path, "field 'text' must be a string", line)
@@ -26,18 +43,25 @@ def load_beir(root: Path, split: str = "test", name: str | None = None) -> Datas
 
     qrels = _read_qrels(qrels_path)
     queries: list[EvalQuery] = []
+    unjudged: list[UnjudgedQuery] = []
+    other_splits: set[str] | None = None
     query_ids: set[str] = set()
     for line, qid, record in read_jsonl_with_ids(queries_path, "_id", "query id"):
+        check_fields(record, QUERY_FIELDS, queries_path, line)
         query_ids.add(qid)
+        text = require_str(record, "text", queries_path, line)
+        query_type = _query_type(record)
         if qid not in qrels:
-            continue  # not in this split
-        metadata = record.get("metadata") or {}
-        query_type = metadata.get("query_type") if isinstance(metadata, dict) else None
+            if other_splits is None:
+                other_splits = _judged_elsewhere(qrels_path)
+            reason = OTHER_SPLIT if qid in other_splits else NO_QRELS
+            unjudged.append(UnjudgedQuery(qid, query_type, reason))
+            continue
         queries.append(
             EvalQuery(
                 query_id=qid,
-                query=require_str(record, "text", queries_path, line),
-                query_type=str(query_type or "unknown"),
+                query=text,
+                query_type=query_type,
                 label_status="reviewed",
                 relevance=qrels[qid],
             )
@@ -52,8 +76,30 @@ def load_beir(root: Path, split: str = "test", name: str | None = None) -> Datas
         raise DataError(qrels_path, f"no query of {queries_path.name} is judged in this split")
     hashes = {p.name: file_sha256(p) for p in (corpus_path, queries_path, qrels_path)}
     return Dataset(
-        name=name or root.name, passages=tuple(passages), queries=tuple(queries), hashes=hashes
+        name=name or root.name,
+        passages=tuple(passages),
+        queries=tuple(queries),
+        unjudged=tuple(unjudged),
+        hashes=hashes,
     )
+
+
+def _query_type(record: dict[str, Any]) -> str:
+    metadata = record.get("metadata") or {}
+    query_type = metadata.get("query_type") if isinstance(metadata, dict) else None
+    return str(query_type or "unknown")
+
+
+def _judged_elsewhere(qrels_path: Path) -> set[str]:
+    """Query ids judged by the folder's other qrels files (other splits); read only for their
+    first column, so a fault in a split this job does not use cannot stop it."""
+    judged: set[str] = set()
+    for other in sorted(qrels_path.parent.glob("*.tsv")):
+        if other == qrels_path:
+            continue
+        with other.open(encoding="utf-8", errors="replace", newline="") as handle:
+            judged.update(row[0] for row in csv.reader(handle, delimiter="\t") if row)
+    return judged
 
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:

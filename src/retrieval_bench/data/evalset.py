@@ -3,7 +3,9 @@
 It checks every field up front, naming the file and line of the first bad record: the required
 ones (id, query, type, label status, relevant ids) and, when present, the optional ones of the
 DESIGN.md contract (entities, cities, user role, hops, reference answer, notes), which the
-router and the permission filter read. It does not check labels against a corpus:
+router and the permission filter read. Any other field is refused, with the nearest known name
+(a misspelt `expected_entites` would silently drop its labels); `meta` is free-form and not
+read. It does not check labels against a corpus:
 `scoring.labels.judge` does that when a corpus is at hand.
 
 Labels: `relevant_ids` gives grade 1 to each id; an optional `relevance: {id: grade}` adds graded
@@ -17,11 +19,28 @@ import os
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.data.jsonl import check_trec_id, optional_str_list, read_jsonl, require_str
+from retrieval_bench.data.jsonl import (
+    FREE_FORM,
+    check_fields,
+    check_trec_id,
+    optional_str_list,
+    read_jsonl,
+    require_str,
+)
 from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery
 from retrieval_bench.errors import DataError
 
 _REQUIRED = ("query_id", "query", "query_type", "label_status", "relevant_ids")
+_OPTIONAL = (
+    "relevance",
+    "expected_entities",
+    "negative_entities",
+    "expected_cities",
+    "user_role",
+    "hops",
+    "reference_answer",
+)
+FIELDS = (*_REQUIRED, *_OPTIONAL, *FREE_FORM)
 
 
 def load_evalset(path: str | os.PathLike[str]) -> list[EvalQuery]:
@@ -47,6 +66,7 @@ def _parse(path: Path, number: int, record: dict[str, Any]) -> EvalQuery:
     def fail(message: str) -> DataError:
         return DataError(path, message, number)
 
+    check_fields(record, FIELDS, path, number)
     for key in _REQUIRED:
         if key not in record:
             raise fail(f"missing field {key!r}")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.errors import DataError
+from retrieval_bench.errors import DataError, nearest_hint
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -62,6 +62,18 @@ def check_trec_id(value: str, what: str, path: Path, line: int) -> None:
     its line, rather than when the job writes its outputs."""
     if any(ch.isspace() for ch in value):
         raise DataError(path, f"{what} {value!r} contains whitespace (TREC files forbid it)", line)
+
+
+# Free-form fields every native record may carry for people (nothing checks their content).
+FREE_FORM = ("meta", "notes")
+
+
+def check_fields(record: dict[str, Any], known: Collection[str], path: Path, line: int) -> None:
+    """A field outside `known` is a typo until proven otherwise: a misspelt optional field
+    (`expected_entites`) would otherwise be read as absent and its labels silently dropped."""
+    for key in record:
+        if key not in known:
+            raise DataError(path, f"unknown field {key!r}; {nearest_hint(key, list(known))}", line)
 
 
 def require_str(record: dict[str, Any], key: str, path: Path, line: int) -> str:

@@ -6,6 +6,8 @@ from collections.abc import Collection
 from pathlib import Path
 
 from retrieval_bench.data.jsonl import (
+    FREE_FORM,
+    check_fields,
     optional_str_list,
     read_jsonl,
     read_jsonl_with_ids,
@@ -14,11 +16,16 @@ from retrieval_bench.data.jsonl import (
 from retrieval_bench.data.records import Entity, Passage
 from retrieval_bench.errors import DataError
 
+# Record fields (corpus/README.md); any other is refused naming the nearest of these.
+PASSAGE_FIELDS = ("id", "text", "title", "doc_id", *FREE_FORM)
+LEXICON_FIELDS = ("name", "aliases", "type", "city", *FREE_FORM)
+
 
 def load_passages(path: Path, known_entities: Collection[str] = ()) -> tuple[Passage, ...]:
     """Passages in file order; with `known_entities`, every meta.entities name must be one."""
     passages: list[Passage] = []
     for line, pid, record in read_jsonl_with_ids(path, "id", "passage id"):
+        check_fields(record, PASSAGE_FIELDS, path, line)
         text = require_str(record, "text", path, line)
         title = record.get("title") or ""
         if not isinstance(title, str):
@@ -56,6 +63,7 @@ def load_lexicon(path: Path) -> tuple[Entity, ...]:
     entities: list[Entity] = []
     owner: dict[str, tuple[str, int]] = {}
     for line, record in read_jsonl(path):
+        check_fields(record, LEXICON_FIELDS, path, line)
         name = require_str(record, "name", path, line)
         aliases = optional_str_list(record, "aliases", path, line)
         for surface in {name, *aliases}:

@@ -7,6 +7,11 @@ from typing import Any
 
 LABEL_STATUSES = ("reviewed", "unreviewed", "no_answer")
 
+# Why a query of a BEIR query file is not in the evaluation: its id is in no qrels file of the
+# folder, or only in another split's.
+NO_QRELS = "no_qrels"
+OTHER_SPLIT = "other_split"
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -48,10 +53,22 @@ class EvalQuery:
 
 
 @dataclass(frozen=True)
+class UnjudgedQuery:
+    """A query the dataset holds but the chosen labels do not judge: never run, and counted
+    among the excluded queries with its `reason` (NO_QRELS, OTHER_SPLIT), so the counts add up
+    to the query file."""
+
+    query_id: str
+    query_type: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Dataset:
     name: str
     passages: tuple[Passage, ...]
     queries: tuple[EvalQuery, ...]
     entities: tuple[Entity, ...] = ()
+    unjudged: tuple[UnjudgedQuery, ...] = ()
     # Content hashes of each source file, recorded in the manifest.
     hashes: dict[str, str] = field(default_factory=dict)

@@ -59,7 +59,11 @@ def core_columns(k: int) -> list[str]:
 
 
 def exclusions_line(stage: Mapping[str, Any]) -> str:
-    return f"scored {stage['counts'].get('scored', 0)} queries; {excluded_text(stage)}"
+    line = f"scored {stage['counts'].get('scored', 0)} queries; {excluded_text(stage)}"
+    empty = stage["counts"].get("empty_rankings") or {}
+    if empty:  # scored 0: the system returned nothing, and why
+        line += "; empty rankings: " + ", ".join(f"{r} {n}" for r, n in sorted(empty.items()))
+    return line
 
 
 def excluded_text(stage: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.benchmark.history import finished_months, month_jobs
+from retrieval_bench.benchmark.history import finished_months, inside, month_jobs
 from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.scoring.comparison import ALL, ordered_types
@@ -134,7 +134,8 @@ def write_trend(root: Path, metrics: Sequence[str], stage: str = "final") -> lis
     atomic_write_text(files[0], _markdown(points, metrics))
     atomic_write_json(files[1], {"metrics": list(metrics), "stage": stage, "points": points})
     for dataset in sorted({p["dataset"] for p in points}):
-        path = root / f"trend-{dataset}.png"
+        # A dataset name from an older month's job may not be a plain file name.
+        path = inside(root, root / f"trend-{dataset}.png", "dataset.name")
         atomic_write_bytes(path, _plot(points, dataset, metrics))
         files.append(path)
     return files

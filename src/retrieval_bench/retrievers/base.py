@@ -9,14 +9,24 @@ from typing import Protocol
 
 import numpy as np
 
+# Why a ranking is empty (`Ranked.empty_reason`), counted per stage in metrics.json: the query
+# has no term once tokenised (only punctuation), none of its terms is in the corpus, the filter
+# left no candidate, or the arm returned nothing for a reason it did not give.
+NO_QUERY_TERMS = "no_query_terms"
+NO_MATCHING_TERMS = "no_matching_terms"
+FILTERED_OUT = "filtered_out"
+NO_CANDIDATES = "no_candidates"
+
 
 @dataclass(frozen=True)
 class Ranked:
-    """An arm's candidate pool for one query: passage indices (into the corpus) and scores."""
+    """An arm's candidate pool for one query: passage indices (into the corpus) and scores;
+    an empty pool says why in `empty_reason`."""
 
     indices: np.ndarray  # int64, best first
     scores: np.ndarray  # float64, same length
     requested: int
+    empty_reason: str | None = None
 
     @property
     def returned(self) -> int:

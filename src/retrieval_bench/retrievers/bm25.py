@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from retrieval_bench.retrievers.base import Ranked, shared_tie_break
+from retrieval_bench.retrievers.base import (
+    FILTERED_OUT,
+    NO_MATCHING_TERMS,
+    NO_QUERY_TERMS,
+    Ranked,
+    shared_tie_break,
+)
 from retrieval_bench.token_cache import TokenizedCorpus
 
 BM25_IMPLS = ("sparse", "rank_bm25")
@@ -141,7 +147,8 @@ class ReferenceBM25:
 
 
 class BM25Retriever:
-    """The BM25 arm: passages that share no term with the query are not candidates."""
+    """The BM25 arm: passages that share no term with the query are not candidates, so a query
+    of only punctuation, or of terms the corpus lacks, gets an empty pool that says why."""
 
     name = "bm25"
 
@@ -195,9 +202,13 @@ class BM25Retriever:
     ) -> list[Ranked]:
         results = []
         for query, mask in zip(queries, allowed, strict=True):
-            scores, matched = self.scorer.scores(self.tokenize(query))
+            tokens = self.tokenize(query)
+            scores, matched = self.scorer.scores(tokens)
+            reason = None if len(matched) else NO_MATCHING_TERMS if tokens else NO_QUERY_TERMS
             if mask is not None:
                 matched = matched[mask[matched]]
+                if reason is None and not len(matched):
+                    reason = FILTERED_OUT
             indices, top = self.tie_break.top(matched, scores[matched], k)
-            results.append(Ranked(indices=indices, scores=top, requested=k))
+            results.append(Ranked(indices=indices, scores=top, requested=k, empty_reason=reason))
         return results

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery
+from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery, UnjudgedQuery
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +52,14 @@ def label_state(query: EvalQuery) -> str | None:
     return None
 
 
-def judge(queries: Sequence[EvalQuery], corpus_ids: Collection[str] | None = None) -> Judgements:
-    """Split native evaluation queries into scorable ones and excluded ones with reasons.
+def judge(
+    queries: Sequence[EvalQuery],
+    corpus_ids: Collection[str] | None = None,
+    unjudged: Sequence[UnjudgedQuery] = (),
+) -> Judgements:
+    """Split evaluation queries into scorable ones and excluded ones with reasons; `unjudged`
+    (a dataset's queries its labels do not cover, e.g. BEIR queries without qrels) are
+    excluded with their own reasons.
 
     `corpus_ids=None` skips the corpus check (e.g. scoring a TREC run without the corpus at hand);
     otherwise a query whose relevant id is absent from the corpus is excluded, because no
@@ -91,6 +97,11 @@ def judge(queries: Sequence[EvalQuery], corpus_ids: Collection[str] | None = Non
                 out.missing_gold[qid] = missing
                 continue
         out.qrels[qid] = dict(q.relevance)
+    for u in unjudged:
+        if u.query_id in out.query_types:
+            raise ValueError(f"query id {u.query_id!r} is both judged and unjudged")
+        out.query_types[u.query_id] = u.query_type or UNKNOWN_TYPE
+        out.excluded[u.query_id] = u.reason
     return out
 
 

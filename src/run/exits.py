@@ -1,0 +1,114 @@
+"""One exit code per outcome, for every command-line tool of this package.
+
+0 ok; 1 a regression found by the monthly gate (and nothing else); 2 bad input or config,
+Hydra's own override and composition errors included; 3 an internal error (one line on stderr,
+the traceback in a file named on that line); 130 interrupted (Ctrl-C), with what was left
+unfinished. Errors never print a traceback on the terminal unless HYDRA_FULL_ERROR=1.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
+from retrieval_bench.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    BenchError,
+    InternalError,
+    Interrupted,
+)
+
+
+class JobFailed(BaseException):
+    """Carries a single run's error past Hydra's `except Exception` (which would print an extra
+    "Error executing job" line) to `guarded`, which reports `error` itself."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def log_traceback(exc: BaseException) -> Path:
+    """Write `exc`'s traceback to the log files of the running job (Hydra's `<job>.log`), or,
+    outside a job, to a new file in the temp folder; returns where it went. Never to the
+    terminal: the user sees one line naming this file."""
+    exc_info = (type(exc), exc, exc.__traceback__)
+    record = logging.LogRecord("run", logging.ERROR, __file__, 0, "internal error", None, exc_info)
+    logged = []
+    for handler in logging.getLogger().handlers:
+        if (
+            isinstance(handler, logging.FileHandler)
+            and handler.baseFilename != os.devnull
+            and handler.level <= logging.ERROR
+        ):
+            handler.handle(record)
+            handler.flush()
+            logged.append(Path(handler.baseFilename))
+    if logged:
+        return logged[0]
+    fd, name = tempfile.mkstemp(prefix="retrieval-bench-", suffix=".traceback.txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    return Path(name)
+
+
+def bad_input_message(exc: BaseException) -> str | None:
+    """The one-line (or Hydra's few-line) message of an error that is the user's input, else
+    None. Hydra's override/composition errors keep the OmegaConf cause they explain."""
+    if isinstance(exc, BenchError):
+        return str(exc)
+    if isinstance(exc, HydraException):
+        cause = exc.__cause__
+        if isinstance(cause, OmegaConfBaseException) and str(cause) not in str(exc):
+            return f"{exc}\n{cause}"
+        return str(exc)
+    if isinstance(exc, OmegaConfBaseException):  # e.g. a missing mandatory value (???)
+        return str(exc)
+    return None
+
+
+def report(exc: BaseException, full_traceback: bool = False) -> int:
+    """Print the one line for `exc` on stderr and return its exit code; an internal error's
+    traceback goes to a file, and also to the terminal with `full_traceback`."""
+    if isinstance(exc, KeyboardInterrupt):
+        what = exc.unfinished if isinstance(exc, Interrupted) else "no file was left half-written"
+        print(f"interrupted; {what}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    message = bad_input_message(exc)
+    if message is not None:
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if isinstance(exc, InternalError):
+        cause, where = exc.__cause__ or exc, exc.log_path
+    else:
+        cause, where = exc, log_traceback(exc)
+    if full_traceback:
+        traceback.print_exception(type(cause), cause, cause.__traceback__)
+    print(
+        f"internal error: {type(cause).__name__}: {cause} (traceback in {where}); please report it",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
+
+
+def guarded(main: Callable[[], int], full_traceback: bool | None = None) -> int:
+    """Run a command's `main`, mapping whatever escapes it to its exit code. `full_traceback`
+    defaults to HYDRA_FULL_ERROR=1, the switch users of the Hydra app already know."""
+    if full_traceback is None:
+        full_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    try:
+        return main()
+    except JobFailed as failed:
+        return report(failed.error, full_traceback)
+    except (Exception, KeyboardInterrupt) as exc:
+        return report(exc, full_traceback)
