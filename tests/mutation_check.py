@@ -111,8 +111,8 @@ MUTATIONS = [
     Mutation(
         "final cut keeps top_k - 1 passages",
         PIPELINE,
-        "Ranked(ranked.indices[: self.top_k], ranked.scores[: self.top_k], self.top_k)",
-        "Ranked(ranked.indices[: self.top_k - 1], ranked.scores[: self.top_k - 1], self.top_k)",
+        "ranked.indices[: self.top_k],\n            ranked.scores[: self.top_k],",
+        "ranked.indices[: self.top_k - 1],\n            ranked.scores[: self.top_k - 1],",
         PIPELINE_TESTS,
     ),
     Mutation(
