@@ -67,6 +67,13 @@ MUTATIONS = [
         POLICY_TESTS,
     ),
     Mutation(
+        "scoring counts public passages as unreadable",
+        PERMISSIONS,
+        "return acl is None or role is None or role in acl",
+        "return role is None or (acl is not None and role in acl)",
+        POLICY_TESTS,
+    ),
+    Mutation(
         "city filter drops passages without a city",
         FILTER,
         'np.isin(self.city, [*cities, ""])',

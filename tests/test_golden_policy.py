@@ -15,6 +15,8 @@ from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.data.records import Dataset
 from retrieval_bench.experiment import JobResult
 from retrieval_bench.filters import FilterConfig, PassageFilter
+from retrieval_bench.scoring.families import ScoringContext
+from retrieval_bench.scoring.permissions import may_read
 
 # corpus/policy/README.md, "Roles and `meta.acl`": each restricted document and who reads it.
 RESTRICTED = {
@@ -112,6 +114,9 @@ def test_each_role_is_allowed_exactly_the_public_passages_and_its_documents(
     allowed = {passages[i].id for i in np.flatnonzero(decision.mask)}
     assert allowed == expected
     assert len(allowed) == decision.allowed == READABLE_COUNTS[role]
+    # Scoring (readable recall, leak) reads the same ACLs the same way.
+    acl = ScoringContext.from_dataset(dataset).passage_acl
+    assert {pid for pid, a in acl.items() if may_read(role, a)} == expected
 
 
 def test_every_acl_in_the_corpus_is_the_readmes(dataset: Dataset) -> None:
