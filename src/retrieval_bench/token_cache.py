@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sys
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -32,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from retrieval_bench.io import (
     atomic_writer,
@@ -42,6 +40,7 @@ from retrieval_bench.io import (
     update_len_prefixed,
     update_texts,
 )
+from retrieval_bench.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -117,23 +116,22 @@ def tokenize_corpus(
             return found
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = lock_path_for(path)
-    with file_lock(lock):
+    with file_lock(lock, f"the token cache entry of {len(texts)} passages"):
         remove_stale_temps(Path(root), lock)  # left by writers killed mid-write
         if path.exists():  # written by another job while this one waited
             found = _read(path, len(texts))
             if found is not None:
                 return found
-        log.info("token cache miss: tokenising %d passages (key %s)", len(texts), key)
+        log.info("tokenising %d passages (not in the token cache)", len(texts))
+        log.debug("token cache key %s", key)
         corpus = TokenizedCorpus.from_tokens(_tokenize_all(tokenize, texts))
         _write(path, corpus)
         return corpus
 
 
 def _tokenize_all(tokenize: Callable[[str], list[str]], texts: Sequence[str]) -> list[list[str]]:
-    """jieba over the corpus, with a progress bar on a terminal when it takes a while."""
-    quiet = len(texts) < 20_000 or not sys.stderr.isatty()
-    bar = tqdm(texts, desc="tokenising passages", unit="passage", disable=quiet)
-    return [tokenize(t) for t in bar]
+    """jieba over the corpus, reporting progress when it takes a while (progress.py)."""
+    return [tokenize(t) for t in progress("tokenising passages", len(texts), "passage", texts)]
 
 
 def _read(path: Path, count: int) -> TokenizedCorpus | None:
@@ -159,7 +157,7 @@ def _read(path: Path, count: int) -> TokenizedCorpus | None:
     if problem:
         log.warning("token cache entry %s is inconsistent (%s); rebuilding it", path, problem)
         return None
-    log.info("token cache hit: %d passages from %s", count, path)
+    log.debug("token cache hit: %d passages from %s", count, path)
     return TokenizedCorpus(vocab, ids, lengths, cached=True)
 
 
