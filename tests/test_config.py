@@ -55,6 +55,7 @@ STRING_ALTERNATIVES = {
     "refusal.score_stage": "final",
     "cache_dir": "elsewhere/cache",
     "compare.stage": "fused",
+    "compare.family": "cell",
     "benchmark.month": "2026-01",
     "benchmark.root": "elsewhere/benchmarks",
     "benchmark.launcher": "parallel",
@@ -70,6 +71,9 @@ def different(key: str, value: Any, strings: dict[str, str]) -> Any:
         return value + 1
     if isinstance(value, float):
         return value / 2
+    assert key in strings, (
+        f"new string key {key!r}: add a different valid value to STRING_ALTERNATIVES"
+    )
     return strings[key]
 
 
