@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, SHARED_BENCHMARKS
+from conftest import IN_CI, ROOT, SHARED_BENCHMARKS
 
 README = ROOT / "README.md"
 
@@ -238,6 +238,8 @@ def _latest_sweep(ws: Workspace) -> str:
 def _beir_dir(ws: Workspace) -> str:
     scifact = ws.tmp / "shared" / "benchmarks" / "scifact"
     if not scifact.is_dir():
+        if IN_CI:
+            pytest.fail("<BEIR_DIR>: ../shared/benchmarks/scifact absent; CI must provide it")
         pytest.skip("<BEIR_DIR>: ../shared/benchmarks/scifact absent")
     return os.path.relpath(scifact, ws.repo)
 

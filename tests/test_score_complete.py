@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+import pytrec_eval
 from conftest import FIXTURE, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
@@ -165,7 +166,6 @@ def test_without_complete_a_warning_gives_the_missing_count(
 def test_pytrec_eval_with_missing_queries_as_zero_equals_metrics_json(job: Job) -> None:
     """trec_eval -c semantics computed by independent code: pytrec_eval per query, 0 for a
     labelled query the run lacks, the mean over every labelled query."""
-    pytrec_eval = pytest.importorskip("pytrec_eval")
     measures = {"ndcg_cut": "ndcg", "recall": "recall", "P": "precision", "success": "hit"}
     for name, stage, qrels_path, run_path in _exports(job.path):
         qrels = read_qrels(qrels_path)

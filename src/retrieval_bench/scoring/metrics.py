@@ -223,8 +223,8 @@ def build_ranked_grades_coded(
     sorted_grades = np.take_along_axis(label_grades, order, axis=1)
     twice = (sorted_ids[:, 1:] == sorted_ids[:, :-1]) & (sorted_ids[:, 1:] >= 0)
     if twice.any():
-        row = int(np.flatnonzero(twice.any(axis=1))[0])
-        raise ValueError(f"labels #{row}: a labelled code appears twice")
+        bad_row = int(np.flatnonzero(twice.any(axis=1))[0])
+        raise ValueError(f"labels #{bad_row}: a labelled code appears twice")
     row, rank, column = _match(top, sorted_ids)
     grade = sorted_grades[row, column].astype(np.float64)
     # Ideal ranking: each row's grades > 0, best first (a row-wise sort of a narrow matrix).
