@@ -110,6 +110,7 @@ def run_job(cfg: RunConfig) -> JobResult:
                     tokenizer.tokenize,
                     tokenizer_identity,
                     resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[0],
+                    cfg.text.resolved_workers(),
                 )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
             else:
