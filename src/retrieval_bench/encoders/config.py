@@ -126,9 +126,11 @@ class EncoderConfig:
                     "encoder=precomputed needs the passage vectors: encoder.path=FILE.npy "
                     "(with encoder.ids_path=IDS.json|.txt) or encoder.path=FILE.parquet",
                 )
-            if self.shards != 1:
+            if self.shards != 1 or self.shard_only is not None or self.require_shards:
                 raise ConfigError(
-                    "encoder.shards", "precomputed vectors are not encoded, so not sharded"
+                    "encoder.shards",
+                    "precomputed vectors are not encoded, so not sharded: leave encoder.shards, "
+                    "shard_only and require_shards unset",
                 )
 
     def _validate_devices(self) -> None:
