@@ -108,8 +108,9 @@ def test_required_shards_name_the_missing_ones_and_their_command(tmp_path: Path)
     assert "'encoder.require_shards'" in message
     encode_shard(cache, HashEncoder(), TEXTS, 3, 0)
     encode_shard(cache, HashEncoder(), TEXTS, 3, 2)
-    vectors, stats = encode_sharded(cache, encoder, TEXTS, 3, require=True)
+    assembled, stats = encode_sharded(cache, encoder, TEXTS, 3, require=True)
     assert encoder.encoded == [] and stats.cached == 10
+    np.testing.assert_array_equal(assembled, HashEncoder()._vectors(TEXTS))
 
 
 def _typed(overrides: list[str]) -> RunConfig:
