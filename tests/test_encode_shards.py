@@ -169,9 +169,7 @@ def test_app_sharded_encode_as_a_multirun_then_assembled(tmp_path: Path) -> None
     missing = run_app([*common, "encoder.require_shards=true", f"hydra.run.dir={tmp_path}/r1"])
     assert missing.returncode == 2, missing.stderr
     assert "shard 0,1" in missing.stderr and "encoder.shard_only=0,1" in missing.stderr
-    shards = run_app(
-        ["-m", *common, "encoder.shard_only=0,1", f"hydra.sweep.dir={tmp_path}/sweep"]
-    )
+    shards = run_app(["-m", *common, "encoder.shard_only=0,1", f"hydra.sweep.dir={tmp_path}/sweep"])
     assert shards.returncode == 0, shards.stderr
     assert "shard 0 of 2 (6 passages): encoded 6" in shards.stdout
     assert "shard 1 of 2 (6 passages): encoded 6" in shards.stdout

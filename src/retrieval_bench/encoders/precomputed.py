@@ -8,8 +8,9 @@ shapes in `encoder.query_path` / `encoder.query_ids_path`, keyed by `query_id`.
 Everything is checked before any retrieval, each refusal naming its file and counting what is
 wrong: every corpus passage and every query has a vector; no id is unknown or repeated; one
 dimension throughout; no NaN or infinity; and unit norms, since the dense index scores cosine
-as an inner product (`encoder.normalize=true` normalises instead of refusing; a zero vector is
-always refused). Nothing is cached: the files are the vectors.
+as an inner product (`encoder.normalize=true` rescales vectors whose norm is off 1 instead of
+refusing them, keeping unit ones bit for bit; a zero vector is always refused). Nothing is
+cached: the files are the vectors.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from retrieval_bench.errors import ConfigError, DataError
 UNIT_NORM_TOLERANCE = 1e-3
 """How far from 1 a norm may be before a vector counts as not unit-norm (float16 exports
 round to about 1e-3)."""
+ALREADY_UNIT = 1e-6
+"""Rows this close to norm 1 (float32 rounding) are kept as given, bit for bit, when
+normalising: rescaling them would only move their last bits, and the vectors an encoder of this
+project wrote must rank exactly as they did in that encoder's job."""
 _SHOWN = 3
 
 
@@ -183,8 +188,10 @@ def _unit(table: VectorTable, normalize: bool) -> np.ndarray:
             f"{len(rows)} vectors are not unit-norm (cosine needs unit vectors): "
             f"{_first(rows)}; set encoder.normalize=true to normalise them",
         )
-    if normalize:
-        vectors = (vectors / norms[:, None]).astype(np.float32)
+    rescale = np.abs(norms - 1) > ALREADY_UNIT
+    if normalize and rescale.any():
+        vectors = vectors.copy()
+        vectors[rescale] = (vectors[rescale] / norms[rescale, None]).astype(np.float32)
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
