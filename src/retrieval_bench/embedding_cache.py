@@ -105,11 +105,11 @@ class EmbeddingCache:
         if sidecar.exists():
             with contextlib.suppress(CacheEntryInvalid):
                 array = self._read(npy, sidecar, key, role, len(texts))
-                logger.info("embedding cache hit: %d %s from %s", len(texts), role, npy)
+                logger.debug("embedding cache hit: %d %s from %s", len(texts), role, npy)
                 return array, CacheStats(encoded=0, cached=len(texts), key=key)
 
         npy.parent.mkdir(parents=True, exist_ok=True)
-        with file_lock(lock):
+        with file_lock(lock, f"the embedding cache entry of {len(texts)} {role}"):
             remove_stale_temps(self.root, lock)  # left by writers killed mid-write
             # Another job may have written it while this one waited for the lock.
             if npy.exists() or sidecar.exists():
@@ -121,12 +121,12 @@ class EmbeddingCache:
                     )
                     sidecar.unlink(missing_ok=True)
                 else:
-                    logger.info("embedding cache hit: %d %s from %s", len(texts), role, npy)
+                    logger.debug("embedding cache hit: %d %s from %s", len(texts), role, npy)
                     return array, CacheStats(encoded=0, cached=len(texts), key=key)
-            logger.info("embedding cache miss: encoding %d %s (key %s)", len(texts), role, key)
+            logger.info("encoding %d %s (not in the embedding cache)", len(texts), role)
             array = self._run_encoder(encoder, texts, role)
             self._write(npy, sidecar, array, key, identity, role)
-            logger.info("embedding cache wrote %s %s", array.shape, npy)
+            logger.debug("embedding cache wrote %s %s", array.shape, npy)
             return array, CacheStats(encoded=len(texts), cached=0, key=key)
 
     def lookup(self, encoder: Encoder, texts: list[str], role: str) -> np.ndarray | None:

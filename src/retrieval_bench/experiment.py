@@ -17,6 +17,7 @@ from retrieval_bench.data.records import Dataset, Passage
 from retrieval_bench.embedding_cache import CacheStats, EmbeddingCache
 from retrieval_bench.embedding_shards import encode_shard, encode_sharded, shard_bounds
 from retrieval_bench.encoders import build_encoder
+from retrieval_bench.encoders.base import Encoder
 from retrieval_bench.encoders.precomputed import PrecomputedVectors, load_precomputed
 from retrieval_bench.filters import PassageFilter
 from retrieval_bench.io import writable_dir
@@ -31,6 +32,7 @@ from retrieval_bench.query_parser import NegationRules, QueryParser
 from retrieval_bench.retrievers.base import Retriever
 from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.retrievers.dense import DenseRetriever
+from retrieval_bench.retrievers.dense_index import check_index_fits
 from retrieval_bench.router import build_router
 from retrieval_bench.router_config import PROJECT_ROOT, load_rule_set, resolve_path
 from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
@@ -111,12 +113,21 @@ def run_job(cfg: RunConfig) -> JobResult:
     # With a router every arm is built: strategies pick among them, and each runs alone as a
     # baseline for the routed-vs-single comparison.
     arm_names = list(ARMS) if rule_set else list(cfg.retriever.arms)
-    precomputed = None
-    if "dense" in arm_names and cfg.encoder.kind == "precomputed":
-        with timer.phase("load"):  # checked before any tokenising or retrieval
-            precomputed = load_precomputed(
-                cfg.encoder, ids, [(q.query_id, q.query) for q in dataset.queries]
-            )
+    passage_filter = PassageFilter(dataset.passages, cfg.filters)
+    dense: Encoder | PrecomputedVectors | None = None
+    if "dense" in arm_names:
+        if cfg.encoder.kind == "precomputed":
+            with timer.phase("load"):  # checked before any tokenising or retrieval
+                dense = load_precomputed(
+                    cfg.encoder, ids, [(q.query_id, q.query) for q in dataset.queries]
+                )
+            dimension: int | None = dense.passages.shape[1]
+        else:
+            dense = build_encoder(cfg.encoder)
+            dimension = dense.dimension()
+        # a dense.index this job cannot use fails before any work
+        filters = passage_filter.possible(dataset.queries, exclusions=rule_set is not None)
+        check_index_fits(cfg.dense, len(dataset.passages), dimension, filters)
     arms: dict[str, Retriever] = {}
     for arm in arm_names:
         with timer.phase(f"index_{arm}"):
@@ -129,8 +140,8 @@ def run_job(cfg: RunConfig) -> JobResult:
                     cfg.text.resolved_workers(),
                 )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
-            else:
-                arms[arm] = _dense_arm(cfg, ids, texts, embeddings, precomputed)
+            elif dense is not None:
+                arms[arm] = _dense_arm(cfg, dense, ids, texts, embeddings)
     strategy = Strategy(
         name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
     )
@@ -143,7 +154,7 @@ def run_job(cfg: RunConfig) -> JobResult:
         dataset.passages,
         arms,
         parse=parser.parse,
-        passage_filter=PassageFilter(dataset.passages, cfg.filters),
+        passage_filter=passage_filter,
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
@@ -195,17 +206,15 @@ def _note_empty_rankings(records: list[QueryRecord]) -> None:
 
 def _dense_arm(
     cfg: RunConfig,
+    dense: Encoder | PrecomputedVectors,
     ids: list[str],
     texts: list[str],
     embeddings: dict[str, dict[str, int]],
-    precomputed: PrecomputedVectors | None,
 ) -> DenseRetriever:
-    if precomputed is not None:
+    if isinstance(dense, PrecomputedVectors):
         embeddings["passages"] = {"encoded": 0, "cached": 0, "precomputed": len(ids)}
-        return DenseRetriever(
-            ids, precomputed.passages, precomputed.encode_queries, cfg.dense, precomputed.key
-        )
-    encoder = build_encoder(cfg.encoder)
+        return DenseRetriever(ids, dense.passages, dense.encode_queries, cfg.dense, dense.key)
+    encoder = dense
     cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
     if cfg.encoder.shards > 1 or cfg.encoder.require_shards:
         vectors, stats = encode_sharded(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrieval_bench.data.records import Passage
+from retrieval_bench.data.records import EvalQuery, Passage
 
 
 # Not frozen: Hydra makes a frozen structured config read-only, and then an override such as
@@ -48,6 +48,18 @@ class PassageFilter:
                 self.by_entity.setdefault(entity, []).append(i)
         self.has_acl = any(a is not None for a in self.acl)
         self._readable: dict[str | None, np.ndarray] = {}
+
+    def possible(self, queries: Sequence[EvalQuery], exclusions: bool) -> tuple[str, ...]:
+        """The filters that may apply to some query of this job, known before any ranking
+        (`exclusions`: whether a strategy may send exclusions, i.e. a router is on)."""
+        kinds = []
+        if self.config.city and any(self.city):
+            kinds.append("city")
+        if self.config.permissions and self.has_acl and any(q.user_role for q in queries):
+            kinds.append("permissions")
+        if self.config.exclusions and exclusions and self.by_entity:
+            kinds.append("exclusions")
+        return tuple(kinds)
 
     def readable(self, role: str | None) -> np.ndarray:
         """Passages a user with `role` may read: no ACL means everyone; no role reads only those.

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -143,18 +144,41 @@ def claim_new_dir(base: str) -> str:
         return candidate
 
 
+LOCK_QUIET_WAIT_S = 1.0
+"""How long a wait for a lock stays silent before it says what it waits for."""
+
+
 @contextlib.contextmanager
-def file_lock(lock_path: Path) -> Iterator[None]:
+def file_lock(lock_path: Path, what: str = "") -> Iterator[None]:
     """Exclusive advisory lock held across processes; released when the file is closed.
 
+    A wait longer than `LOCK_QUIET_WAIT_S` is logged, naming `what` is waited for and the lock
+    file, so a job blocked behind another job's cache write never sits there silently.
     The lock file is left in place: deleting it would let two jobs lock different inodes.
     """
     with lock_path.open("a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        if not _try_lock(fh.fileno(), LOCK_QUIET_WAIT_S):
+            log.info("waiting for %s (lock held by another job: %s)", what or "a lock", lock_path)
+            start = time.monotonic()
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            log.info("got %s after %.1f s", what or "the lock", time.monotonic() - start)
         try:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _try_lock(fd: int, patience_s: float) -> bool:
+    """Take the lock without blocking, retrying for `patience_s`; False if still held."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
@@ -82,6 +82,15 @@ class RouterConfig:
     rules: list[RuleConfig] = field(default_factory=list)
     routes: dict[str, RouteConfig] = field(default_factory=dict)
     strategies: dict[str, StrategyConfig] = field(default_factory=dict)
+    # Router keys (dotted, e.g. `negation.max_gap`) whose values were chosen by looking at
+    # results on the evaluation set the job scores; the report then says that the rules
+    # router's numbers are optimistic. Every threshold not listed is reported as not validated
+    # on held-out data.
+    tuned_on_evalset: list[str] = field(default_factory=list)
+    # The routing ceiling (metrics.json router.ceiling): k-fold cross-validation over the
+    # scored queries, stratified by labelled type, seeded, for the best fixed strategy per type.
+    ceiling_folds: int = 5
+    ceiling_seed: int = 0
 
 
 CONDITIONS = tuple(f.name for f in fields(ConditionConfig))
@@ -118,6 +127,17 @@ class RuleSet:
     short_query_length: int
     routes: dict[str, Route]
     negation: NegationRules
+    # Keys declared tuned on the evaluation set (`router.tuned_on_evalset`) -> value in use.
+    tuned: dict[str, Any] = field(default_factory=dict)
+    ceiling_folds: int = 5
+    ceiling_seed: int = 0
+
+    def thresholds(self) -> dict[str, int]:
+        """The numeric settings the rules depend on, as `router.*` keys -> value in use."""
+        return {
+            "short_query_length": self.short_query_length,
+            "negation.max_gap": self.negation.max_gap,
+        }
 
     def reachable(self) -> list[str]:
         """Routes some rule (or the default) can send a query to, in rule order."""
@@ -199,6 +219,9 @@ def load_rule_set(cfg: RouterConfig, known_arms: tuple[str, ...]) -> RuleSet | N
         )
     if cfg.negation.max_gap < 0:
         raise fail("negation.max_gap", f"must be >= 0, got {cfg.negation.max_gap}")
+    if cfg.ceiling_folds < 2:
+        raise fail("ceiling_folds", f"must be at least 2, got {cfg.ceiling_folds}")
+    tuned = _tuned_settings(cfg, fail)
     if not cfg.strategies:
         raise fail("strategies", "router=rules needs at least one strategy")
     strategies: dict[str, Strategy] = {}
@@ -269,4 +292,32 @@ def load_rule_set(cfg: RouterConfig, known_arms: tuple[str, ...]) -> RuleSet | N
             clause_breaks=tuple(neg.clause_breaks),
             max_gap=neg.max_gap,
         ),
+        tuned=tuned,
+        ceiling_folds=cfg.ceiling_folds,
+        ceiling_seed=cfg.ceiling_seed,
     )
+
+
+def _tuned_settings(cfg: RouterConfig, fail: _Fail) -> dict[str, Any]:
+    """Each key of `tuned_on_evalset` -> its value in `cfg`; an unknown key is refused with
+    the nearest known one, so a typo cannot hide a tuned setting."""
+    tree = OmegaConf.to_container(OmegaConf.structured(cfg))
+    assert isinstance(tree, dict)
+    out: dict[str, Any] = {}
+    for i, key in enumerate(cfg.tuned_on_evalset):
+        node: Any = tree
+        walked: list[str] = []
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                known = list(node) if isinstance(node, dict) else []
+                where = ".".join(walked)
+                hint = (
+                    nearest_hint(part, known, f"{where}." if where else "")
+                    if known
+                    else f"'{where}' has no sub-keys"
+                )
+                raise fail(f"tuned_on_evalset[{i}]", f"unknown router key '{key}'; {hint}")
+            node = node[part]
+            walked.append(part)
+        out[key] = node
+    return out

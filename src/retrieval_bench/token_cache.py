@@ -23,7 +23,6 @@ import hashlib
 import json
 import logging
 import multiprocessing
-import sys
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -34,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from retrieval_bench.io import (
     atomic_writer,
@@ -44,6 +42,7 @@ from retrieval_bench.io import (
     update_len_prefixed,
     update_texts,
 )
+from retrieval_bench.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -122,13 +121,14 @@ def tokenize_corpus(
             return found
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = lock_path_for(path)
-    with file_lock(lock):
+    with file_lock(lock, f"the token cache entry of {len(texts)} passages"):
         remove_stale_temps(Path(root), lock)  # left by writers killed mid-write
         if path.exists():  # written by another job while this one waited
             found = _read(path, len(texts))
             if found is not None:
                 return found
-        log.info("token cache miss: tokenising %d passages (key %s)", len(texts), key)
+        log.info("tokenising %d passages (not in the token cache)", len(texts))
+        log.debug("token cache key %s", key)
         corpus = _tokenize(tokenize, texts, workers)
         _write(path, corpus)
         return corpus
@@ -192,12 +192,7 @@ def _tokenize_parallel(
     log.info("tokenising %d passages with %d worker processes", len(texts), workers)
     with (
         ProcessPoolExecutor(workers, context, _init_worker, (tokenize,)) as pool,
-        tqdm(
-            total=len(texts),
-            desc="tokenising passages",
-            unit="passage",
-            disable=len(texts) < 20_000 or not sys.stderr.isatty(),
-        ) as bar,
+        progress("tokenising passages", len(texts), "passage") as bar,
     ):
         for vocab, ids, lengths in pool.map(_tokenize_chunk, chunks):
             remap = np.fromiter(
@@ -216,10 +211,8 @@ def _tokenize_parallel(
 
 
 def _tokenize_all(tokenize: Callable[[str], list[str]], texts: Sequence[str]) -> list[list[str]]:
-    """jieba over the corpus, with a progress bar on a terminal when it takes a while."""
-    quiet = len(texts) < 20_000 or not sys.stderr.isatty()
-    bar = tqdm(texts, desc="tokenising passages", unit="passage", disable=quiet)
-    return [tokenize(t) for t in bar]
+    """jieba over the corpus, reporting progress when it takes a while (progress.py)."""
+    return [tokenize(t) for t in progress("tokenising passages", len(texts), "passage", texts)]
 
 
 def _read(path: Path, count: int) -> TokenizedCorpus | None:
@@ -245,7 +238,7 @@ def _read(path: Path, count: int) -> TokenizedCorpus | None:
     if problem:
         log.warning("token cache entry %s is inconsistent (%s); rebuilding it", path, problem)
         return None
-    log.info("token cache hit: %d passages from %s", count, path)
+    log.debug("token cache hit: %d passages from %s", count, path)
     return TokenizedCorpus(vocab, ids, lengths, cached=True)
 
 

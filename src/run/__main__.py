@@ -33,7 +33,7 @@ from retrieval_bench.errors import (
 from retrieval_bench.experiment import run_job, run_shard_job
 from retrieval_bench.io import claim_new_dir
 from retrieval_bench.outputs import mark_unfinished, write_job
-from retrieval_bench.reports.console import job_summary
+from retrieval_bench.reports.console import job_line, job_summary
 from retrieval_bench.router_config import PROJECT_ROOT
 from run.exits import JobFailed, guarded, log_traceback
 
@@ -102,7 +102,12 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
         where = log_traceback(exc)
         mark_unfinished(job_dir, f"failed: internal error {type(exc).__name__} (see {where})")
         raise InternalError(exc, where) from exc
-    print(job_summary(result, cfg.top_k, job_dir))
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # one line per job; the sweep's comparison follows
+        label = f"{hydra_cfg.job.num} {hydra_cfg.job.override_dirname}".strip()
+        print(job_line(result, cfg.top_k, job_dir, label), flush=True)
+    else:
+        print(job_summary(result, cfg.top_k, job_dir))
     _check_scored(result.metrics, job_dir)
     return result.metrics["stages"]["final"]["overall"].get(f"ndcg@{cfg.top_k}")
 

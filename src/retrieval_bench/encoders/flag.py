@@ -20,9 +20,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -35,6 +37,7 @@ import numpy as np
 
 from retrieval_bench.encoders.config import EncoderConfig
 from retrieval_bench.errors import EncoderUnavailable
+from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +229,39 @@ def _flag_version() -> str:
         return "missing"
 
 
+@contextlib.contextmanager
+def _batches_reported(model: Any, desc: str, unit: str, total: int) -> Iterator[None]:
+    """Report FlagEmbedding's batch loop through progress.py while `model` encodes.
+
+    FlagEmbedding sorts the texts by length and loops over batches inside one `encode` call,
+    under a tqdm bar of its own (a carriage-return line when stderr is not a terminal). Cutting
+    the texts into several calls would cost more padding and one extra trial batch per call,
+    so instead the `tqdm` that its encoding modules imported is swapped, for the call, for one
+    that counts texts through `progress` (its `trange` over the tokeniser pass goes quiet). A
+    FlagEmbedding without those names keeps its own bar.
+    """
+
+    def batches(starts: range, *args: Any, **kwargs: Any) -> Iterator[int]:
+        with progress(desc, total, unit) as bar:
+            for start in starts:
+                yield start
+                bar.update(min(starts.step, starts.stop - start))
+
+    def quiet_range(*args: Any, **kwargs: Any) -> range:
+        return range(*args)
+
+    swapped: list[tuple[Any, dict[str, Any]]] = []
+    for module in {sys.modules.get(cls.__module__) for cls in type(model).__mro__}:
+        if module is not None and hasattr(module, "tqdm") and hasattr(module, "trange"):
+            swapped.append((module, {"tqdm": module.tqdm, "trange": module.trange}))
+            vars(module).update(tqdm=batches, trange=quiet_range)
+    try:
+        yield
+    finally:
+        for module, originals in swapped:
+            vars(module).update(originals)
+
+
 _LOAD_LOCK = threading.Lock()
 _LOADED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
@@ -308,6 +344,15 @@ class _FlagEncoderBase:
             "flagembedding": _flag_version(),
         }
 
+    def dimension(self) -> int | None:
+        """The vector size from the model's config.json, without loading it (None: unsaid)."""
+        try:
+            config = json.loads((self.resolve().path / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        size = config.get("hidden_size") if isinstance(config, dict) else None
+        return size if isinstance(size, int) else None
+
     # -- loading ------------------------------------------------------------------------------
     @property
     def model(self) -> Any:
@@ -339,13 +384,13 @@ class _FlagEncoderBase:
         except ImportError as exc:
             raise EncoderUnavailable(_missing_extra_message(exc)) from exc
         logger.info(
-            "loading %s encoder %s from %s (%s, %s)",
+            "loading %s encoder %s (%s, %s)",
             self.kind,
             resolved.name,
-            resolved.path,
             ", ".join(self.cfg.devices),
             self.cfg.precision,
         )
+        logger.debug("loading %s from %s", resolved.name, resolved.path)
         try:
             with _hub_offline():
                 return self._load(resolved)
@@ -383,18 +428,22 @@ class _FlagEncoderBase:
 
     # -- encoding -----------------------------------------------------------------------------
     def encode_passages(self, texts: list[str]) -> np.ndarray:
-        return self._encode(texts, instruction=None)
+        return self._encode(texts, None, f"encoding passages ({self.kind})", "passage")
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self._encode(texts, instruction=self.cfg.query_instruction or None)
+        instruction = self.cfg.query_instruction or None
+        return self._encode(texts, instruction, f"encoding queries ({self.kind})", "query")
 
-    def _encode(self, texts: list[str], instruction: str | None) -> np.ndarray:
+    def _encode(
+        self, texts: list[str], instruction: str | None, desc: str, unit: str
+    ) -> np.ndarray:
         model = self.model
         if not texts:
             return np.zeros((0, self._dim(model)), dtype=np.float32)
         if len(self.cfg.devices) > 1 and model.pool is None:
             model.pool = model.start_multi_process_pool(_pool_worker)
-        vectors = np.asarray(self._dense(model, list(texts), instruction), dtype=np.float32)
+        with _batches_reported(model, desc, unit, len(texts)):
+            vectors = np.asarray(self._dense(model, list(texts), instruction), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise RuntimeError(
                 f"{self.kind} encoder returned shape {vectors.shape} for {len(texts)} texts"

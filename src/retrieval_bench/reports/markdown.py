@@ -18,7 +18,8 @@ from retrieval_bench.reports.tables import (
     core_columns,
     exclusions_line,
     markdown_table,
-    per_type_rows,
+    paragraphs,
+    per_type_table,
 )
 
 
@@ -48,12 +49,8 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         lines += [f"## Stage `{name}`", "", exclusions_line(stage), ""]
         for k in cutoffs:
             columns = [*core_columns(k), f"precision@{k}", f"judged@{k}"]
-            lines += [
-                f"@{k}",
-                "",
-                markdown_table(["type", "n", *columns], per_type_rows(stage, columns)),
-                "",
-            ]
+            table = per_type_table(stage, columns, markdown_table)
+            lines += paragraphs(f"@{k}", *table) if table else []
         lines += family_tables(stage, cutoffs)
     lines += [
         "## Timings (s)",

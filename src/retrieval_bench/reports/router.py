@@ -3,6 +3,8 @@ labelled type. Every number comes from `metrics.json["router"]` (and the stages 
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,6 +95,109 @@ def leak_rows(router: dict[str, Any], systems: Sequence[str]) -> list[list[Any]]
     ]
 
 
+def _choices(choices: Sequence[str]) -> str:
+    """The fold choices as `hybrid ×4, bm25 ×1` (most frequent first)."""
+    return ", ".join(f"{name} ×{n}" for name, n in Counter(choices).most_common()) or "-"
+
+
+def ceiling_rows(ceiling: dict[str, Any], metric: str) -> list[list[Any]]:
+    """type, n, routed, best single, CV-fixed, oracle, captured, fold choices."""
+    rows = []
+    for qtype, entry in [*ceiling["by_type"].items(), ("all", ceiling["overall"])]:
+        cell = entry[metric]
+        rows.append(
+            [
+                qtype,
+                entry["n"],
+                cell["routed"],
+                cell["best_single"],
+                cell["cv_fixed"],
+                cell["oracle"],
+                cell["captured"],
+                _choices(cell.get("cv_choices", [])) if qtype != "all" else "per type",
+            ]
+        )
+    return rows
+
+
+def ceiling_notes(ceiling: dict[str, Any]) -> list[str]:
+    """One line per undefined share or CV value and per type with fewer queries than folds."""
+    notes = []
+    for qtype, entry in [*ceiling["by_type"].items(), ("all", ceiling["overall"])]:
+        if entry["n"] == 0:
+            notes.append(f"- {qtype}: no scored queries, every value undefined.")
+            continue
+        if entry.get("note"):
+            notes.append(f"- {qtype}: {entry['note']}.")
+        reasons: dict[str, list[str]] = {}
+        for metric in ceiling["metrics"]:
+            for key, reason in entry[metric]["undefined"].items():
+                if key in ("captured", "cv_fixed"):
+                    reasons.setdefault(f"{key} undefined: {reason}", []).append(metric)
+        notes += [f"- {qtype}, {', '.join(ms)}: {why}." for why, ms in reasons.items()]
+    return notes
+
+
+def ceiling_section(ceiling: dict[str, Any]) -> list[str]:
+    """report.md lines: what each ceiling number means, then one table per headline metric."""
+    lines = [
+        "### The routing ceiling: how much could routing gain?",
+        "",
+        f"On the same scored queries as `{ROUTED}`: `oracle` takes, per query, the best value any "
+        f"strategy run on it reached ({ROUTED} and each of "
+        + ", ".join(f"`{c}`" for c in ceiling["candidates"])
+        + "), averaged: what a router that always chose right could reach. `best single` is the "
+        "one baseline with the best overall mean (per metric: "
+        + ", ".join(f"{m} `{name}`" for m, name in ceiling["best_single"].items())
+        + f"). `CV-fixed` sends each labelled type to one baseline chosen by {ceiling['folds']}-"
+        f"fold cross-validation over queries (stratified by type, seed {ceiling['seed']}): "
+        "chosen on the other folds, scored on the held-out one, so it never sees the queries it "
+        "is scored on (it does know each query's labelled type, which a router has to infer); "
+        "`fold choices` lists what each fold chose. `captured` = (routed − best single) / "
+        "(oracle − best single): the share of the possible gain over the best single strategy "
+        "that the router realised (1 = the oracle, 0 = no better than the best single, negative "
+        "= worse). Details: `router.ceiling` in metrics.json.",
+        "",
+    ]
+    header = ["type", "n", "routed", "best single", "CV-fixed", "oracle", "captured"]
+    for metric in ceiling["metrics"]:
+        lines += [
+            f"**{metric}**",
+            "",
+            markdown_table([*header, "fold choices"], ceiling_rows(ceiling, metric)),
+            "",
+        ]
+    notes = ceiling_notes(ceiling)
+    return [*lines, *notes, *([""] if notes else [])]
+
+
+def _setting(key: str, value: Any) -> str:
+    shown = value if isinstance(value, (int, float, str)) else json.dumps(value, ensure_ascii=False)
+    return f"`{key}`={shown}"
+
+
+def settings_lines(settings: dict[str, Any]) -> list[str]:
+    """Which router settings were chosen on this evaluation set, and which are unvalidated."""
+    tuned = settings["tuned_on_evalset"]
+    untuned = {k: v for k, v in settings["thresholds"].items() if k not in tuned}
+    lines = []
+    if tuned:
+        lines.append(
+            "These settings were chosen on this evaluation set: "
+            + ", ".join(_setting(k, v) for k, v in tuned.items())
+            + "; the numbers for the rules router are optimistic (fitted on the queries they "
+            "are scored on)."
+        )
+    if untuned:
+        lines.append(
+            "Thresholds in use, not declared tuned on this evaluation set "
+            "(`router.tuned_on_evalset`) and not validated on held-out data: "
+            + ", ".join(_setting(k, v) for k, v in untuned.items())
+            + "."
+        )
+    return [*lines, ""]
+
+
 def router_section(router: dict[str, Any], k: int) -> list[str]:
     """report.md lines for a routed job."""
     counts = router["counts"]
@@ -131,6 +236,8 @@ def router_section(router: dict[str, Any], k: int) -> list[str]:
             comparison_header(router, metric, True), comparison_rows(router, metric, True)
         ),
         "",
+        *settings_lines(router["settings"]),
+        *ceiling_section(router["ceiling"]),
         "### Exclusions",
         "",
         f"{exclusions['queries']} queries had their parsed excluded entities filtered out before "
@@ -153,8 +260,16 @@ def router_summary(router: dict[str, Any], k: int) -> str:
     table = text_table(
         comparison_header(router, metric, False), comparison_rows(router, metric, False)
     )
+    overall = router["ceiling"]["overall"][metric]
+    best = router["ceiling"]["best_single"][metric]
+    ceiling = (
+        f"ceiling {metric}: routed {fmt(overall['routed'])}, best single {best} "
+        f"{fmt(overall['best_single'])}, CV-fixed per type {fmt(overall['cv_fixed'])}, oracle "
+        f"{fmt(overall['oracle'])}, captured {fmt(overall['captured'])}"
+    )
     return (
         f"router: accuracy {fmt(acc['overall'])} ({acc['correct']}/{acc['n']}); default route "
         f"{counts['default']} ({counts['default_no_signal']} with no entity and no cue); "
         f"exclusion violations {len(router['exclusions']['violations'])}\n{table}\n"
+        f"{ceiling}\n"
     )

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from retrieval_bench.progress import progress
 from retrieval_bench.retrievers.base import (
     FILTERED_OUT,
     NO_MATCHING_TERMS,
@@ -201,7 +202,8 @@ class BM25Retriever:
         self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
         results = []
-        for query, mask in zip(queries, allowed, strict=True):
+        pairs = zip(queries, allowed, strict=True)
+        for query, mask in progress("ranking queries (bm25)", len(queries), "query", pairs):
             tokens = self.tokenize(query)
             scores, matched = self.scorer.scores(tokens)
             reason = None if len(matched) else NO_MATCHING_TERMS if tokens else NO_QUERY_TERMS

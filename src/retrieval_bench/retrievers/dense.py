@@ -15,6 +15,7 @@ from typing import Any
 import faiss
 import numpy as np
 
+from retrieval_bench.progress import progress
 from retrieval_bench.retrievers.base import Ranked, shared_tie_break
 from retrieval_bench.retrievers.dense_index import DenseIndexConfig, FaissIndex, build_index
 
@@ -54,13 +55,15 @@ class DenseRetriever:
             key = None if mask is None else np.packbits(mask).tobytes()
             groups.setdefault(key, []).append(qi)
             masks[key] = mask
-        for key, members in groups.items():
-            group = self._search_group(self.index, vectors[members], k, masks[key])
-            for qi, ranked in zip(members, group, strict=True):
-                results[qi] = ranked
-            if self.exact_index is not None:
-                exact = self._search_group(self.exact_index, vectors[members], k, masks[key])
-                self._add_recall(k, group, exact)
+        with progress("ranking queries (dense)", len(queries), "query") as bar:
+            for key, members in groups.items():
+                group = self._search_group(self.index, vectors[members], k, masks[key])
+                for qi, ranked in zip(members, group, strict=True):
+                    results[qi] = ranked
+                if self.exact_index is not None:
+                    exact = self._search_group(self.exact_index, vectors[members], k, masks[key])
+                    self._add_recall(k, group, exact)
+                bar.update(len(members))
         return [r for r in results if r is not None]
 
     def _add_recall(self, k: int, approx: list[Ranked], exact: list[Ranked]) -> None:

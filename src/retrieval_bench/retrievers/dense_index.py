@@ -16,10 +16,15 @@ so the jobs of a multirun build it once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
+import sys
+import tempfile
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +32,14 @@ import faiss
 import numpy as np
 
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.progress import progress
 
 log = logging.getLogger(__name__)
 
 _MEMO_SIZE = 2
+_ADD_CHUNK = 20_000  # vectors per index.add call: an HNSW graph grows slowly enough to report
+_IVF_RE = re.compile(r"IVF(\d+)")
+_PQ_RE = re.compile(r"PQ(\d+)(?:x(\d+))?")
 _MEMO: OrderedDict[tuple[Any, ...], FaissIndex] = OrderedDict()
 
 
@@ -78,21 +87,18 @@ class FaissIndex:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dim = vectors.shape
         start = time.perf_counter()
-        try:
-            index = faiss.index_factory(dim, config.index, faiss.METRIC_INNER_PRODUCT)
-        except RuntimeError as exc:
-            raise ConfigError(
-                "dense.index",
-                f"FAISS cannot build {config.index!r} for {dim}-d vectors: "
-                f"{_faiss_message(exc)} (try Flat, HNSW32 or IVF<n>,Flat)",
-            ) from exc
+        index = _new_index(dim, config)
         if not index.is_trained:
             train = vectors
             if 0 < config.train_size < n:
                 pick = np.random.default_rng(0).choice(n, config.train_size, replace=False)
                 train = vectors[np.sort(pick)]
+            log.info("training FAISS index %r on %d vectors", config.index, len(train))
+            printed: list[str] = []
             try:
-                index.train(train)
+                with _faiss_output(printed):
+                    index.train(train)
+                log.info("trained %r in %.1f s", config.index, time.perf_counter() - start)
             except RuntimeError as exc:
                 raise ConfigError(
                     "dense.index",
@@ -100,16 +106,25 @@ class FaissIndex:
                     f"{_faiss_message(exc)} "
                     "(an IVF index needs at least as many passages as lists, PQ at least 256)",
                 ) from exc
-        index.add(vectors)
+            finally:
+                _log_once(printed)
+        with progress(f"adding passages to {config.index!r}", n, "passage") as bar:
+            for first in range(0, n, _ADD_CHUNK):
+                index.add(vectors[first : first + _ADD_CHUNK])
+                bar.update(min(_ADD_CHUNK, n - first))
         self.build_s = time.perf_counter() - start
+        self._adopt(index, vectors[:1])
+        self.ntotal = n
+        self.reused = False
+
+    def _adopt(self, index: faiss.Index, probe: np.ndarray) -> None:
+        """Take a trained, filled index: note its family and whether it accepts selectors."""
         self.index = index
         core = _core(index)
         self.exact = isinstance(index, faiss.IndexFlat)
         self.ivf = faiss.try_extract_index_ivf(index) is not None
         self.hnsw = isinstance(core, faiss.IndexHNSW)
-        self.ntotal = n
-        self.reused = False
-        self.supports_selector = self._try_selector(vectors[:1])
+        self.supports_selector = self._try_selector(probe)
 
     def _try_selector(self, probe: np.ndarray) -> bool:
         if len(probe) == 0:
@@ -166,6 +181,105 @@ class FaissIndex:
         if self.hnsw:
             info["ef_search"] = self.config.ef_search
         return info
+
+
+def _new_index(dim: int, config: DenseIndexConfig) -> faiss.Index:
+    try:
+        return faiss.index_factory(dim, config.index, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ConfigError(
+            "dense.index",
+            f"FAISS cannot build {config.index!r} for {dim}-d vectors: "
+            f"{_faiss_message(exc)} (try Flat, HNSW32 or IVF<n>,Flat)",
+        ) from exc
+
+
+def training_needs(factory: str) -> tuple[int, str]:
+    """The fewest training vectors a factory string can be trained on, and why: FAISS's
+    k-means refuses fewer points than centroids (IVF lists; 2^nbits per PQ sub-quantizer)."""
+    needs = [(0, "")]
+    for match in _IVF_RE.finditer(factory):
+        needs.append((int(match[1]), f"{match[1]} IVF lists"))
+    for match in _PQ_RE.finditer(factory):
+        centroids = 2 ** int(match[2] or 8)
+        needs.append((centroids, f"{centroids} centroids per PQ sub-quantizer"))
+    return max(needs)
+
+
+def check_index_fits(
+    config: DenseIndexConfig, n_passages: int, dim: int | None, filters: Sequence[str]
+) -> None:
+    """Refuse a `dense.index` this job cannot use, before anything is encoded or trained.
+
+    Two refusals are known from the config and the corpus alone: an index that needs more
+    training vectors than the corpus (or `dense.train_size`) gives, and, when this job filters
+    (`filters` names which filters may apply), an index that cannot take a FAISS id selector.
+    The second is probed on a throwaway index of the encoder's dimension `dim` (None: not
+    known, the check waits for the real index), trained on a few random vectors.
+    """
+    needed, why = training_needs(config.index)
+    available = config.train_size if 0 < config.train_size < n_passages else n_passages
+    if available < needed:
+        source = (
+            f"dense.train_size={config.train_size}"
+            if available < n_passages
+            else f"the corpus has {n_passages} passages"
+        )
+        raise ConfigError(
+            "dense.index",
+            f"{config.index!r} needs at least {needed} training vectors ({why}), but {source}; "
+            f"use Flat, HNSW32 or IVF<n>,Flat with n <= {max(1, available // 39)} "
+            "(FAISS wants 39 vectors per list)",
+        )
+    if dim is None or not filters:
+        return
+    index = _new_index(dim, config)
+    sample = np.random.default_rng(0).standard_normal((max(needed, 1), dim)).astype(np.float32)
+    if not index.is_trained:
+        try:
+            with _faiss_output([]):  # a throwaway index: its training warnings do not matter
+                index.train(sample)
+        except RuntimeError:
+            return  # cannot tell here; the real index is checked when it is built
+    index.add(sample[:1])
+    probe = FaissIndex.__new__(FaissIndex)
+    probe.config = config
+    probe._adopt(index, sample[:1])
+    if not probe.supports_selector:
+        raise ConfigError(
+            "dense.index",
+            f"{config.index!r} does not accept FAISS id selectors, and this job filters "
+            f"({', '.join(filters)}) before ranking; use Flat, HNSW<M> or IVF<n>,... "
+            f"(or turn those filters off: {', '.join(f'filters.{f}=false' for f in filters)})",
+        )
+
+
+@contextlib.contextmanager
+def _faiss_output(printed: list[str]) -> Iterator[None]:
+    """Collect what FAISS's C++ code prints to file descriptor 2 meanwhile into `printed`.
+
+    FAISS writes its warnings (e.g. one "WARNING clustering 304 points to 256 centroids" per
+    PQ sub-quantizer) with fprintf, past Python's sys.stderr, so they are taken off the
+    descriptor here and logged once each by `_log_once`."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+                sink.seek(0)
+                printed.extend(sink.read().decode("utf-8", "replace").splitlines())
+    finally:
+        os.close(saved)
+
+
+def _log_once(printed: Sequence[str]) -> None:
+    """Each distinct line FAISS printed, once, with how many times it was printed."""
+    for line, count in Counter(line.strip() for line in printed if line.strip()).items():
+        log.warning("FAISS: %s%s", line, f" (printed {count} times)" if count > 1 else "")
 
 
 def _faiss_message(exc: Exception) -> str:

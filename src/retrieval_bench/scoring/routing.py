@@ -18,6 +18,8 @@ Layout of `metrics.json["router"]`:
       "exclusions": {"queries": n, "violations": [...]},       # parsed exclusions honoured?
       "negative_leak": {"k": K, "n": n, "<system>": {"rate": r, "queries": [qids]}},
       "comparison": {"metrics": [...], "systems": [...], "by_type": {...}, "overall": {...}},
+      "ceiling": {...},            # oracle, CV-fixed, captured share: see scoring.ceiling
+      "settings": {"thresholds": {"<key>": v}, "tuned_on_evalset": {"<key>": v}},
     }
 """
 
@@ -31,6 +33,7 @@ from retrieval_bench.data.records import Passage
 from retrieval_bench.pipeline import QueryRecord
 from retrieval_bench.router import DEFAULT_RULE
 from retrieval_bench.router_config import RuleSet
+from retrieval_bench.scoring.ceiling import routing_ceiling
 
 ROUTED = "routed"
 
@@ -195,4 +198,16 @@ def router_metrics(
         "comparison": comparison(
             stage_metrics["stages"]["final"], stage_metrics.get("baselines", {}), metrics
         ),
+        "ceiling": routing_ceiling(
+            {
+                ROUTED: stage_metrics["stages"]["final"]["per_query"],
+                **{n: b["per_query"] for n, b in stage_metrics.get("baselines", {}).items()},
+            },
+            ROUTED,
+            metrics,
+            rule_set.ceiling_folds,
+            rule_set.ceiling_seed,
+            types=sorted(stage_metrics["stages"]["final"]["by_type"]),
+        ),
+        "settings": {"thresholds": rule_set.thresholds(), "tuned_on_evalset": rule_set.tuned},
     }
