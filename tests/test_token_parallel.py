@@ -91,3 +91,11 @@ def test_workers_setting() -> None:
         Tokenizer(TextConfig(workers=4), LEXICON).identity()
         == Tokenizer(TextConfig(), LEXICON).identity()
     )
+
+
+@pytest.mark.slow
+def test_tokenise_benchmark_quick() -> None:
+    from test_benchmarks_smoke import run_benchmark
+
+    out = run_benchmark("bench_tokenise.py", "--quick")
+    assert "RESULT tokenise:" in out and "token ids identical" in out
