@@ -99,3 +99,16 @@ def test_tokenise_benchmark_quick() -> None:
 
     out = run_benchmark("bench_tokenise.py", "--quick")
     assert "RESULT tokenise:" in out and "token ids identical" in out
+
+
+def test_spawned_workers_rebuild_the_tokenizer_and_lexicon(
+    tokenizer: Tokenizer, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where fork is unavailable (macOS, Windows) workers are spawned: the tokenizer reaches
+    them pickled, as its settings and lexicon, and gives the same ids."""
+    monkeypatch.setattr(token_cache.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    texts = _corpus(60)
+    one = tokenize_corpus(texts, tokenizer.tokenize, {}, None, workers=1)
+    spawned = tokenize_corpus(texts, tokenizer.tokenize, {}, None, workers=2)
+    assert spawned.vocab == one.vocab and "蜈支洲岛" in spawned.vocab
+    np.testing.assert_array_equal(spawned.ids, one.ids)
