@@ -100,7 +100,7 @@ def test_ablation_with_significance_and_bad_cases(synth: list[str], tmp_path: Pa
     ds = json.loads((sweep / "comparison.json").read_text())["datasets"]["synth"]
     # The `deep` passage sits at rank 2-3: top_k=3 finds it for every query, top_k=1 never.
     deep = ds["cells"]["recall@K"]["deep"]
-    assert deep["verdicts"] == {"top_k=3": "win", "top_k=1": "second"}
+    assert deep["verdicts"] == {"top_k=3": "win", "top_k=1": "lose"}  # two: no "second"
     assert ds["best"]["deep"]["recall@K"]["best"] == "top_k=3"
     group = ds["ablation"]["groups"][0]
     assert group["baseline"]["setting"] == "top_k=1"

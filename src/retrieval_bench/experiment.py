@@ -307,6 +307,7 @@ def score_records(
                 rankings, judgements, context, cutoffs, group_by
             )
             merge_headlines(stages[name])
+        _flag_depth(stages[name], stage_records, cutoffs)
     result: dict[str, Any] = {"cutoffs": cutoffs, "stages": stages}
     if context is not None and refusal is not None:
         stage = choose_stage(refusal.score_stage, [set(r.stages) for r in records])
@@ -322,7 +323,21 @@ def score_records(
             stage_records = [r.baselines.get(name) for r in records]
             result["baselines"][name] = doc_metrics(stage_records, None)
             result["baselines"][name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
+            _flag_depth(result["baselines"][name], stage_records, cutoffs)
     return result
+
+
+def _flag_depth(
+    stage: dict[str, Any], lists: Sequence[StageRecord | None], cutoffs: Sequence[int]
+) -> None:
+    """Mark the cut-offs deeper than the longest list the stage was asked for (`top_k` for
+    `final`): a metric there is not measured at that depth (recall@10 of a 6-long list is
+    recall@6, precision@10 counts 4 empty places), so reports flag it instead of showing it
+    as if it were (`stage["depth_exceeds_list"]`)."""
+    length = max((s.pool_requested for s in lists if s is not None), default=0)
+    deeper = [k for k in cutoffs if k > length]
+    if deeper:
+        stage["depth_exceeds_list"] = {"list_length": length, "cutoffs": deeper}
 
 
 def _doc_scorer(

@@ -6,6 +6,7 @@ override errors included, and a job that scored nothing), 3 internal error, 130 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -31,7 +32,7 @@ from retrieval_bench.errors import (
     interrupt_leaves,
 )
 from retrieval_bench.experiment import run_job, run_shard_job
-from retrieval_bench.io import claim_new_dir
+from retrieval_bench.io import claim_new_dir, release_unused_claims
 from retrieval_bench.outputs import mark_unfinished, write_job
 from retrieval_bench.reports.console import job_line, job_summary
 from retrieval_bench.router_config import PROJECT_ROOT
@@ -40,6 +41,7 @@ from run.exits import JobFailed, guarded, log_traceback
 register_configs()
 # conf/config.yaml's job folders; cached, so each folder is claimed once per job.
 OmegaConf.register_new_resolver("new_dir", claim_new_dir, use_cache=True, replace=True)
+atexit.register(release_unused_claims)
 log = logging.getLogger("run")
 
 _FULL_ERROR = "HYDRA_FULL_ERROR"

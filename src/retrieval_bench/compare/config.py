@@ -28,8 +28,12 @@ class CompareConfig:
     # Ablation baseline: {top_k: 6} (YAML / `compare.baseline={top_k:6}`) or "top_k=6"
     # (`'compare.baseline="top_k=6,retriever=bm25"'`); unset: the first job of the sweep.
     baseline: Any = None
-    # The best configuration of a type is flagged "all weak" when its value is below this.
+    # The best configuration of a type is flagged "all weak" when its value is below this
+    # fraction of the metric's ideal bound there (recall_bound@K for recall, 1 for hit/mrr/ndcg).
     weak_below: float = 0.5
+    # Holm family: "cell" (one type x one metric), "metric" (every type of a metric) or
+    # "table" (every type x metric of the table: the family a reader scans).
+    family: str = "table"
 
     def baseline_setting(self) -> dict[str, Any]:
         """The baseline as KEY -> VALUE, whichever spelling the config used."""
@@ -63,5 +67,17 @@ class CompareConfig:
             raise ConfigError("compare.confidence", f"must be within (0, 1), got {self.confidence}")
         if self.n_resamples < 100:
             raise ConfigError("compare.n_resamples", f"must be >= 100, got {self.n_resamples}")
+        # Here, not at import: the schema imports no implementation.
+        from retrieval_bench.scoring.comparison import FAMILIES
+
+        if self.family not in FAMILIES:
+            raise ConfigError(
+                "compare.family", f"{self.family!r} is not one of: {', '.join(FAMILIES)}"
+            )
+        if not 0 < self.weak_below <= 1:
+            raise ConfigError(
+                "compare.weak_below",
+                f"is a fraction of the ideal bound in (0, 1], got {self.weak_below}",
+            )
         if self.min_queries < 1:
             raise ConfigError("compare.min_queries", f"must be >= 1, got {self.min_queries}")

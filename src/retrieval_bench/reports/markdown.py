@@ -47,10 +47,14 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
     lines += group_by_section(result.metrics, top_k)
     for name, stage in result.metrics["stages"].items():
         lines += [f"## Stage `{name}`", "", exclusions_line(stage), ""]
+        deep = stage.get("depth_exceeds_list") or {}
         for k in cutoffs:
             columns = [*core_columns(k), f"precision@{k}", f"judged@{k}"]
             table = per_type_table(stage, columns, markdown_table)
-            lines += paragraphs(f"@{k}", *table) if table else []
+            title = f"@{k}"
+            if k in deep.get("cutoffs", ()):
+                title += f" ‡ deeper than this stage's lists ({deep['list_length']}): not measured"
+            lines += paragraphs(title, *table) if table else []
         lines += family_tables(stage, cutoffs)
     lines += [
         "## Timings (s)",

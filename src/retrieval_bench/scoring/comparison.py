@@ -7,27 +7,34 @@ mean rests on the same queries; the cell records how many (`n`) and how many wer
 Verdict of a cell (one type x one metric):
 
 * the best configuration (highest mean) is tested against every other one (paired randomization
-  test, Holm-adjusted over those comparisons);
+  test), Holm-adjusted over the cell's *family* (`FAMILIES`): the cell alone, every type of its
+  metric, or every type x metric of the table (the default: the family a reader scans);
+* each CI is drawn at the confidence level of its test's Holm step, so it agrees with the
+  verdict beside it (`significance.family_tests`);
 * `win`: the best, significantly better than every other; `second`: the runner-up when there is
-  a winner; `tie`: not significantly different from the best (the best itself is `tie` when
-  anything ties with it); `lose`: significantly worse than the best and not `second`;
+  a winner and more than one other configuration (with two, the other simply `lose`s); `tie`:
+  not significantly different from the best (the best itself is `tie` when anything ties with
+  it); `lose`: significantly worse than the best and not `second`;
 * a cell whose queries are too few to ever reach significance (n below `min_queries`, or even a
-  unanimous difference could not get below alpha after Holm) gets no verdicts and says so.
+  unanimous difference could not get below alpha after Holm over its family) gets no verdicts
+  and says so.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from retrieval_bench.scoring.significance import (
+    FamilyTest,
     PairedResult,
     SignificanceSettings,
-    holm,
+    at_floor,
+    family_tests,
     min_p_value,
     paired_test,
 )
@@ -36,6 +43,15 @@ WIN, SECOND, TIE, LOSE = "win", "second", "tie", "lose"
 VERDICTS = (WIN, SECOND, TIE, LOSE)
 # The row of every query, whatever its type.
 ALL = "all"
+# Holm families (`compare.family`) and what each spans, as reports say it.
+FAMILY_SCOPE = {
+    "cell": "each cell (one type x one metric)",
+    "metric": "each metric (every type of it)",
+    "table": "the whole table (every type x metric)",
+}
+FAMILIES = tuple(FAMILY_SCOPE)
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 def paired_values(
@@ -59,14 +75,24 @@ def paired_values(
     return qids, arrays, len(union) - len(common)
 
 
-def too_few(n: int, comparisons: int, settings: SignificanceSettings, min_queries: int) -> str:
-    """Why `n` paired queries cannot decide `comparisons` Holm-adjusted tests ('' if they can)."""
+def too_few(
+    n: int,
+    comparisons: int,
+    settings: SignificanceSettings,
+    min_queries: int,
+    family_floor: float | None = None,
+) -> str:
+    """Why `n` paired queries cannot decide a test Holm-adjusted over `comparisons` tests
+    ('' if they can). `family_floor`: the smallest p-value any test of the family can reach
+    (default: this test's own); Holm's first step multiplies it by `comparisons`, and every
+    adjusted p-value is at least that."""
     if n == 0:
         return "no query scored by every configuration"
     if n < min_queries:
         return f"too few queries to decide (n={n} < {min_queries})"
-    floor = min_p_value(n, settings.n_resamples) * max(1, comparisons)
-    if floor >= settings.alpha:
+    own = min_p_value(n, settings.n_resamples)
+    floor = own if family_floor is None else family_floor
+    if max(own, floor * max(1, comparisons)) >= settings.alpha:
         # Even a unanimous difference could not reach alpha after Holm.
         return f"too few queries to decide (n={n}: no difference could be significant)"
     return ""
@@ -96,8 +122,98 @@ class Cell:
         }
 
 
-def _test_json(result: PairedResult, p_holm: float, against: str) -> dict[str, Any]:
-    return {"against": against, **result.to_json(), "p_holm": p_holm}
+def _test_json(
+    test: FamilyTest, against: str, settings: SignificanceSettings, family: str
+) -> dict[str, Any]:
+    r = test.result
+    return {
+        "against": against,
+        **test.to_json(),
+        "p_at_floor": at_floor(r.p_value, r.n, settings.n_resamples),
+        "ci_agrees": test.ci_agrees,
+        "family": family,
+    }
+
+
+@dataclass
+class _Pending:
+    """A cell whose tests (best against each other) wait for their family's Holm."""
+
+    cell: Cell
+    order: list[str]
+    arrays: dict[str, np.ndarray]
+
+
+def verdict_cells(
+    values: Mapping[Key, Mapping[str, Mapping[str, float]]],
+    settings: SignificanceSettings,
+    min_queries: int = 5,
+    family_of: Callable[[Key], Hashable] = lambda key: key,
+    family_name: str = "cell",
+) -> dict[Key, Cell]:
+    """The cell of every key (e.g. (metric, type)), each cell's tests Holm-adjusted together
+    with those of every cell of the same `family_of(key)` (rules in the module docstring)."""
+    cells: dict[Key, Cell] = {}
+    pending: dict[Key, _Pending] = {}
+    for key, cell_values in values.items():
+        labels = list(cell_values)
+        qids, arrays, unpaired = paired_values(cell_values)
+        n = len(qids)
+        means = {label: float(arrays[label].mean()) if n else math.nan for label in labels}
+        cells[key] = Cell(n=n, unpaired=unpaired, means=means)
+        if len(labels) < 2:
+            cells[key].note = "one configuration: nothing to compare"
+        elif n == 0:
+            cells[key].note = too_few(0, 0, settings, min_queries)
+        else:
+            # Stable: equal means keep the configurations' order.
+            order = sorted(labels, key=lambda label: -means[label])
+            pending[key] = _Pending(cells[key], order, arrays)
+    families: dict[Hashable, list[Key]] = {}
+    for key in pending:
+        families.setdefault(family_of(key), []).append(key)
+    for members in families.values():
+        pairs = [
+            (pending[k].arrays[pending[k].order[0]], pending[k].arrays[o])
+            for k in members
+            for o in pending[k].order[1:]
+        ]
+        tests = iter(family_tests(pairs, settings))
+        size = len(pairs)
+        floor = min(min_p_value(pending[k].cell.n, settings.n_resamples) for k in members)
+        for k in members:
+            item = pending[k]
+            best, others = item.order[0], item.order[1:]
+            results = {o: next(tests) for o in others}
+            item.cell.tests = {
+                o: _test_json(t, best, settings, family_name) for o, t in results.items()
+            }
+            reason = too_few(item.cell.n, size, settings, min_queries, floor)
+            if reason:
+                item.cell.note = reason
+                continue
+            significant = {
+                o: t.p_holm < settings.alpha and t.result.diff > 0 for o, t in results.items()
+            }
+            _decide(item.cell, item.order, significant)
+    return cells
+
+
+def _decide(cell: Cell, order: Sequence[str], significant: Mapping[str, bool]) -> None:
+    best, others = order[0], order[1:]
+    if all(significant.values()):
+        cell.best = best
+        cell.verdicts[best] = WIN
+        runner_up = cell.means[others[0]]
+        for o in others:
+            # "second" only means something among several losers.
+            cell.verdicts[o] = SECOND if len(others) > 1 and cell.means[o] == runner_up else LOSE
+        cell.note = f"{best} wins"
+    else:
+        tied = [best, *(o for o in others if not significant[o])]
+        for label in order:
+            cell.verdicts[label] = TIE if label in tied else LOSE
+        cell.note = "no significant difference: " + ", ".join(tied)
 
 
 def verdict_cell(
@@ -105,48 +221,8 @@ def verdict_cell(
     settings: SignificanceSettings,
     min_queries: int = 5,
 ) -> Cell:
-    """Means, best configuration and verdicts for one group (rules in the module docstring)."""
-    labels = list(values)
-    qids, arrays, unpaired = paired_values(values)
-    n = len(qids)
-    means = {label: float(arrays[label].mean()) if n else math.nan for label in labels}
-    cell = Cell(n=n, unpaired=unpaired, means=means)
-    if len(labels) < 2:
-        cell.note = "one configuration: nothing to compare"
-        return cell
-    if n == 0:
-        cell.note = too_few(0, 0, settings, min_queries)
-        return cell
-    # Stable: equal means keep the configurations' order.
-    order = sorted(labels, key=lambda label: -means[label])
-    best = order[0]
-    others = order[1:]
-    results = [paired_test(arrays[best], arrays[o], settings) for o in others]
-    adjusted = holm([r.p_value for r in results])
-    cell.tests = {
-        o: _test_json(r, p, best) for o, r, p in zip(others, results, adjusted, strict=True)
-    }
-    reason = too_few(n, len(others), settings, min_queries)
-    if reason:
-        cell.note = reason
-        return cell
-    significant = {
-        o: p < settings.alpha and r.diff > 0
-        for o, r, p in zip(others, results, adjusted, strict=True)
-    }
-    if all(significant.values()):
-        cell.best = best
-        cell.verdicts[best] = WIN
-        runner_up = means[others[0]]
-        for o in others:
-            cell.verdicts[o] = SECOND if means[o] == runner_up else LOSE
-        cell.note = f"{best} wins"
-    else:
-        tied = [best, *(o for o in others if not significant[o])]
-        for label in order:
-            cell.verdicts[label] = TIE if label in tied else LOSE
-        cell.note = "no significant difference: " + ", ".join(tied)
-    return cell
+    """Means, best configuration and verdicts for one group, Holm over the cell alone."""
+    return verdict_cells({0: values}, settings, min_queries)[0]
 
 
 def paired_change(
@@ -162,7 +238,8 @@ def paired_change(
 
 @dataclass
 class Delta:
-    """One setting against the baseline on one group x metric."""
+    """One setting against the baseline on one group x metric; the CI is at `ci_level`, the
+    level of its Holm step in `family`."""
 
     setting: str
     n: int
@@ -176,9 +253,66 @@ class Delta:
     p_holm: float
     significant: bool
     note: str = ""
+    ci_level: float = math.nan
+    ci_agrees: bool = True
+    p_at_floor: bool = False
+    family: str = "cell"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def delta_families(
+    cells: Mapping[Key, tuple[Mapping[str, float], Mapping[str, Mapping[str, float]]]],
+    settings: SignificanceSettings,
+    min_queries: int = 5,
+    family_of: Callable[[Key], Hashable] = lambda key: key,
+    family_name: str = "cell",
+) -> dict[Key, list[Delta]]:
+    """For every key's (baseline values, {setting: values}): each setting minus the baseline,
+    paired on the queries both scored, Holm-adjusted with every test of the same family."""
+    paired: dict[Key, list[tuple[str, np.ndarray, np.ndarray, int]]] = {}
+    for key, (baseline, settings_values) in cells.items():
+        paired[key] = []
+        for name, per_query in settings_values.items():
+            _, arrays, unpaired = paired_values({"before": baseline, "after": per_query})
+            paired[key].append((name, arrays["after"], arrays["before"], unpaired))
+    families: dict[Hashable, list[Key]] = {}
+    for key in paired:
+        families.setdefault(family_of(key), []).append(key)
+    out: dict[Key, list[Delta]] = {}
+    for members in families.values():
+        rows = [row for k in members for row in paired[k]]
+        tests = iter(family_tests([(after, before) for _, after, before, _ in rows], settings))
+        sizes = [after.size for _, after, _, _ in rows if after.size]
+        floor = min((min_p_value(n, settings.n_resamples) for n in sizes), default=1.0)
+        for k in members:
+            out[k] = []
+            for name, _, _, unpaired in paired[k]:
+                test = next(tests)
+                r = test.result
+                reason = too_few(r.n, len(rows), settings, min_queries, floor)
+                out[k].append(
+                    Delta(
+                        setting=name,
+                        n=r.n,
+                        unpaired=unpaired,
+                        baseline=r.mean_b,
+                        value=r.mean_a,
+                        diff=r.diff,
+                        ci_low=r.ci_low,
+                        ci_high=r.ci_high,
+                        p_value=r.p_value,
+                        p_holm=test.p_holm,
+                        significant=not reason and test.p_holm < settings.alpha and r.diff != 0,
+                        note=reason,
+                        ci_level=test.ci_level,
+                        ci_agrees=test.ci_agrees,
+                        p_at_floor=at_floor(r.p_value, r.n, settings.n_resamples),
+                        family=family_name,
+                    )
+                )
+    return out
 
 
 def delta_cells(
@@ -188,31 +322,18 @@ def delta_cells(
     min_queries: int = 5,
 ) -> list[Delta]:
     """Each setting minus the baseline (paired on queries both scored), Holm over the settings."""
-    tested = [
-        (name, *paired_change(baseline, per_query, settings))
-        for name, per_query in settings_values.items()
-    ]
-    adjusted = holm([r.p_value for _, r, _ in tested])
-    out = []
-    for (name, r, unpaired), p in zip(tested, adjusted, strict=True):
-        reason = too_few(r.n, len(tested), settings, min_queries)
-        out.append(
-            Delta(
-                setting=name,
-                n=r.n,
-                unpaired=unpaired,
-                baseline=r.mean_b,
-                value=r.mean_a,
-                diff=r.diff,
-                ci_low=r.ci_low,
-                ci_high=r.ci_high,
-                p_value=r.p_value,
-                p_holm=p,
-                significant=not reason and p < settings.alpha and r.diff != 0,
-                note=reason,
-            )
-        )
-    return out
+    return delta_families({0: (baseline, settings_values)}, settings, min_queries)[0]
+
+
+def family_key(family: str) -> Callable[[tuple[str, str]], Hashable]:
+    """The Holm family of a (metric, type) cell under `compare.family`."""
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
+    if family == "cell":
+        return lambda key: key
+    if family == "metric":
+        return lambda key: key[0]
+    return lambda key: None
 
 
 def ordered_types(types: Sequence[str]) -> list[str]:

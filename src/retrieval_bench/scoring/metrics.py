@@ -475,3 +475,17 @@ METRICS = {
     "precision": precision,
     "judged": judged,
 }
+
+
+def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """Per query, the value the ideal ranking (every relevant id first) reaches on `metric`
+    at cut-off `k`, from the number of relevant ids: the bound a retriever is judged against
+    (`recall_bound` for recall). Metrics not named here reach 1 (hit, mrr, ndcg, judged)."""
+    g = np.asarray(n_relevant, dtype=np.float64)
+    if metric in ("recall", "recall_bound"):
+        return np.minimum(k, g) / g
+    if metric == "precision":
+        return np.minimum(k, g) / k
+    if metric == "all_hit":
+        return (g <= k).astype(np.float64)
+    return np.ones_like(g)
