@@ -244,6 +244,7 @@ def _beir_dir(ws: Workspace) -> str:
 
 PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "SWEEP_DIR": _latest_sweep,
+    "JOB_DIR": _latest_sweep,  # run.rescore takes a job, a sweep or a month folder
     "BGE_M3_DIR": _tiny_bge_m3,
     "BEIR_DIR": _beir_dir,
     "REPO_DIR": lambda ws: str(ws.repo),

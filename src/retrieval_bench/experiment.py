@@ -34,7 +34,7 @@ from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.retrievers.dense import DenseRetriever
 from retrieval_bench.retrievers.dense_index import check_index_fits
 from retrieval_bench.router import build_router
-from retrieval_bench.router_config import PROJECT_ROOT, load_rule_set, resolve_path
+from retrieval_bench.router_config import PROJECT_ROOT, RuleSet, load_rule_set, resolve_path
 from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
 from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.groups import build_group_by
@@ -100,10 +100,7 @@ def run_job(cfg: RunConfig) -> JobResult:
     writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
     with timer.phase("load"):
-        dataset = _load(cfg)
-        judgements = judge(dataset.queries, {p.id for p in dataset.passages}, dataset.unjudged)
-        # Before any retrieval, so a bad group_by field fails fast.
-        groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
+        dataset, judgements, groups = load_labelled(cfg)
     embeddings: dict[str, dict[str, int]] = {}
     texts = [passage_text(p) for p in dataset.passages]
     ids = [p.id for p in dataset.passages]
@@ -165,19 +162,7 @@ def run_job(cfg: RunConfig) -> JobResult:
         records = pipeline.run(list(dataset.queries))
     _note_empty_rankings(records)
     with timer.phase("score"):
-        metrics = score_records(
-            records,
-            judgements,
-            [cfg.top_k, *cfg.scoring.cutoffs],
-            ScoringContext.from_dataset(dataset),
-            groups,
-            cfg.refusal,
-            passage_ids=ids,
-        )
-        if rule_set:
-            metrics["router"] = router_metrics(
-                records, rule_set, dataset.passages, metrics, cfg.top_k
-            )
+        metrics = score_job(cfg, dataset, judgements, groups, records, rule_set)
     return JobResult(
         dataset,
         judgements,
@@ -190,6 +175,43 @@ def run_job(cfg: RunConfig) -> JobResult:
             name: arm.index_info() for name, arm in arms.items() if hasattr(arm, "index_info")
         },
     )
+
+
+def load_labelled(
+    cfg: RunConfig,
+) -> tuple[Dataset, Judgements, dict[str, dict[str, str]]]:
+    """The dataset, its judgements and the group_by lookups: everything scoring reads besides
+    the rankings (also what `rescore` loads to score stored rankings against current labels)."""
+    dataset = _load(cfg)
+    judgements = judge(dataset.queries, {p.id for p in dataset.passages}, dataset.unjudged)
+    # Before any retrieval, so a bad group_by field fails fast.
+    groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
+    return dataset, judgements, groups
+
+
+def score_job(
+    cfg: RunConfig,
+    dataset: Dataset,
+    judgements: Judgements,
+    groups: dict[str, dict[str, str]],
+    records: list[QueryRecord],
+    rule_set: RuleSet | None,
+) -> dict[str, Any]:
+    """A job's metrics.json from its records: every stage, family and baseline, the refusal
+    evaluation and, with a router, its metrics. One function for a fresh job and for stored
+    rankings re-scored (`retrieval_bench.rescore`), so both give the same numbers."""
+    metrics = score_records(
+        records,
+        judgements,
+        [cfg.top_k, *cfg.scoring.cutoffs],
+        ScoringContext.from_dataset(dataset),
+        groups,
+        cfg.refusal,
+        passage_ids=[p.id for p in dataset.passages],
+    )
+    if rule_set:
+        metrics["router"] = router_metrics(records, rule_set, dataset.passages, metrics, cfg.top_k)
+    return metrics
 
 
 def _note_empty_rankings(records: list[QueryRecord]) -> None:

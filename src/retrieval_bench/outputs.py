@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
+from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.experiment import JobResult, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
@@ -112,6 +113,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
             "queries": len(result.dataset.queries),
             "entities": len(result.dataset.entities),
         },
+        # labels.hash, queries.hash, corpus.hash: what `python -m run.rescore` checks.
+        **hash_record(result.dataset, str((config.get("dataset") or {}).get("format", "native"))),
         "tokenizer": result.tokenizer,
         "embeddings": result.embeddings,
         "dense_index": result.indexes.get("dense"),

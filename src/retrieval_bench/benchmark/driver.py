@@ -11,7 +11,9 @@
 3. Run the missing jobs as a Hydra multirun per dataset (`python -m run -m ...`, through the
    configured `hydra/launcher`), each into `<month>/<dataset name>/<retriever>/`.
 4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
-5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one),
+5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one; a
+   baseline job scored against other labels than this month's is re-scored against the
+   current labels first, see retrieval_bench.rescore),
    write gate.md/gate.json (with the month's gate status, which decides whether it can be a
    later month's baseline); redraw the trend over every finished month. Exit 1 when the gate
    fails: a regression, a plan difference not allowed, or no check at all.
@@ -64,6 +66,7 @@ from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.reports.trend import write_trend
+from retrieval_bench.rescore import relabel_baseline
 
 # Command-line keys the driver owns; every other override is applied to each job.
 _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")
@@ -292,9 +295,14 @@ def gate_month(
         print(f"gate {month}: not gated (benchmark.gate.enabled=false)", flush=True)
         return True
     choice = resolve_baseline(root, month, bench.baseline)
+    baseline: dict[JobKey, FinishedJob] | None = None
+    relabelled: list[str] = []
+    if choice.path is not None:
+        # Like with like: a baseline scored against other labels is re-scored first.
+        baseline, relabelled = relabel_baseline(current, month_jobs(choice.path))
     gate = run_gate(
         current,
-        None if choice.path is None else month_jobs(choice.path),
+        baseline,
         bench.gate,
         significance_settings(cfg.compare),
         stage=cfg.compare.stage,
@@ -304,6 +312,7 @@ def gate_month(
     )
     if choice.path is None and not choice.first:
         gate.no_baseline_reason = choice.reason
+    gate.relabelled = relabelled
     _write_gate(month_dir, month, gate, cfg.compare.confidence)
     _print_gate(month, gate, cfg.compare.confidence)
     return gate.passed
@@ -405,6 +414,8 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
         "",
         f"Baseline: {_baseline_line(gate)}.",
         "",
+        *(f"- {line}" for line in gate.relabelled),
+        *([""] if gate.relabelled else []),
         *(f"- GATE FAILED: {reason}" for reason in gate.reasons),
         *(f"- {c.message(confidence)}" for c in gate.failures),
     ]
@@ -436,6 +447,8 @@ def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
             f"\ngate {month} against {_baseline_line(gate)}: {len(gate.tested)} checks",
             flush=True,
         )
+    for line in gate.relabelled:
+        print(line, flush=True)
     for d in gate.plan:
         state = "allowed" if d.allowed else "NOT allowed"
         print(f"plan difference ({state}): {d.describe()}", flush=True)

@@ -186,6 +186,9 @@ class GateResult:
     baseline_reason: str = ""
     plan: list[PlanDifference] = field(default_factory=list)
     no_baseline_reason: str = ""
+    # One line per baseline job whose labels differ from this month's: re-scored against the
+    # current labels first (retrieval_bench.rescore.relabel_baseline), or why it could not be.
+    relabelled: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Check]:
@@ -247,6 +250,7 @@ class GateResult:
             "baseline": self.baseline,
             "baseline_reason": self.baseline_reason or self.no_baseline_reason,
             "plan_differences": [d.to_json() for d in self.plan],
+            "relabelled": self.relabelled,
             "settings": self.settings,
             "missing": self.missing,
             "failures": [c.to_json() for c in self.failures],
