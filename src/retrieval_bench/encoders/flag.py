@@ -301,7 +301,8 @@ def _pool_worker(device: str, model: Any, inputs: Any, outputs: Any) -> None:
         import torch
 
         cpu_workers = sum(1 for d in model.target_devices if d == "cpu")
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // cpu_workers))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        torch.set_num_threads(max(1, (cores or os.cpu_count() or 1) // cpu_workers))
     AbsEmbedder._encode_multi_process_worker(device, model, inputs, outputs)
 
 
