@@ -36,12 +36,15 @@ from retrieval_bench.io import claim_new_dir, release_unused_claims
 from retrieval_bench.outputs import mark_unfinished, write_job
 from retrieval_bench.reports.console import job_line, job_summary
 from retrieval_bench.router_config import PROJECT_ROOT
+from retrieval_bench.slurm import slurm_fit
 from run.exits import JobFailed, guarded, log_traceback
 
 register_configs()
 # conf/config.yaml's job folders; cached, so each folder is claimed once per job.
 OmegaConf.register_new_resolver("new_dir", claim_new_dir, use_cache=True, replace=True)
 atexit.register(release_unused_claims)
+# conf/hydra/launcher/slurm.yaml's CPUs and memory, capped to the cluster's largest node.
+OmegaConf.register_new_resolver("slurm_fit", slurm_fit, use_cache=True, replace=True)
 log = logging.getLogger("run")
 
 _FULL_ERROR = "HYDRA_FULL_ERROR"

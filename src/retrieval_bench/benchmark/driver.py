@@ -9,7 +9,8 @@
    in `benchmark.json`. A rerun of an unfinished month must carry the same plan, so a month is
    never a mix of two configurations; finished jobs are kept and only the rest are run.
 3. Run the missing jobs as a Hydra multirun per dataset (`python -m run -m ...`, through the
-   configured `hydra/launcher`), each into `<month>/<dataset name>/<retriever>/`.
+   `hydra/launcher` named by `benchmark.launcher`, with `benchmark.launcher_settings` as its
+   `hydra.launcher.*` settings), each into `<month>/<dataset name>/<retriever>/`.
 4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
 5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one; a
    baseline job scored against other labels than this month's is re-scored against the
@@ -195,6 +196,20 @@ def check_allowed_changes(allowed: Sequence[str], jobs: Mapping[Any, RunConfig])
             )
 
 
+def launcher_overrides(settings: Mapping[str, Any]) -> list[str]:
+    """`benchmark.launcher_settings` as the jobs' `hydra.launcher.<key>=<value>` overrides."""
+    out = []
+    for key, value in settings.items():
+        if value is None:
+            text = "null"
+        elif isinstance(value, (bool, int, float)):
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+        else:
+            text = _quote(str(value))
+        out.append(f"hydra.launcher.{key}={text}")
+    return out
+
+
 def _launch(
     month_dir: Path,
     dataset: str,
@@ -214,6 +229,7 @@ def _launch(
         f"hydra.sweep.dir={_quote(str((month_dir / folder).resolve()))}",
         f"hydra.sweep.subdir={_SUBDIR}",
         f"hydra/launcher={cfg.benchmark.launcher}",
+        *launcher_overrides(cfg.benchmark.launcher_settings),
         "compare.enabled=false",
     ]
     print(
