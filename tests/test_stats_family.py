@@ -222,13 +222,13 @@ def test_p_value_at_the_resampling_floor_prints_as_a_bound() -> None:
     assert at_floor(test["p_value"], 30, 10_000) and not at_floor(0.001, 30, 10_000)
     tests_row = "| all | 30 | retriever=bm25 | retriever=dense |"
     row = next(line for line in text.splitlines() if line.startswith(tests_row))
-    assert row.endswith("| < 0.0002 | < 0.0002 |")
+    assert row.endswith("| < 0.0002 | < 0.0002 | +0/-30/=0 | no variation |")
     assert "0.0002 |" not in row.replace("< 0.0002 |", "")
     assert "`compare.family=cell`" in text
     # In a family of two the Holm p-value is twice the floor, and an upper bound too.
     _, text = _markdown(jobs, CompareConfig(metrics=["recall@K"], family="table"))
     row = next(line for line in text.splitlines() if line.startswith(tests_row))
-    assert row.endswith("| < 0.0002 | ≤ 0.0004 |")
+    assert row.endswith("| < 0.0002 | ≤ 0.0004 | +0/-30/=0 | no variation |")
 
 
 def test_all_weak_compares_against_the_ideal_bound() -> None:

@@ -329,8 +329,8 @@ def gate_month(
     if choice.path is None and not choice.first:
         gate.no_baseline_reason = choice.reason
     gate.relabelled = relabelled
-    _write_gate(month_dir, month, gate, cfg.compare.confidence)
-    _print_gate(month, gate, cfg.compare.confidence)
+    _write_gate(month_dir, month, gate)
+    _print_gate(month, gate)
     return gate.passed
 
 
@@ -389,7 +389,7 @@ def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
                 c.before,
                 c.after,
                 f"{c.change:+.3f}",
-                f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]",
+                c.ci_text,
                 f"{c.p_holm:.4g}",
                 c.tolerance,
                 c.status,
@@ -422,7 +422,7 @@ def _baseline_line(gate: GateResult) -> str:
     return f"{gate.baseline} ({gate.baseline_reason})"
 
 
-def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float) -> None:
+def _write_gate(month_dir: Path, month: str, gate: GateResult) -> None:
     atomic_write_json(month_dir / GATE_FILE, {"month": month, **gate.to_json()})
     verdict = "PASSED" if gate.passed else "FAILED"
     lines = [
@@ -433,7 +433,7 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
         *(f"- {line}" for line in gate.relabelled),
         *([""] if gate.relabelled else []),
         *(f"- GATE FAILED: {reason}" for reason in gate.reasons),
-        *(f"- {c.message(confidence)}" for c in gate.failures),
+        *(f"- {c.message()}" for c in gate.failures),
     ]
     if gate.plan:
         lines += ["", "Plan differences from the baseline:", ""]
@@ -445,7 +445,10 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
             "",
             "A check fails when the drop exceeds its tolerance and is significant (paired "
             "randomization test, Holm across every check, alpha "
-            f"{gate.settings['alpha']:g}); {confidence:.0%} paired bootstrap CI of the change.",
+            f"{gate.settings['alpha']:g}). CI of the change: that test inverted at the level "
+            "of the check's Holm step (the i-th smallest of m p-values: 1 - alpha / (m - i)), "
+            "so it excludes 0 exactly where the check is significant; `unbounded`: too few "
+            "queries for any shift to be rejected.",
             "",
             *(f"- not gated: {m}" for m in gate.missing),
             *([""] if gate.missing else []),
@@ -454,7 +457,7 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
     atomic_write_text(month_dir / "gate.md", "\n".join([*lines, ""]))
 
 
-def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
+def _print_gate(month: str, gate: GateResult) -> None:
     if gate.baseline is None and gate.passed:
         print(f"gate {month}: {_baseline_line(gate)}", flush=True)
         return
@@ -479,7 +482,7 @@ def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
         print(f"gate {month}: PASSED", flush=True)
         return
     for c in gate.failures:
-        print(c.message(confidence), file=sys.stderr, flush=True)
+        print(c.message(), file=sys.stderr, flush=True)
     for reason in gate.reasons:
         print(f"GATE FAILED: {reason}", file=sys.stderr, flush=True)
     print(f"gate {month}: FAILED", file=sys.stderr, flush=True)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.compare.config import CompareConfig
+from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
 from retrieval_bench.compare.jobs import (
@@ -44,12 +45,18 @@ from retrieval_bench.scoring.comparison import (
     verdict_cells,
 )
 from retrieval_bench.scoring.metrics import ideal_value
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.scoring.significance import CORRECTIONS, SignificanceSettings, json_number
 
 
 def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
     return SignificanceSettings(
-        alpha=cfg.alpha, n_resamples=cfg.n_resamples, confidence=cfg.confidence, seed=cfg.seed
+        alpha=cfg.alpha,
+        n_resamples=cfg.n_resamples,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        correction=cfg.correction,
+        power=cfg.power,
+        target_delta=cfg.target_delta,
     )
 
 
@@ -176,6 +183,7 @@ def compare_dataset(
         "types": types,
         "cells": cells,
         "best": best,
+        "coverage": label_coverage(jobs, stage),
         "ablation": None,
     }
     if len(jobs) > 1 and (baseline or any(k != "retriever" for k in keys)):
@@ -194,7 +202,7 @@ def _ideal_bound(
 ) -> float | None:
     """The mean ideal value (`metrics.ideal_value`) of the cell's best configuration's metric
     over the cell's paired queries: what a perfect ranking would score there."""
-    means = {k: v for k, v in cell["means"].items() if v == v}
+    means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
     if not means or not values:
         return None
     job = jobs[max(means, key=lambda label: means[label])]
@@ -210,7 +218,7 @@ def _ideal_bound(
 def _best_entry(cell: Mapping[str, Any], weak_below: float, bound: float | None) -> dict[str, Any]:
     """The `best` column's entry; "all weak" when the best mean is below `weak_below` times
     the ideal bound of the cell (1 for hit, mrr, ndcg; recall_bound for recall)."""
-    means = {k: v for k, v in cell["means"].items() if v == v}
+    means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
     top = max(means.values()) if means else None
     weak = top is not None and bound is not None and top < weak_below * bound
     if cell["best"]:
@@ -300,17 +308,52 @@ def settings_record(cfg: CompareConfig) -> dict[str, Any]:
         "family": cfg.family,
         "weak_below": cfg.weak_below,
         "family_scope": FAMILY_SCOPE[cfg.family],
+        "correction": cfg.correction,
         "test": (
-            "paired randomization (sign-flip), two-sided; Holm over the family of "
-            + FAMILY_SCOPE[cfg.family]
+            f"paired randomization (sign-flip), two-sided; {CORRECTIONS[cfg.correction]} "
+            "over the family of " + FAMILY_SCOPE[cfg.family]
         ),
-        "interval": (
-            "the sign-flip test inverted (every shift it does not reject), at the "
-            "confidence level of its Holm step: 1 - (1 - confidence) / (m - i) for the "
-            "i-th smallest of the family's m p-values (an accepted test: the step where "
-            "Holm stopped)"
+        "interval": INTERVALS[cfg.correction],
+        "power": cfg.power,
+        "target_delta": cfg.target_delta,
+        "power_method": (
+            "normal approximation of the sign-flip test (its null variance is mean(d^2)/n): "
+            "MDE = z(1-a/2) sd / sqrt(n - z(1-a/2)^2) + z(power) sd / sqrt(n), sd of the "
+            "per-query differences (ddof 1), a = alpha / m (m: tests in the family; the level "
+            "a test must reach alone under Holm and BH alike); n_needed: the smallest n with "
+            "MDE <= target_delta"
         ),
     }
+
+
+# How each correction's CIs are drawn, as comparison.json says it.
+INTERVALS = {
+    "holm": (
+        "the sign-flip test inverted (every shift it does not reject), at the "
+        "confidence level of its Holm step: 1 - (1 - confidence) / (m - i) for the "
+        "i-th smallest of the family's m p-values (an accepted test: the step where "
+        "Holm stopped)"
+    ),
+    "bh": (
+        "the sign-flip test inverted (every shift it does not reject), at "
+        "1 - R (1 - confidence) / m for every test of the family, R the number BH rejects "
+        "(at least 1): Benjamini-Yekutieli (2005) FCR-adjusted intervals for the selected "
+        "tests, and the same level for the others (where each holds 0)"
+    ),
+}
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every non-finite float (a mean over no query) as null: JSON has no NaN or
+    Infinity, and other tools' parsers refuse them. Infinite CI ends say why beside them
+    (`ci_unbounded`, written by the tests themselves)."""
+    if isinstance(value, float):
+        return json_number(value)
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
 
 
 @dataclass
@@ -342,11 +385,13 @@ def compare_dirs(
         datasets[name] = compare_dataset(group, cfg, baseline)
         primary = datasets[name]["metrics"][0]["spec"]
         badcases[name] = drilldown(group, cfg.stage, primary)
-    record = {
-        "settings": settings_record(cfg),
-        "datasets": datasets,
-        "skipped": [{"path": str(path), "reason": reason} for path, reason in scan.skipped],
-    }
+    record = strict_json(
+        {
+            "settings": settings_record(cfg),
+            "datasets": datasets,
+            "skipped": [{"path": str(path), "reason": reason} for path, reason in scan.skipped],
+        }
+    )
     files: list[Path] = []
     if out_dir is not None:
         out = Path(out_dir)

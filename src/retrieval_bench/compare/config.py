@@ -34,6 +34,13 @@ class CompareConfig:
     # Holm family: "cell" (one type x one metric), "metric" (every type of a metric) or
     # "table" (every type x metric of the table: the family a reader scans).
     family: str = "table"
+    # Multiple-testing correction over a family: "holm" (family-wise error) or "bh"
+    # (Benjamini-Hochberg, false discovery rate).
+    correction: str = "holm"
+    # Power analysis: the minimum detectable effect is stated at this power, and the queries
+    # needed are those that detect a difference of `target_delta` (in the metric's units).
+    power: float = 0.8
+    target_delta: float = 0.05
 
     def baseline_setting(self) -> dict[str, Any]:
         """The baseline as KEY -> VALUE, whichever spelling the config used."""
@@ -73,6 +80,20 @@ class CompareConfig:
         if self.family not in FAMILIES:
             raise ConfigError(
                 "compare.family", f"{self.family!r} is not one of: {', '.join(FAMILIES)}"
+            )
+        from retrieval_bench.scoring.significance import CORRECTIONS
+
+        if self.correction not in CORRECTIONS:
+            raise ConfigError(
+                "compare.correction",
+                f"{self.correction!r} is not one of: {', '.join(CORRECTIONS)}",
+            )
+        if not 0 < self.power < 1:
+            raise ConfigError("compare.power", f"must be within (0, 1), got {self.power}")
+        if not 0 < self.target_delta <= 1:
+            raise ConfigError(
+                "compare.target_delta",
+                f"is a difference in the metric's units, within (0, 1], got {self.target_delta}",
             )
         if not 0 < self.weak_below <= 1:
             raise ConfigError(

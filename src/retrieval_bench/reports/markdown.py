@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from retrieval_bench.experiment import JobResult
+from retrieval_bench.reports.coverage import job_coverage_section
 from retrieval_bench.reports.families import (
     evidence_section,
     family_tables,
@@ -45,6 +46,7 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
     lines += refusal_section(result.metrics.get("refusal"), plots)
     lines += evidence_section(result.metrics, plots)
     lines += group_by_section(result.metrics, top_k)
+    lines += job_coverage_section(result.metrics, top_k)
     for name, stage in result.metrics["stages"].items():
         lines += [f"## Stage `{name}`", "", exclusions_line(stage), ""]
         deep = stage.get("depth_exceeds_list") or {}

@@ -7,10 +7,14 @@ mean rests on the same queries; the cell records how many (`n`) and how many wer
 Verdict of a cell (one type x one metric):
 
 * the best configuration (highest mean) is tested against every other one (paired randomization
-  test), Holm-adjusted over the cell's *family* (`FAMILIES`): the cell alone, every type of its
-  metric, or every type x metric of the table (the default: the family a reader scans);
-* each CI is drawn at the confidence level of its test's Holm step, so it agrees with the
-  verdict beside it (`significance.family_tests`);
+  test), adjusted (Holm, or BH: `settings.correction`) over the cell's *family* (`FAMILIES`):
+  the cell alone, every type of its metric, or every type x metric of the table (the default:
+  the family a reader scans);
+* each CI is drawn at the confidence level the correction gives its test, so it agrees with
+  the verdict beside it (`significance.family_tests`);
+* each test carries its power (`scoring.power`: the minimum detectable effect at alpha / m and
+  the queries needed for `target_delta`) and PyTerrier's improved / degraded / unchanged
+  counts of the other configuration's queries relative to the best;
 * `win`: the best, significantly better than every other; `second`: the runner-up when there is
   a winner and more than one other configuration (with two, the other simply `lose`s); `tie`:
   not significantly different from the best (the best itself is `tie` when anything ties with
@@ -29,12 +33,15 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from retrieval_bench.scoring.power import paired_counts, per_test_alpha, power_entry, summary
 from retrieval_bench.scoring.significance import (
     FamilyTest,
     PairedResult,
     SignificanceSettings,
     at_floor,
+    ci_json,
     family_tests,
+    json_number,
     min_p_value,
     paired_test,
 )
@@ -82,18 +89,20 @@ def too_few(
     min_queries: int,
     family_floor: float | None = None,
 ) -> str:
-    """Why `n` paired queries cannot decide a test Holm-adjusted over `comparisons` tests
-    ('' if they can). `family_floor`: the smallest p-value any test of the family can reach
-    (default: this test's own); Holm's first step multiplies it by `comparisons`, and every
-    adjusted p-value is at least that."""
+    """Why `n` paired queries cannot decide a test adjusted over `comparisons` tests ('' if
+    they can). `family_floor`: the smallest p-value any test of the family can reach (default:
+    this test's own); Holm's first step multiplies it by `comparisons`, and every adjusted
+    p-value is at least that. BH can adjust a p-value down to itself (when every test of the
+    family is as small), so there only the test's own floor counts."""
     if n == 0:
         return "no query scored by every configuration"
     if n < min_queries:
         return f"too few queries to decide (n={n} < {min_queries})"
     own = min_p_value(n, settings.n_resamples)
     floor = own if family_floor is None else family_floor
-    if max(own, floor * max(1, comparisons)) >= settings.alpha:
-        # Even a unanimous difference could not reach alpha after Holm.
+    factor = max(1, comparisons) if settings.correction == "holm" else 1
+    if max(own, floor * factor) >= settings.alpha:
+        # Even a unanimous difference could not reach alpha after the correction.
         return f"too few queries to decide (n={n}: no difference could be significant)"
     return ""
 
@@ -109,22 +118,32 @@ class Cell:
     best: str | None = None
     note: str = ""
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The cell's power (`scoring.power.summary` of its tests).
+    power: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "n": self.n,
             "unpaired": self.unpaired,
-            "means": self.means,
+            "means": {k: json_number(v) for k, v in self.means.items()},
             "verdicts": self.verdicts,
             "best": self.best,
             "note": self.note,
             "tests": self.tests,
+            "power": self.power,
         }
 
 
 def _test_json(
-    test: FamilyTest, against: str, settings: SignificanceSettings, family: str
+    test: FamilyTest,
+    against: str,
+    settings: SignificanceSettings,
+    family: str,
+    power: dict[str, Any],
+    counts: dict[str, int],
 ) -> dict[str, Any]:
+    """A test of the best against another configuration; `counts`: the other configuration's
+    queries improved / degraded / unchanged relative to the best."""
     r = test.result
     return {
         "against": against,
@@ -132,7 +151,26 @@ def _test_json(
         "p_at_floor": at_floor(r.p_value, r.n, settings.n_resamples),
         "ci_agrees": test.ci_agrees,
         "family": family,
+        **counts,
+        "power": power,
     }
+
+
+def _power(
+    a: np.ndarray, b: np.ndarray, settings: SignificanceSettings, family_size: int
+) -> dict[str, Any]:
+    """The power of the test of a against b in a family of `family_size` (`scoring.power`)."""
+    alpha_test = per_test_alpha(settings.alpha, family_size)
+    return power_entry(
+        a - b, alpha_test, settings.power, settings.target_delta, settings.n_resamples
+    )
+
+
+def _enough(reason: str, power: dict[str, Any], settings: SignificanceSettings) -> str:
+    """A "too few queries" reason with how many would be enough for the target difference."""
+    if power.get("n_needed") is not None:
+        return f"{reason}; {power['n_needed']} would detect {settings.target_delta:g}"
+    return reason
 
 
 @dataclass
@@ -185,15 +223,21 @@ def verdict_cells(
             item = pending[k]
             best, others = item.order[0], item.order[1:]
             results = {o: next(tests) for o in others}
+            a = item.arrays[best]
+            powers = {o: _power(a, item.arrays[o], settings, size) for o in others}
             item.cell.tests = {
-                o: _test_json(t, best, settings, family_name) for o, t in results.items()
+                o: _test_json(
+                    t, best, settings, family_name, powers[o], paired_counts(item.arrays[o], a)
+                )
+                for o, t in results.items()
             }
+            item.cell.power = summary(list(powers.values()))
             reason = too_few(item.cell.n, size, settings, min_queries, floor)
             if reason:
-                item.cell.note = reason
+                item.cell.note = _enough(reason, item.cell.power, settings)
                 continue
             significant = {
-                o: t.p_holm < settings.alpha and t.result.diff > 0 for o, t in results.items()
+                o: t.p_adjusted < settings.alpha and t.result.diff > 0 for o, t in results.items()
             }
             _decide(item.cell, item.order, significant)
     return cells
@@ -238,8 +282,9 @@ def paired_change(
 
 @dataclass
 class Delta:
-    """One setting against the baseline on one group x metric; the CI is at `ci_level`, the
-    level of its Holm step in `family`."""
+    """One setting against the baseline on one group x metric; `p_adjusted` by `correction`
+    over `family`, the CI at `ci_level`, the level that correction gives it; improved /
+    degraded / unchanged: the setting's queries relative to the baseline."""
 
     setting: str
     n: int
@@ -250,16 +295,29 @@ class Delta:
     ci_low: float
     ci_high: float
     p_value: float
-    p_holm: float
+    p_adjusted: float
     significant: bool
     note: str = ""
     ci_level: float = math.nan
     ci_agrees: bool = True
     p_at_floor: bool = False
     family: str = "cell"
+    correction: str = "holm"
+    improved: int = 0
+    degraded: int = 0
+    unchanged: int = 0
+    power: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def p_holm(self) -> float:
+        """The adjusted p-value under its old name (Holm was the only correction)."""
+        return self.p_adjusted
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """Strict JSON (`significance.ci_json`); the adjusted p-value also as `p_<correction>`."""
+        out = {k: json_number(v) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+        out[f"p_{self.correction}"] = self.p_adjusted
+        return {**out, **ci_json(self.ci_low, self.ci_high)}
 
 
 def delta_families(
@@ -288,9 +346,10 @@ def delta_families(
         floor = min((min_p_value(n, settings.n_resamples) for n in sizes), default=1.0)
         for k in members:
             out[k] = []
-            for name, _, _, unpaired in paired[k]:
+            for name, after, before, unpaired in paired[k]:
                 test = next(tests)
                 r = test.result
+                power = _power(after, before, settings, len(rows))
                 reason = too_few(r.n, len(rows), settings, min_queries, floor)
                 out[k].append(
                     Delta(
@@ -303,13 +362,16 @@ def delta_families(
                         ci_low=r.ci_low,
                         ci_high=r.ci_high,
                         p_value=r.p_value,
-                        p_holm=test.p_holm,
-                        significant=not reason and test.p_holm < settings.alpha and r.diff != 0,
-                        note=reason,
+                        p_adjusted=test.p_adjusted,
+                        significant=not reason and test.p_adjusted < settings.alpha and r.diff != 0,
+                        note=_enough(reason, power, settings) if reason else "",
                         ci_level=test.ci_level,
                         ci_agrees=test.ci_agrees,
                         p_at_floor=at_floor(r.p_value, r.n, settings.n_resamples),
                         family=family_name,
+                        correction=settings.correction,
+                        **paired_counts(after, before),
+                        power=power,
                     )
                 )
     return out

@@ -18,12 +18,20 @@ construction when the mean is not 0) printed beside a randomization p-value did.
 test inversion, hence the few lines of numpy here; the patterns are drawn once per comparison,
 so every shift is tested on the same ones.
 
-A family of tests (`family_tests`) is Holm-adjusted together (`holm`; scipy has no Holm,
-`false_discovery_control` is BH/BY), and each test's CI is drawn at the level of its Holm step
-(`holm_levels`): Holm tests the i-th smallest of m p-values at alpha / (m - i), so a rejected
-test's CI is the 1 - (1 - confidence) / (m - i) interval and an accepted test's that of the step
-where Holm stopped. With confidence = 1 - alpha (the default) a CI printed beside a verdict
-excludes 0 exactly when the verdict is significant; `ci_agrees` records it.
+A family of tests (`family_tests`) is adjusted together by `settings.correction`:
+
+* `holm` (family-wise error; scipy has no Holm): each test's CI is drawn at the level of its
+  Holm step (`holm_levels`): Holm tests the i-th smallest of m p-values at alpha / (m - i), so
+  a rejected test's CI is the 1 - (1 - confidence) / (m - i) interval and an accepted test's
+  that of the step where Holm stopped.
+* `bh` (Benjamini-Hochberg, false discovery rate; the adjusted p-values are scipy's
+  `false_discovery_control`): every CI at 1 - R (1 - confidence) / m, R the number of tests BH
+  rejects (at least 1): Benjamini & Yekutieli's (2005) FCR-adjusted intervals for the R
+  selected tests; the unselected ones get the same level, at which each holds 0 (its p-value is
+  above R alpha / m), which BY leave undefined (`bh_levels`).
+
+With confidence = 1 - alpha (the default) a CI printed beside a verdict excludes 0 exactly when
+the verdict is significant; `ci_agrees` records it.
 
 Everything is seeded (`seed`), so a report is reproducible bit for bit.
 """
@@ -46,6 +54,35 @@ class SignificanceSettings:
     n_resamples: int = 10000
     confidence: float = 0.95
     seed: int = 0
+    # Multiple-testing correction of a family: "holm" or "bh" (`CORRECTIONS`).
+    correction: str = "holm"
+    # Power analysis (`scoring.power`): the power a minimum detectable effect is stated at,
+    # and the difference the "queries needed" are for.
+    power: float = 0.8
+    target_delta: float = 0.05
+
+
+# Corrections and what each controls, as reports say it.
+CORRECTIONS = {
+    "holm": "Holm (family-wise error rate)",
+    "bh": "Benjamini-Hochberg (false discovery rate)",
+}
+# Written for a CI end no shift can reach (JSON null, markdown `unbounded`).
+UNBOUNDED = "unbounded: too few queries"
+
+
+def json_number(value: float) -> float | None:
+    """`value`, or None where JSON has no number for it (infinite, NaN)."""
+    return float(value) if math.isfinite(value) else None
+
+
+def ci_json(low: float, high: float) -> dict[str, Any]:
+    """A CI as strict JSON: an infinite end (no shift could be rejected) is null, and
+    `ci_unbounded` says why."""
+    out: dict[str, Any] = {"ci_low": json_number(low), "ci_high": json_number(high)}
+    if math.isinf(low) or math.isinf(high):
+        out["ci_unbounded"] = UNBOUNDED
+    return out
 
 
 @dataclass(frozen=True)
@@ -60,8 +97,12 @@ class PairedResult:
     ci_high: float
     p_value: float
 
-    def to_json(self) -> dict[str, float | int]:
-        return asdict(self)
+    def to_json(self) -> dict[str, Any]:
+        """Strict JSON: NaN means (no query) and infinite CI ends are null (`ci_json`)."""
+        out: dict[str, Any] = {
+            k: json_number(v) if isinstance(v, float) else v for k, v in asdict(self).items()
+        }
+        return {**out, **ci_json(self.ci_low, self.ci_high)}
 
 
 # Rows of sign patterns generated at a time (bounds memory on large n).
@@ -237,37 +278,89 @@ def holm_levels(p_values: Sequence[float], alpha: float, confidence: float) -> l
     return levels
 
 
+def bh(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values, in the input order (step-up: the i-th smallest
+    of m is min over j >= i of m p_(j) / j, capped at 1); rejecting where adjusted < alpha
+    controls the false discovery rate (independent or positively dependent tests)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [1.0] * m
+    running = 1.0
+    for rank in range(m - 1, -1, -1):
+        i = order[rank]
+        running = min(running, m * float(p_values[i]) / (rank + 1))
+        adjusted[i] = running
+    return adjusted
+
+
+def bh_levels(p_values: Sequence[float], alpha: float, confidence: float) -> list[float]:
+    """Every test's CI level under BH: 1 - max(R, 1) (1 - confidence) / m, R the number BH
+    rejects (module docstring). A rejected test's p-value is below R alpha / m and an accepted
+    one's above it, so with confidence = 1 - alpha each CI agrees with its verdict."""
+    m = len(p_values)
+    rejected = sum(1 for p in bh(p_values) if p < alpha)
+    return [1.0 - max(rejected, 1) * (1.0 - confidence) / m] * m
+
+
+def adjust(p_values: Sequence[float], correction: str) -> list[float]:
+    """The p-values adjusted by `correction` (`CORRECTIONS`)."""
+    if correction == "holm":
+        return holm(p_values)
+    if correction == "bh":
+        return bh(p_values)
+    raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
+
+
+def correction_levels(p_values: Sequence[float], settings: SignificanceSettings) -> list[float]:
+    """The CI level of each test of a family under `settings.correction`."""
+    levels = holm_levels if settings.correction == "holm" else bh_levels
+    return levels(p_values, settings.alpha, settings.confidence)
+
+
 @dataclass(frozen=True)
 class FamilyTest:
-    """One test of a Holm family: its result (CI at `ci_level`), the adjusted p-value, and
-    whether the CI excludes 0 exactly when the adjusted p-value is below alpha."""
+    """One test of a family: its result (CI at `ci_level`), the p-value adjusted by
+    `correction`, and whether the CI excludes 0 exactly when that is below alpha."""
 
     result: PairedResult
-    p_holm: float
+    p_adjusted: float
     ci_level: float
     ci_agrees: bool
+    correction: str = "holm"
+
+    @property
+    def p_holm(self) -> float:
+        """The adjusted p-value under its old name (Holm was the only correction)."""
+        return self.p_adjusted
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.result.to_json(), "p_holm": self.p_holm, "ci_level": self.ci_level}
+        """`p_adjusted`, also under `p_<correction>` (`p_holm`, as earlier files had it)."""
+        return {
+            **self.result.to_json(),
+            "p_adjusted": self.p_adjusted,
+            f"p_{self.correction}": self.p_adjusted,
+            "correction": self.correction,
+            "ci_level": self.ci_level,
+        }
 
 
 def family_tests(
     pairs: Sequence[tuple[np.ndarray, np.ndarray]], settings: SignificanceSettings
 ) -> list[FamilyTest]:
-    """Paired tests of one family: sign-flip p-values, Holm over all of them, and each CI at
-    the confidence level of its Holm step (see the module docstring)."""
+    """Paired tests of one family: sign-flip p-values, adjusted together by
+    `settings.correction`, and each CI at the matching level (see the module docstring)."""
     tests = [_paired(a, b, settings) for a, b in pairs]
     p_values = [result.p_value for result, _ in tests]
-    adjusted = holm(p_values)
-    levels = holm_levels(p_values, settings.alpha, settings.confidence)
+    adjusted = adjust(p_values, settings.correction)
+    levels = correction_levels(p_values, settings)
     out = []
-    for (result, test), p_holm, level in zip(tests, adjusted, levels, strict=True):
+    for (result, test), p_adj, level in zip(tests, adjusted, levels, strict=True):
         if test is not None:
             low, high = test.interval(level)
             result = PairedResult(
                 result.n, result.mean_a, result.mean_b, result.diff, low, high, result.p_value
             )
         excludes_zero = result.ci_low > 0 or result.ci_high < 0
-        agrees = excludes_zero == (p_holm < settings.alpha)
-        out.append(FamilyTest(result, p_holm, level, agrees))
+        agrees = excludes_zero == (p_adj < settings.alpha)
+        out.append(FamilyTest(result, p_adj, level, agrees, settings.correction))
     return out
