@@ -1,17 +1,27 @@
-# Two entry points: `make demo` runs the default job, `make test` runs the test suite.
+# Two entry points: `make demo` runs the default job, `make test` runs ruff, mypy and every test
+# (what CI runs). `make fast` is the inner loop: the tests not marked slow.
 # Each creates .venv and installs what it needs on first use.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint sweep monthly clean
+.PHONY: demo test fast mutation lint sweep monthly clean
 
 demo: $(VENV)/.installed-base
 	$(PY) -m run
 
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy src
 	$(PY) -m pytest -q
+
+fast: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m "not slow"
+
+# Deliberate bugs in the filter, gate, pipeline, fusion, metrics and tie-break: each must make
+# a test fail (tests/mutation_check.py).
+mutation: $(VENV)/.installed-test
+	$(PY) tests/mutation_check.py
 
 sweep: $(VENV)/.installed-base
 	$(PY) -m run -m retriever=bm25,dense,hybrid

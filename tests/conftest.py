@@ -1,4 +1,6 @@
-"""Shared fixtures: the small native dataset under tests/fixtures and a runner for the app."""
+"""Shared fixtures: the small native dataset under tests/fixtures, the job in-process (the
+library API with a config composed by Hydra's compose API) and, for exit codes, the app as a
+subprocess."""
 
 from __future__ import annotations
 
@@ -6,8 +8,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
+
+from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.experiment import JobResult, run_job
+from retrieval_bench.outputs import write_job
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -15,6 +24,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "mini"
 SHARED_BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
+# Under CI the shared benchmarks must be there: a test that needs them fails instead of skipping.
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+register_configs()
 
 
 def mini_overrides(tmp_path: Path) -> list[str]:
@@ -26,7 +39,43 @@ def mini_overrides(tmp_path: Path) -> list[str]:
     ]
 
 
+def shared_benchmark(name: str) -> Path:
+    """../shared/benchmarks/<name>: skipped when absent on a workstation, a failure under CI."""
+    path = SHARED_BENCHMARKS / name
+    if not path.is_dir():
+        message = f"{path} is absent"
+        if IN_CI:
+            pytest.fail(f"{message}; CI must provide the shared benchmarks")
+        pytest.skip(message)
+    return path
+
+
+def compose_dict(overrides: list[str]) -> DictConfig:
+    """The app's config with `overrides`, composed as `python -m run` would compose it."""
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def compose_config(overrides: list[str]) -> RunConfig:
+    """The typed, validated RunConfig for `overrides` (raises ConfigError as the app would)."""
+    cfg = cast(RunConfig, OmegaConf.to_object(compose_dict(overrides)))
+    validate(cfg)
+    return cfg
+
+
+def run_in_process(overrides: list[str], tmp_path: Path) -> tuple[JobResult, Path]:
+    """One job through the library (run_job + write_job), its files under tmp_path / "run";
+    the same work as `python -m run <overrides>` without a process start."""
+    dict_cfg = compose_dict(overrides)
+    cfg = cast(RunConfig, OmegaConf.to_object(dict_cfg))
+    validate(cfg)
+    result = run_job(cfg)
+    config = cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True))
+    return result, write_job(tmp_path / "run", result, config)
+
+
 def run_app(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`python -m run <args>` as a subprocess: for exit codes and the Hydra layer only (slow)."""
     env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
         [sys.executable, "-m", "run", *args],

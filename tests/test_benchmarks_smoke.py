@@ -1,11 +1,11 @@
-"""Each benchmark script runs end to end on a tiny size and prints its side-by-side ratios.
-
-Only that it runs and reports: timings are never asserted (they flake on shared machines).
-"""
+"""Each benchmark script runs end to end on a tiny size; its RESULT line's exactness figures
+(score and metric differences against the reference implementation) are checked, its timings
+never (they flake on shared machines). Subprocesses: marked slow."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +13,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def result_line(out: str, name: str) -> str:
+    [line] = [x for x in out.splitlines() if x.startswith(f"RESULT {name}:")]
+    return line
 
 
 def run_benchmark(script: str, *args: str) -> str:
@@ -31,14 +37,20 @@ def run_benchmark(script: str, *args: str) -> str:
 
 def test_bm25_benchmark_quick() -> None:
     out = run_benchmark("bench_bm25.py", "--quick", "--synthetic")
-    assert "RESULT bm25:" in out and "x faster" in out
-    assert "max |score diff| 0 " in out, "the sparse scorer must stay bit-identical"
+    line = result_line(out, "bm25")
+    match = re.search(r"max \|score diff\| (\S+) \((\d+)/(\d+) queries bit-identical\)", line)
+    assert match, line
+    assert float(match[1]) == 0.0, "the sparse scorer must stay bit-identical to rank_bm25"
+    assert match[2] == match[3]
+    same = re.search(r"top-100 identical (\d+)/(\d+)", line)
+    assert same and same[1] == same[2], line
 
 
 def test_scorer_benchmark_quick() -> None:
-    pytest.importorskip("pytrec_eval")
     out = run_benchmark("bench_scorer.py", "--quick", "--no-ranx")
-    assert "RESULT scorer:" in out and "x faster" in out
+    match = re.search(r"max \|diff\| vs pytrec_eval (\S+)$", result_line(out, "scorer"))
+    assert match, out
+    assert float(match[1]) < 1e-9
 
 
 def test_scale_benchmark_quick() -> None:

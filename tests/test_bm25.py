@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -156,3 +157,23 @@ def test_aliases_become_the_canonical_entity_token() -> None:
     literal = Tokenizer.for_entities(TextConfig(canonical_entities=False), entities)
     assert "蜈支洲" in literal.tokenize("蜈支洲门票")
     assert literal.identity() != tokenizer.identity()
+
+
+@pytest.mark.parametrize("epsilon", [0.25, 0.5])
+def test_epsilon_floor_worked_by_hand(epsilon: float) -> None:
+    """'a' is in 3 of 4 passages: its IDF ln(1.5 / 3.5) is negative, so it is floored to
+    epsilon x the mean IDF over the vocabulary (BM25Okapi's rule)."""
+    corpus = [["a", "b"], ["a", "c"], ["a", "d"], ["e"]]
+    rare = math.log(3.5 / 1.5)
+    floor = epsilon * (math.log(1.5 / 3.5) + 4 * rare) / 5
+    k1, b = 1.5, 0.75
+    avgdl = 7 / 4
+
+    def term(idf: float, length: int) -> float:
+        return idf * (k1 + 1) / (1 + k1 * (1 - b + b * length / avgdl))
+
+    sparse = SparseBM25(corpus, BM25Config(k1=k1, b=b, epsilon=epsilon))
+    scores, matched = sparse.scores(["a", "b"])
+    assert matched.tolist() == [0, 1, 2]
+    expected = [term(floor, 2) + term(rare, 2), term(floor, 2), term(floor, 2), 0.0]
+    np.testing.assert_allclose(scores, expected, rtol=1e-12, atol=0)

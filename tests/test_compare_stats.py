@@ -60,7 +60,9 @@ def test_exact_sign_flip_p_value() -> None:
         n_resamples=10_000,
     )
     assert ours.p_value == pytest.approx(ref.pvalue)
-    assert ours.ci_low <= ours.diff <= ours.ci_high
+    assert ours.p_value == 2 / 2**8  # exact: every one of the 2^8 sign flips enumerated
+    # The bootstrap CI with the fixed seed, to the last digit.
+    assert (ours.diff, ours.ci_low, ours.ci_high) == pytest.approx((0.59375, 0.4, 0.766666666667))
 
 
 def test_paired_test_is_reproducible_and_two_sided() -> None:
@@ -100,7 +102,11 @@ def test_win_second_lose() -> None:
     assert cell.verdicts == {"A": WIN, "B": SECOND, "C": LOSE}
     assert cell.best == "A" and cell.n == n
     assert set(cell.tests) == {"B", "C"}
-    assert all(t["p_holm"] < 0.05 for t in cell.tests.values())
+    # 12 unanimous differences: p = 2 / 2^12 each (exact), doubled by Holm over two tests.
+    assert {k: (t["p_value"], t["p_holm"]) for k, t in cell.tests.items()} == {
+        "B": (2 / 2**12, 4 / 2**12),
+        "C": (2 / 2**12, 4 / 2**12),
+    }
 
 
 def test_tie_with_the_best() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,18 +33,83 @@ def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix[:-1], node
 
 
-def test_every_scalar_key_accepts_an_override() -> None:
+# A different valid value for every string key (numbers and booleans are changed by rule).
+STRING_ALTERNATIVES = {
+    "dataset.name": "mine",
+    "dataset.format": "beir",
+    "dataset.corpus": "corpus/mine",
+    "dataset.evalset": "evalsets/mine.jsonl",
+    "dataset.path": "data/mine",
+    "dataset.split": "dev",
+    "retriever.name": "mine",
+    "retriever.combine": "fill",
+    "encoder.kind": "flag",
+    "encoder.model": "BAAI/bge-small-zh-v1.5",
+    "encoder.pooling": "mean",
+    "encoder.query_instruction": "query: ",
+    "encoder.device": "cuda:0",
+    "router.name": "rules",
+    "router.default_route": "multi_hop",
+    "bm25.impl": "rank_bm25",
+    "dense.index": "HNSW16",
+    "refusal.score_stage": "final",
+    "cache_dir": "elsewhere/cache",
+    "compare.stage": "fused",
+    "compare.family": "cell",
+    "benchmark.month": "2026-01",
+    "benchmark.root": "elsewhere/benchmarks",
+    "benchmark.launcher": "parallel",
+    "benchmark.baseline": "2025-12",
+}
+
+
+def different(key: str, value: Any, strings: dict[str, str]) -> Any:
+    """A valid value for `key` other than its default `value`."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value / 2
+    assert key in strings, (
+        f"new string key {key!r}: add a different valid value to STRING_ALTERNATIVES"
+    )
+    return strings[key]
+
+
+def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path: Path) -> None:
+    """An override that were ignored would leave the default in place: each key is set to
+    something else, and the composed, typed and validated config holds exactly that."""
+    rules = (ROOT / "conf" / "router" / "rules.yaml").read_text(encoding="utf-8")
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(rules.replace("name: rules\n", ""), encoding="utf-8")
+    strings = {**STRING_ALTERNATIVES, "router.rules_file": str(rules_file)}
     cfg = compose_run([])
-    overrides = []
+    expected = {}
     for key, value in leaves(cfg):
         # Keys holding "@" (metric names as mapping keys) cannot be spelled as overrides.
         if key.startswith("hydra") or value is None or "@" in key:
             continue
-        text = str(value).lower() if isinstance(value, bool) else repr(value)
-        overrides.append(f"{key}={text}" if not isinstance(value, str) else f"{key}='{value}'")
-    assert len(overrides) > 30
+        expected[key] = different(key, value, strings)
+        assert expected[key] != value, key
+    assert {"top_k", "retriever.pool_size", "bm25.k1", "filters.city", "dataset.name"} <= set(
+        expected
+    )
+    overrides = [
+        f"{key}={str(v).lower()}"
+        if isinstance(v, bool)
+        else f"{key}='{v}'"
+        if isinstance(v, str)
+        else f"{key}={v!r}"
+        for key, v in expected.items()
+    ]
     again = compose_run(overrides)
-    assert OmegaConf.to_container(again) == OmegaConf.to_container(cfg)
+    composed = dict(leaves(again))
+    assert {key: composed[key] for key in expected} == expected
+    typed: RunConfig = OmegaConf.to_object(again)  # type: ignore[assignment]
+    validate(typed)
+    assert typed.top_k == 7 and typed.retriever.combine == "fill" and typed.bm25.b == 0.375
+    assert typed.filters.permissions is False and typed.encoder.use_fp16 is True
 
 
 @pytest.mark.parametrize(
@@ -63,5 +129,9 @@ def test_out_of_range_values_name_their_key(override: str, key: str) -> None:
         validate(cfg)
 
 
-def test_defaults_validate() -> None:
-    validate(OmegaConf.to_object(compose_run([])))  # type: ignore[arg-type]
+def test_defaults_validate_and_are_the_documented_ones() -> None:
+    cfg: RunConfig = OmegaConf.to_object(compose_run([]))  # type: ignore[assignment]
+    validate(cfg)
+    assert (cfg.dataset.name, cfg.retriever.name, cfg.encoder.kind) == ("travel", "hybrid", "use")
+    assert (cfg.top_k, cfg.retriever.pool_size, cfg.retriever.rrf_k) == (6, 10, 60)
+    assert cfg.retriever.arms == ["bm25", "dense"] and cfg.retriever.combine == "rrf"

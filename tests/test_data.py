@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, SHARED_BENCHMARKS
+from conftest import FIXTURE, shared_benchmark
 
 from retrieval_bench.data.beir import load_beir
 from retrieval_bench.data.evalset import load_evalset
@@ -124,9 +124,8 @@ def test_beir_bad_qrels_line(tmp_path: Path) -> None:
         load_beir(root)
 
 
-@pytest.mark.skipif(not (SHARED_BENCHMARKS / "scifact").is_dir(), reason="../shared absent")
 def test_shared_scifact_loads() -> None:
-    dataset = load_beir(SHARED_BENCHMARKS / "scifact")
+    dataset = load_beir(shared_benchmark("scifact"))
     assert len(dataset.passages) == 5183 and len(dataset.queries) == 300
 
 

@@ -105,7 +105,12 @@ def test_different_identity_or_role_or_texts_encode_again(tmp_path: Path) -> Non
     q, s3 = cache.encode(CountingEncoder("m1"), TEXTS, "queries")
     _, s4 = cache.encode(CountingEncoder("m1"), TEXTS[:-1], "passages")
     assert len({s1.key, s2.key, s3.key, s4.key}) == 4
-    assert all(s.encoded > 0 and s.cached == 0 for s in (s2, s3, s4))
+    assert [(s.encoded, s.cached) for s in (s1, s2, s3, s4)] == [
+        (len(TEXTS), 0),
+        (len(TEXTS), 0),
+        (len(TEXTS), 0),
+        (len(TEXTS) - 1, 0),
+    ]
     assert np.array_equal(q, CountingEncoder().encode_queries(TEXTS))
 
 

@@ -27,6 +27,7 @@ from retrieval_bench.io import (
     atomic_write_text,
     claim_new_dir,
     lock_path_for,
+    release_unused_claims,
     remove_stale_temps,
     writable_dir,
 )
@@ -43,6 +44,19 @@ def test_claim_new_dir_never_hands_out_a_taken_folder(tmp_path: Path) -> None:
     third = claim_new_dir(base)
     assert (first, second, third) == (base, f"{base}-2", f"{base}-3")
     assert all(Path(p).is_dir() for p in (first, second, third))
+
+
+def test_unused_claims_are_released_and_used_ones_kept(tmp_path: Path) -> None:
+    # Hydra resolves an overridden run dir while merging (experiment=monthly): that claim
+    # stays empty and must not leave outputs/runs/<day>/ behind; a folder holding files stays.
+    release_unused_claims()  # claims of earlier tests
+    unused = claim_new_dir(str(tmp_path / "outputs" / "runs" / "day" / "12-00-00-hybrid"))
+    assert Path(unused).is_dir()
+    used = claim_new_dir(str(tmp_path / "kept" / "12-00-00-bm25"))
+    (Path(used) / "metrics.json").write_text("{}")
+    release_unused_claims()
+    assert not (tmp_path / "outputs").exists()
+    assert sorted(p.name for p in Path(used).iterdir()) == ["metrics.json"]
 
 
 def test_the_default_job_folders_are_claimed_not_just_named() -> None:

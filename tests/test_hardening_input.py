@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURE, ROOT, SHARED_BENCHMARKS, mini_overrides, run_app
+from conftest import FIXTURE, ROOT, mini_overrides, run_app, shared_benchmark
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
@@ -206,10 +206,7 @@ def test_unknown_beir_fields_name_file_and_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["scifact", "cmrc2018"])
 def test_real_beir_sets_hold_only_known_fields(name: str) -> None:
-    root = SHARED_BENCHMARKS / name
-    if not root.is_dir():
-        pytest.skip("../shared absent")
-    dataset = load_beir(root)
+    dataset = load_beir(shared_benchmark(name))
     assert dataset.unjudged == ()
     assert len(dataset.queries) == {"scifact": 300, "cmrc2018": 1000}[name]
 

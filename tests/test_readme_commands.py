@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, SHARED_BENCHMARKS
+from conftest import IN_CI, ROOT, SHARED_BENCHMARKS
 
 README = ROOT / "README.md"
 
@@ -238,12 +238,40 @@ def _latest_sweep(ws: Workspace) -> str:
 def _beir_dir(ws: Workspace) -> str:
     scifact = ws.tmp / "shared" / "benchmarks" / "scifact"
     if not scifact.is_dir():
+        if IN_CI:
+            pytest.fail("<BEIR_DIR>: ../shared/benchmarks/scifact absent; CI must provide it")
         pytest.skip("<BEIR_DIR>: ../shared/benchmarks/scifact absent")
     return os.path.relpath(scifact, ws.repo)
 
 
+def _filled_pool(ws: Workspace) -> str:
+    """The newest pool.jsonl an earlier README command wrote, graded as an annotator would:
+    each query's best-ranked passage relevant, the others not."""
+    pools = sorted((ws.repo / "outputs").rglob("pool.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    assert pools, "<FILLED_POOL> is used before any README command wrote a pool"
+    graded, first = [], set()
+    for line in pools[-1].read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        record["grade"] = 0 if record["query_id"] in first else 1
+        first.add(record["query_id"])
+        graded.append(json.dumps(record, ensure_ascii=False) + "\n")
+    filled = ws.tmp / "filled-pool.jsonl"
+    filled.write_text("".join(graded), encoding="utf-8")
+    return str(filled)
+
+
+def _snapshot(ws: Workspace) -> str:
+    """The label snapshot an earlier README command imported (evalsets/<name>.<hash>.jsonl)."""
+    snapshots = sorted((ws.repo / "evalsets").glob("*.*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    assert snapshots, "<SNAPSHOT> is used before any README command imported a pool"
+    return str(snapshots[-1].relative_to(ws.repo))
+
+
 PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "SWEEP_DIR": _latest_sweep,
+    "FILLED_POOL": _filled_pool,
+    "SNAPSHOT": _snapshot,
+    "JOB_DIR": _latest_sweep,  # run.rescore takes a job, a sweep or a month folder
     "BGE_M3_DIR": _tiny_bge_m3,
     "BEIR_DIR": _beir_dir,
     "REPO_DIR": lambda ws: str(ws.repo),
@@ -312,6 +340,8 @@ def test_readme_command_runs(cmd: ReadmeCommand, workspace: Workspace) -> None:
         if "cron.log" in command:
             log = outputs / "benchmarks" / "cron.log"
             assert log.is_file() and log.stat().st_size > 0, "cron.log is empty"
+    elif "encoder.shard_only=" in command:  # shard jobs encode into the cache, score nothing
+        assert re.search(r"shard \d+ of \d+ \(\d+ passages\): encoded", done.stdout), done.stdout
     elif APP.search(command) or "make demo" in command:
         assert new_jobs, f"`{command}` wrote no job folder (metrics.json) under outputs/"
         if re.search(r"\s(-m|--multirun)\s", APP.split(command, 1)[-1]):

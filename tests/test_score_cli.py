@@ -56,6 +56,7 @@ def test_cli_reproduces_teaching_case_from_trec_qrels(
     assert out["counts"]["scored"] == 3
 
 
+@pytest.mark.slow
 def test_cli_table_from_native_evalset_as_a_subprocess(tmp_path: Path) -> None:
     evalset = tmp_path / "set.jsonl"
     evalset.write_text(

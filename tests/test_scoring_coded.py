@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+import pytrec_eval
 
 from retrieval_bench import experiment
 from retrieval_bench.data.records import EvalQuery, Passage
@@ -120,7 +121,6 @@ def test_many_labels_and_int32_input() -> None:
 
 
 def test_coded_core_matches_trec_eval() -> None:
-    pytrec_eval = pytest.importorskip("pytrec_eval")
     qrels, run = _random_case(21, 500)
     judgements = judge_qrels(qrels)
     scored = [q for q in judgements.qrels if q in run]

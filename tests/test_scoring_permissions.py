@@ -36,14 +36,16 @@ def test_may_read() -> None:
 
 
 def test_leak_columns_by_hand() -> None:
-    rankings = [["hr1", "pub", "mgr1"], ["hr1", "pub", "mgr1"], [], ["unknown-id", "hr1"]]
-    roles = ["employee", "manager", "employee", "hr"]
+    rankings = [["hr1", "pub", "mgr1"], ["hr1", "pub", "mgr1"], [], ["unknown-id", "hr1"], ["hr1"]]
+    roles = ["employee", "manager", "employee", "hr", "employee"]
     cols = leak_columns(rankings, roles, ACL, [2, 3])
-    assert cols["leaked@2"].tolist() == [1, 1, 0, 0]
-    assert cols["leaked@3"].tolist() == [2, 1, 0, 0]
-    assert cols["shown@3"].tolist() == [3, 3, 0, 2]
-    assert cols["leak@3"].tolist() == pytest.approx([2 / 3, 1 / 3, 0.0, 0.0])
-    assert cols["leak_any@2"].tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert cols["leaked@2"].tolist() == [1, 1, 0, 0, 1]
+    assert cols["leaked@3"].tolist() == [2, 1, 0, 0, 1]
+    assert cols["shown@3"].tolist() == [3, 3, 0, 2, 1]
+    # Divided by K, not by what was shown: one leak among one passage shown is 1/3 at K=3.
+    assert cols["leak@3"].tolist() == pytest.approx([2 / 3, 1 / 3, 0.0, 0.0, 1 / 3])
+    assert cols["leak@2"].tolist() == pytest.approx([1 / 2, 1 / 2, 0.0, 0.0, 1 / 2])
+    assert cols["leak_any@2"].tolist() == [1.0, 1.0, 0.0, 0.0, 1.0]
 
 
 def test_score_leak_macro_pooled_and_exclusions() -> None:
@@ -134,10 +136,13 @@ def test_permission_filter_makes_leak_exactly_zero(permissions: bool) -> None:
     acl = {p.id: None if "acl" not in p.meta else frozenset(p.meta["acl"]) for p in passages}
     result = score_leak(rankings, {"q1": "permission", "q2": "policy"}, roles, acl, [4])
     if permissions:
+        # Each role ranks exactly what it may read: public passages included.
+        assert rankings == {"q1": ["pub", "x"], "q2": ["mgr1", "pub", "x"]}
         assert result["overall"]["leak@4"] == 0.0
         assert result["overall"]["leak_any@4"] == 0.0
     else:
+        assert rankings == {"q1": ["hr1", "mgr1", "pub", "x"], "q2": ["hr1", "mgr1", "pub", "x"]}
         # q1 (employee) sees hr1 and mgr1; q2 (manager) sees hr1.
         assert result["per_query"]["q1"]["leaked@4"] == 2
         assert result["per_query"]["q2"]["leaked@4"] == 1
-        assert result["overall"]["leak@4"] > 0
+        assert result["overall"]["leak@4"] == (2 / 4 + 1 / 4) / 2

@@ -1,6 +1,6 @@
-"""End to end on the shipped `policy` set (BM25 only, so no encoder is needed): the new metric
-families in metrics.json, leak@K exactly 0 under the permission filter and > 0 without it,
-refusal and hop metrics, group-by fields, and the report with its plots."""
+"""End to end on the shipped `policy` set (BM25 only, so no encoder is needed), in-process: the
+metric families in metrics.json, leak@K exactly 0 under the permission filter and its exact
+value without it, refusal and hop metrics, group-by fields, and the report with its plots."""
 
 from __future__ import annotations
 
@@ -8,24 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_app
+from conftest import compose_config, run_app, run_in_process
+
+from retrieval_bench.errors import ConfigError
 
 FAMILIES = {"readable", "leak", "entities", "negative_entities", "evidence"}
 GROUP_BY = "scoring.group_by=[meta.file_type,user_role,query_length]"
 
 
 def _job(tmp: Path, name: str, *overrides: str) -> Path:
-    run_dir = tmp / name
-    proc = run_app(
-        [
-            "dataset=policy",
-            "retriever=bm25",
-            f"cache_dir={tmp / 'cache'}",
-            f"hydra.run.dir={run_dir}",
-            *overrides,
-        ]
-    )
-    assert proc.returncode == 0, proc.stderr
+    base = ["dataset=policy", "retriever=bm25", f"cache_dir={tmp / 'cache'}"]
+    _, run_dir = run_in_process([*base, *overrides], tmp / name)
     return run_dir
 
 
@@ -60,7 +53,10 @@ def test_metrics_json_holds_every_family_for_every_stage(jobs: dict[str, Path]) 
     refusal = metrics["refusal"]
     assert refusal["stage"] == "bm25"  # auto: no dense arm in this job
     assert refusal["counts"]["should_refuse"] == {"no_answer": 12, "no_readable_relevant": 14}
-    assert refusal["balanced"]["threshold"] is not None
+    balanced = refusal["balanced"]
+    assert balanced["threshold"] == pytest.approx(9.512677952602747, rel=1e-9)
+    assert balanced["answered_rate"] == pytest.approx(60 / 74, rel=1e-12)
+    assert balanced["refused_rate"] == pytest.approx(21 / 26, rel=1e-12)
     # group-by fields reach every family
     for key in ("by_meta.file_type", "by_user_role", "by_query_length"):
         assert key in metrics["stages"]["final"] and key in final["leak"], key
@@ -74,8 +70,9 @@ def test_permission_filter_gives_zero_leak_and_off_gives_leaks(jobs: dict[str, P
         assert leak["overall"]["leak@6"] == 0.0
         assert all(row["leaked@6"] == 0 for row in leak["per_query"].values())
     off_leak = off["stages"]["final"]["families"]["leak"]
-    assert off_leak["overall"]["leak@6"] > 0
-    assert off_leak["by_type"]["permission"]["leak_any@6"] > 0
+    assert off_leak["overall"]["n"] == 105
+    assert off_leak["overall"]["leak@6"] == pytest.approx(0.15079365079365076, rel=1e-12)
+    assert off_leak["by_type"]["permission"]["leak_any@6"] == 1.0
     # readable recall is measured over the same queries either way
     assert (
         on["stages"]["final"]["families"]["readable"]["overall"]["n"]
@@ -94,6 +91,14 @@ def test_report_links_existing_plots(jobs: dict[str, Path]) -> None:
 
 
 def test_bad_group_by_field_names_the_key(tmp_path: Path) -> None:
+    overrides = ["dataset=policy", "retriever=bm25", "scoring.group_by=[meta.nope]"]
+    with pytest.raises(ConfigError, match=r"scoring\.group_by.*meta\.nope"):
+        run_in_process([*overrides, f"cache_dir={tmp_path / 'cache'}"], tmp_path)
+    assert compose_config(overrides).scoring.group_by == ["meta.nope"]
+
+
+@pytest.mark.slow
+def test_bad_group_by_field_exits_2(tmp_path: Path) -> None:
     proc = run_app(
         [
             "dataset=policy",

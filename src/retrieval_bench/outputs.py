@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
+from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.experiment import JobResult, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
@@ -46,13 +47,14 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     if config.get("router", {}).get("name", "none") != "none":
         tag = f"router-{config['router']['name']}"
     # metrics.json's stages are every recorded stage, in order, "final" last.
-    for stage in result.metrics["stages"]:
-        run = _run({r.query.query_id: r.stages.get(stage) for r in result.records})
-        write_run(job_dir / "trec" / f"{stage}.run", run, tag=tag)
+    qrels = result.judgements.qrels
+    for name in result.metrics["stages"]:
+        stages = {r.query.query_id: r.stages.get(name) for r in result.records}
+        _export(job_dir / "trec", name, stages, qrels, tag)
     for name in result.metrics.get("baselines", {}):
-        baseline = _run({r.query.query_id: r.baselines.get(name) for r in result.records})
-        write_run(job_dir / "trec" / "baselines" / f"{name}.run", baseline, tag=name)
-    write_qrels(job_dir / "qrels.trec", result.judgements.qrels)
+        stages = {r.query.query_id: r.baselines.get(name) for r in result.records}
+        _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
+    write_qrels(job_dir / "qrels.trec", qrels)
     atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
     atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
     atomic_write_json(job_dir / "manifest.json", manifest(result, config))
@@ -61,6 +63,25 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
     (job_dir / UNFINISHED_MARKER).unlink(missing_ok=True)
     return job_dir
+
+
+def _export(
+    folder: Path,
+    name: str,
+    stages: Mapping[str, StageRecord | None],
+    qrels: Mapping[str, Mapping[str, int]],
+    tag: str,
+) -> None:
+    """Write `<name>.run` of one stage (each query's StageRecord, None where it did not run;
+    an empty ranking, which the format cannot hold, is left out).
+
+    A stage that did not run every labelled query (a router's arm stage ranks only the queries
+    routed to it) also gets `<name>.qrels`, the labels of the queries it ran: metrics.json scores
+    it on those, so `run.score <name>.qrels <name>.run --complete` does the same."""
+    write_run(folder / f"{name}.run", _run(stages), tag=tag)
+    ran = {qid: labels for qid, labels in qrels.items() if stages.get(qid) is not None}
+    if len(ran) < len(qrels):
+        write_qrels(folder / f"{name}.qrels", ran)
 
 
 def _run(stages: Mapping[str, StageRecord | None]) -> dict[str, list[tuple[str, float]]]:
@@ -92,6 +113,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
             "queries": len(result.dataset.queries),
             "entities": len(result.dataset.entities),
         },
+        # labels.hash, queries.hash, corpus.hash: what `python -m run.rescore` checks.
+        **hash_record(result.dataset, str((config.get("dataset") or {}).get("format", "native"))),
         "tokenizer": result.tokenizer,
         "embeddings": result.embeddings,
         "dense_index": result.indexes.get("dense"),

@@ -72,6 +72,20 @@ class StageRecord:
             out["empty_reason"] = self.empty_reason
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any], positions: Mapping[str, int]) -> StageRecord:
+        """Back from `to_json`, with the passage indices of the corpus order `positions`
+        (passage id -> index), so stored rankings score through the job's own path."""
+        ids = list(data["ids"])
+        return cls(
+            ids=ids,
+            scores=[float(s) for s in data["scores"]],
+            pool_requested=int(data["pool_requested"]),
+            pool_returned=int(data["pool_returned"]),
+            indices=np.fromiter((positions[pid] for pid in ids), dtype=np.int64, count=len(ids)),
+            empty_reason=data.get("empty_reason"),
+        )
+
 
 @dataclass(frozen=True)
 class QueryRecord:
@@ -100,6 +114,25 @@ class QueryRecord:
             "stages": {name: stage.to_json() for name, stage in self.stages.items()},
             "baselines": {name: stage.to_json() for name, stage in self.baselines.items()},
         }
+
+    @classmethod
+    def from_json(
+        cls, data: dict[str, Any], query: EvalQuery, positions: Mapping[str, int]
+    ) -> QueryRecord:
+        """Back from `to_json` (one line of rankings.jsonl) for `query` as the labels now
+        describe it; the filter's mask is not stored (scoring reads only what it applied)."""
+        return cls(
+            query=query,
+            route=data["route"],
+            strategy=data["strategy"],
+            parsed=ParsedQuery.from_json(data["parsed"]),
+            filter=FilterDecision(None, tuple(data["filter"]["applied"])),
+            stages={n: StageRecord.from_json(s, positions) for n, s in data["stages"].items()},
+            rule=data["rule"],
+            baselines={
+                n: StageRecord.from_json(s, positions) for n, s in data["baselines"].items()
+            },
+        )
 
 
 Router = Callable[[EvalQuery, ParsedQuery], Routing]

@@ -56,6 +56,19 @@ class ParsedQuery:
             "length": self.length,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ParsedQuery:
+        """Back from `to_json` (rankings.jsonl), for re-scoring stored rankings."""
+        return cls(
+            cities=tuple(data["cities"]),
+            entities=tuple(data["entities"]),
+            excluded_entities=tuple(data["excluded_entities"]),
+            negation_cues=tuple(data["negation_cues"]),
+            excluded_cities=tuple(data["excluded_cities"]),
+            mentions=tuple((surface, entity) for surface, entity in data["mentions"]),
+            length=int(data["length"]),
+        )
+
 
 class Span(NamedTuple):
     start: int

@@ -6,6 +6,7 @@ override errors included, and a job that scored nothing), 3 internal error, 130 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -21,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
 from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.embedding_shards import MissingShards
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -29,16 +31,20 @@ from retrieval_bench.errors import (
     NothingScored,
     interrupt_leaves,
 )
-from retrieval_bench.experiment import run_job
-from retrieval_bench.io import claim_new_dir
+from retrieval_bench.experiment import run_job, run_shard_job
+from retrieval_bench.io import claim_new_dir, release_unused_claims
 from retrieval_bench.outputs import mark_unfinished, write_job
 from retrieval_bench.reports.console import job_line, job_summary
 from retrieval_bench.router_config import PROJECT_ROOT
+from retrieval_bench.slurm import slurm_fit
 from run.exits import JobFailed, guarded, log_traceback
 
 register_configs()
 # conf/config.yaml's job folders; cached, so each folder is claimed once per job.
 OmegaConf.register_new_resolver("new_dir", claim_new_dir, use_cache=True, replace=True)
+atexit.register(release_unused_claims)
+# conf/hydra/launcher/slurm.yaml's CPUs and memory, capped to the cluster's largest node.
+OmegaConf.register_new_resolver("slurm_fit", slurm_fit, use_cache=True, replace=True)
 log = logging.getLogger("run")
 
 _FULL_ERROR = "HYDRA_FULL_ERROR"
@@ -69,6 +75,13 @@ def _task(dict_cfg: DictConfig) -> float | None:
 
             _exit_code[0] = run_from_hydra(cfg)
             return None
+        if cfg.encoder.shard_only is not None:  # one job of a sharded encode: no retrieval
+            shard = run_shard_job(cfg)
+            print(
+                f"{shard.dataset}: shard {shard.shard} of {shard.shards} ({shard.passages} "
+                f"passages): encoded {shard.stats.encoded}, from cache {shard.stats.cached}"
+            )
+            return None
         return _job(cfg, OmegaConf.to_container(dict_cfg, resolve=True))  # type: ignore[arg-type]
 
 
@@ -79,7 +92,10 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
     mark_unfinished(job_dir, "running")
     try:
         with interrupt_leaves(f"job folder {job_dir} is unfinished (marked {UNFINISHED_MARKER})"):
-            result = run_job(cfg)
+            try:
+                result = run_job(cfg)
+            except MissingShards as exc:  # its rerun command, from this job's own overrides
+                raise exc.with_overrides(HydraConfig.get().overrides.task) from None
             write_job(job_dir, result, config)
     except KeyboardInterrupt:
         mark_unfinished(job_dir, "interrupted")

@@ -46,6 +46,19 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--min-queries", type=int, default=defaults.min_queries)
     parser.add_argument("--resamples", type=int, default=defaults.n_resamples)
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument(
+        "--correction",
+        choices=["holm", "bh"],
+        default=defaults.correction,
+        help="multiple-testing correction: holm (family-wise error) or bh (false discovery rate)",
+    )
+    parser.add_argument("--power", type=float, default=defaults.power)
+    parser.add_argument(
+        "--target-delta",
+        type=float,
+        default=defaults.target_delta,
+        help="the difference the 'queries needed' are for",
+    )
     args = parser.parse_args(argv)
     cfg = CompareConfig(
         stage=args.stage,
@@ -55,6 +68,9 @@ def _main(argv: Sequence[str] | None) -> int:
         n_resamples=args.resamples,
         seed=args.seed,
         baseline=args.baseline or None,
+        correction=args.correction,
+        power=args.power,
+        target_delta=args.target_delta,
     )
     out = args.out
     if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):

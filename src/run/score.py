@@ -1,10 +1,17 @@
-"""`python -m run.score QRELS RUN -k K [-k K2 ...] [--json]`: score any TREC run.
+"""`python -m run.score QRELS RUN -k K [-k K2 ...] [--complete] [--json]`: score any TREC run.
 
 QRELS is TREC qrels or a native evaluation set (`.jsonl`, labels judged without a corpus check).
 Prints the overall metrics and how many queries were scored or excluded (and why); `--json`
 prints `{"overall": ..., "counts": ...}` with the metric names of metrics.json. Exit codes as
 `python -m run` (run.exits): 2 on bad input, 3 on an internal error, 130 on Ctrl-C. The work
 is done by the library; this file only wires it to the command line.
+
+A TREC run cannot hold an empty ranking, so a system that returned nothing for a query leaves
+it out of the file. `--complete` is trec_eval's `-c`: every scorable labelled query missing from
+the run is scored as an empty ranking (0 on every ranking metric; `recall_bound`, which does not
+depend on the ranking, keeps its value) and counted as `not_in_run_scored_0`; that is how a job
+scores an empty ranking, so a job's export re-scores to its metrics.json exactly. Without it such
+queries are excluded (`not_in_run`) and a warning on stderr gives their count.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +27,11 @@ from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.trec import read_qrels, read_run, run_rankings
 from retrieval_bench.errors import DataError
 from retrieval_bench.scoring.aggregate import metric_names, score_stage
-from retrieval_bench.scoring.labels import Judgements, judge, judge_qrels
+from retrieval_bench.scoring.labels import NOT_IN_RUN, Judgements, judge, judge_qrels
 from run.exits import guarded
+
+# counts key of the labelled queries `--complete` scored as empty rankings.
+SCORED_ZERO = "not_in_run_scored_0"
 
 
 def _positive_int(text: str) -> int:
@@ -41,6 +51,35 @@ def load_labels(path: Path) -> Judgements:
     return judge_qrels(read_qrels(path))
 
 
+def score_run(
+    rankings: Mapping[str, Sequence[str]],
+    judgements: Judgements,
+    cutoffs: Sequence[int],
+    complete: bool = False,
+) -> dict[str, Any]:
+    """`score_stage` of a run read from a file. With `complete`, every scorable labelled query
+    the run lacks is scored as the empty ranking it stands for, and counted (`SCORED_ZERO`)."""
+    missing = [qid for qid in judgements.qrels if qid not in rankings]
+    if complete:
+        rankings = {**rankings, **dict.fromkeys(missing, ())}
+    result = score_stage(rankings, judgements, cutoffs)
+    if complete:
+        result["counts"][SCORED_ZERO] = len(missing)
+    return result
+
+
+def missing_warning(counts: Mapping[str, Any]) -> str:
+    """The stderr warning for labelled queries a run lacks ('' when there are none)."""
+    n = counts["excluded"].get(NOT_IN_RUN, 0)
+    if not n:
+        return ""
+    return (
+        f"warning: {n} labelled quer{'y is' if n == 1 else 'ies are'} not in the run and "
+        f"excluded ({NOT_IN_RUN}); a TREC run cannot hold an empty ranking, and a job's "
+        "metrics.json (like trec_eval -c) scores them 0: add --complete to do the same"
+    )
+
+
 def format_table(result: dict[str, Any], cutoffs: Sequence[int]) -> str:
     overall, counts = result["overall"], result["counts"]
     lines = [f"{'metric':<20} value"]
@@ -50,6 +89,8 @@ def format_table(result: dict[str, Any], cutoffs: Sequence[int]) -> str:
     if "undefined" in overall:
         lines.append(f"undefined: {overall['undefined']}")
     lines.append(f"scored: {counts['scored']}")
+    if SCORED_ZERO in counts:
+        lines.append(f"scored as 0 (labelled, not in the run; --complete): {counts[SCORED_ZERO]}")
     for reason, n in counts["excluded"].items():
         lines.append(f"excluded ({reason}): {n}")
     if counts["not_in_labels"]:
@@ -69,6 +110,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument(
         "-k", dest="cutoffs", metavar="K", type=_positive_int, action="append", required=True
     )
+    parser.add_argument(
+        "--complete",
+        action="store_true",
+        help="score labelled queries missing from the run as 0 (trec_eval -c), as a job does",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     try:
@@ -77,7 +123,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except (DataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result = score_stage(rankings, judgements, args.cutoffs)
+    result = score_run(rankings, judgements, args.cutoffs, args.complete)
+    warning = missing_warning(result["counts"])
+    if warning:
+        print(warning, file=sys.stderr)
     if args.json:
         print(json.dumps({"overall": result["overall"], "counts": result["counts"]}, indent=2))
     else:

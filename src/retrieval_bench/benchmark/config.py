@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from retrieval_bench.errors import ConfigError
 
@@ -41,6 +42,10 @@ class BenchmarkConfig:
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense", "hybrid"])
     # hydra/launcher option for the jobs: basic, parallel (joblib), local / slurm (submitit).
     launcher: str = "basic"
+    # hydra.launcher.<key> settings for the jobs' launcher, e.g. {partition: gpu} with launcher
+    # slurm (command line: +benchmark.launcher_settings.partition=gpu). Where the jobs run, not
+    # what they measure: no part of the month's plan.
+    launcher_settings: dict[str, Any] = field(default_factory=dict)
     # What to gate against: "previous" (the latest earlier finished month whose gate passed),
     # a month (YYYY-MM) or the path of a benchmark month folder (a pinned baseline, used
     # whatever its own gate said: how a deliberate change is accepted).
@@ -64,6 +69,11 @@ class BenchmarkConfig:
             for value in values:
                 if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*", value):
                     raise ConfigError(f"benchmark.{key}", f"{value!r} is not a config option name")
+        for key in self.launcher_settings:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                raise ConfigError(
+                    f"benchmark.launcher_settings.{key}", "is not a hydra.launcher key name"
+                )
         if not 0 < self.gate.alpha < 1:
             raise ConfigError(
                 "benchmark.gate.alpha", f"must be within (0, 1), got {self.gate.alpha}"

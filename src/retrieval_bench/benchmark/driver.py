@@ -9,9 +9,12 @@
    in `benchmark.json`. A rerun of an unfinished month must carry the same plan, so a month is
    never a mix of two configurations; finished jobs are kept and only the rest are run.
 3. Run the missing jobs as a Hydra multirun per dataset (`python -m run -m ...`, through the
-   configured `hydra/launcher`), each into `<month>/<dataset name>/<retriever>/`.
+   `hydra/launcher` named by `benchmark.launcher`, with `benchmark.launcher_settings` as its
+   `hydra.launcher.*` settings), each into `<month>/<dataset name>/<retriever>/`.
 4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
-5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one),
+5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one; a
+   baseline job scored against other labels than this month's is re-scored against the
+   current labels first, see retrieval_bench.rescore),
    write gate.md/gate.json (with the month's gate status, which decides whether it can be a
    later month's baseline); redraw the trend over every finished month. Exit 1 when the gate
    fails: a regression, a plan difference not allowed, or no check at all.
@@ -64,6 +67,7 @@ from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.reports.trend import write_trend
+from retrieval_bench.rescore import relabel_baseline
 
 # Command-line keys the driver owns; every other override is applied to each job.
 _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")
@@ -192,6 +196,20 @@ def check_allowed_changes(allowed: Sequence[str], jobs: Mapping[Any, RunConfig])
             )
 
 
+def launcher_overrides(settings: Mapping[str, Any]) -> list[str]:
+    """`benchmark.launcher_settings` as the jobs' `hydra.launcher.<key>=<value>` overrides."""
+    out = []
+    for key, value in settings.items():
+        if value is None:
+            text = "null"
+        elif isinstance(value, (bool, int, float)):
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+        else:
+            text = _quote(str(value))
+        out.append(f"hydra.launcher.{key}={text}")
+    return out
+
+
 def _launch(
     month_dir: Path,
     dataset: str,
@@ -211,6 +229,7 @@ def _launch(
         f"hydra.sweep.dir={_quote(str((month_dir / folder).resolve()))}",
         f"hydra.sweep.subdir={_SUBDIR}",
         f"hydra/launcher={cfg.benchmark.launcher}",
+        *launcher_overrides(cfg.benchmark.launcher_settings),
         "compare.enabled=false",
     ]
     print(
@@ -292,9 +311,14 @@ def gate_month(
         print(f"gate {month}: not gated (benchmark.gate.enabled=false)", flush=True)
         return True
     choice = resolve_baseline(root, month, bench.baseline)
+    baseline: dict[JobKey, FinishedJob] | None = None
+    relabelled: list[str] = []
+    if choice.path is not None:
+        # Like with like: a baseline scored against other labels is re-scored first.
+        baseline, relabelled = relabel_baseline(current, month_jobs(choice.path))
     gate = run_gate(
         current,
-        None if choice.path is None else month_jobs(choice.path),
+        baseline,
         bench.gate,
         significance_settings(cfg.compare),
         stage=cfg.compare.stage,
@@ -304,8 +328,9 @@ def gate_month(
     )
     if choice.path is None and not choice.first:
         gate.no_baseline_reason = choice.reason
-    _write_gate(month_dir, month, gate, cfg.compare.confidence)
-    _print_gate(month, gate, cfg.compare.confidence)
+    gate.relabelled = relabelled
+    _write_gate(month_dir, month, gate)
+    _print_gate(month, gate)
     return gate.passed
 
 
@@ -364,7 +389,7 @@ def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
                 c.before,
                 c.after,
                 f"{c.change:+.3f}",
-                f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]",
+                c.ci_text,
                 f"{c.p_holm:.4g}",
                 c.tolerance,
                 c.status,
@@ -397,7 +422,7 @@ def _baseline_line(gate: GateResult) -> str:
     return f"{gate.baseline} ({gate.baseline_reason})"
 
 
-def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float) -> None:
+def _write_gate(month_dir: Path, month: str, gate: GateResult) -> None:
     atomic_write_json(month_dir / GATE_FILE, {"month": month, **gate.to_json()})
     verdict = "PASSED" if gate.passed else "FAILED"
     lines = [
@@ -405,8 +430,10 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
         "",
         f"Baseline: {_baseline_line(gate)}.",
         "",
+        *(f"- {line}" for line in gate.relabelled),
+        *([""] if gate.relabelled else []),
         *(f"- GATE FAILED: {reason}" for reason in gate.reasons),
-        *(f"- {c.message(confidence)}" for c in gate.failures),
+        *(f"- {c.message()}" for c in gate.failures),
     ]
     if gate.plan:
         lines += ["", "Plan differences from the baseline:", ""]
@@ -418,7 +445,10 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
             "",
             "A check fails when the drop exceeds its tolerance and is significant (paired "
             "randomization test, Holm across every check, alpha "
-            f"{gate.settings['alpha']:g}); {confidence:.0%} paired bootstrap CI of the change.",
+            f"{gate.settings['alpha']:g}). CI of the change: that test inverted at the level "
+            "of the check's Holm step (the i-th smallest of m p-values: 1 - alpha / (m - i)), "
+            "so it excludes 0 exactly where the check is significant; `unbounded`: too few "
+            "queries for any shift to be rejected.",
             "",
             *(f"- not gated: {m}" for m in gate.missing),
             *([""] if gate.missing else []),
@@ -427,7 +457,7 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult, confidence: float
     atomic_write_text(month_dir / "gate.md", "\n".join([*lines, ""]))
 
 
-def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
+def _print_gate(month: str, gate: GateResult) -> None:
     if gate.baseline is None and gate.passed:
         print(f"gate {month}: {_baseline_line(gate)}", flush=True)
         return
@@ -436,6 +466,8 @@ def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
             f"\ngate {month} against {_baseline_line(gate)}: {len(gate.tested)} checks",
             flush=True,
         )
+    for line in gate.relabelled:
+        print(line, flush=True)
     for d in gate.plan:
         state = "allowed" if d.allowed else "NOT allowed"
         print(f"plan difference ({state}): {d.describe()}", flush=True)
@@ -450,7 +482,7 @@ def _print_gate(month: str, gate: GateResult, confidence: float) -> None:
         print(f"gate {month}: PASSED", flush=True)
         return
     for c in gate.failures:
-        print(c.message(confidence), file=sys.stderr, flush=True)
+        print(c.message(), file=sys.stderr, flush=True)
     for reason in gate.reasons:
         print(f"GATE FAILED: {reason}", file=sys.stderr, flush=True)
     print(f"gate {month}: FAILED", file=sys.stderr, flush=True)

@@ -3,8 +3,12 @@
 Each check pairs one job of this month with the same dataset/retriever job of the baseline
 month, on the queries both scored (by query id) in one query type (or `all`), for one gated
 metric at each job's own top_k. Its change is mean(this month) - mean(baseline), with a paired
-randomization p-value and a paired bootstrap CI; p-values are Holm-adjusted across every check
-of the run, so the gate's false-alarm rate is alpha for the whole run, not per check.
+randomization p-value; p-values are Holm-adjusted across every check of the run, so the gate's
+false-alarm rate is alpha for the whole run, not per check (always Holm, whatever
+`compare.correction` says: a false alarm fails a month, so the gate bounds the chance of any).
+The CI of a change is that same family's (`significance.family_tests` at `benchmark.gate.alpha`):
+the sign-flip test inverted at the level of the check's Holm step, so it excludes 0 exactly
+when the check is significant.
 
 A check *fails* (`regression`) when the drop exceeds its tolerance and the Holm-adjusted p is
 below alpha. A drop beyond tolerance that is not significant is reported (`drop, not
@@ -21,15 +25,23 @@ month, passes ungated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from retrieval_bench.benchmark.config import GateConfig
 from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKey
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.compare.jobs import IGNORED_KEYS, FinishedJob, canonical
-from retrieval_bench.scoring.comparison import ordered_types, paired_change, too_few
-from retrieval_bench.scoring.significance import SignificanceSettings, holm
+from retrieval_bench.scoring.comparison import ordered_types, paired_values, too_few
+from retrieval_bench.scoring.significance import (
+    SignificanceSettings,
+    ci_json,
+    family_tests,
+    holm,
+    json_number,
+)
 
 REGRESSION = "regression"
 DROP = "drop, not significant"
@@ -59,6 +71,8 @@ class Check:
     tolerance: float
     status: str = OK
     note: str = ""
+    # The CI's confidence level: that of the check's Holm step in the gate's family.
+    ci_level: float = float("nan")
 
     @property
     def compared(self) -> str:
@@ -67,18 +81,31 @@ class Check:
             return self.metric_after
         return f"{self.metric_before}->{self.metric_after}"
 
-    def message(self, confidence: float) -> str:
+    @property
+    def ci_text(self) -> str:
+        """`[-0.120, -0.040] 99.17%`: the CI at its Holm level; `unbounded` where no shift
+        could be rejected."""
+
+        def end(value: float) -> str:
+            return "unbounded" if np.isinf(value) else f"{value:+.3f}"
+
+        level = "" if np.isnan(self.ci_level) else f" {100 * self.ci_level:.4g}%"
+        return f"[{end(self.ci_low)}, {end(self.ci_high)}]{level}"
+
+    def message(self) -> str:
         name = self.compared
         return (
             f"{self.status.upper()}: {self.dataset} retriever={self.retriever} "
             f"type={self.query_type} {name}: {self.before:.3f} -> {self.after:.3f} "
             f"(drop {-self.change:.3f} > tolerance {self.tolerance:g}; "
-            f"{confidence:.0%} CI of the change [{self.ci_low:+.3f}, {self.ci_high:+.3f}]; "
+            f"CI of the change {self.ci_text} (Holm level); "
             f"p={self.p_value:.4g}, Holm p={self.p_holm:.4g}; n={self.n} queries)"
         )
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Strict JSON: an infinite CI end is null with `ci_unbounded` (`ci_json`)."""
+        out = {k: json_number(v) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        return {**out, **ci_json(self.ci_low, self.ci_high)}
 
 
 # Pseudo-keys of a plan that are not config values.
@@ -186,6 +213,9 @@ class GateResult:
     baseline_reason: str = ""
     plan: list[PlanDifference] = field(default_factory=list)
     no_baseline_reason: str = ""
+    # One line per baseline job whose labels differ from this month's: re-scored against the
+    # current labels first (retrieval_bench.rescore.relabel_baseline), or why it could not be.
+    relabelled: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Check]:
@@ -247,6 +277,7 @@ class GateResult:
             "baseline": self.baseline,
             "baseline_reason": self.baseline_reason or self.no_baseline_reason,
             "plan_differences": [d.to_json() for d in self.plan],
+            "relabelled": self.relabelled,
             "settings": self.settings,
             "missing": self.missing,
             "failures": [c.to_json() for c in self.failures],
@@ -266,6 +297,9 @@ def run_gate(
 ) -> GateResult:
     """Check every job of `current` against its namesake in `baseline` (module docstring);
     `baseline` None: there is nothing to compare against (`GateResult` says what follows)."""
+    # The gate's family: Holm at the gate's alpha, whatever the comparison's correction, and
+    # CIs at 1 - alpha before the Holm step, so each agrees with its check's verdict.
+    sig = gate_settings(gate, sig)
     settings = {
         "alpha": gate.alpha,
         "tolerances": dict(gate.tolerances),
@@ -275,11 +309,13 @@ def run_gate(
         "seed": sig.seed,
         "confidence": sig.confidence,
         "correction": "Holm across every check of the run",
+        "interval": "the sign-flip test inverted at the level of the check's Holm step",
         "allow_plan_changes": list(gate.allow_plan_changes),
     }
     if baseline is None:
         return GateResult(None, [], [], settings, baseline_reason=baseline_reason)
     checks: list[Check] = []
+    samples: list[tuple[np.ndarray, np.ndarray]] = []
     missing: list[str] = []
     for key in sorted(current, key=str):
         job = current[key]
@@ -295,9 +331,17 @@ def run_gate(
             now_values = values_by_type(job, stage, metric, types)
             old_values = values_by_type(before, stage, metric, types)
             for t in types:
-                checks.append(
-                    _check(key, job, before, metric, t, now_values, old_values, tolerance, sig)
+                check, now, old = _check(
+                    key, job, before, metric, t, now_values, old_values, tolerance
                 )
+                checks.append(check)
+                samples.append((now, old))
+    tested = [(c, pair) for c, pair in zip(checks, samples, strict=True) if c.n > 0]
+    for (c, _), test in zip(tested, family_tests([pair for _, pair in tested], sig), strict=True):
+        r = test.result
+        c.change, c.p_value = r.diff, r.p_value
+        c.ci_low, c.ci_high, c.ci_level = r.ci_low, r.ci_high, test.ci_level
+    # Holm over the same p-values again: `decide` also judges checks made by hand.
     decide(checks, gate, sig, min_queries)
     return GateResult(
         baseline_name,
@@ -307,6 +351,12 @@ def run_gate(
         baseline_reason=baseline_reason,
         plan=plan_differences(current, baseline, gate.allow_plan_changes),
     )
+
+
+def gate_settings(gate: GateConfig, sig: SignificanceSettings) -> SignificanceSettings:
+    """The significance settings of the gate's family: Holm at `gate.alpha`, CI base level
+    1 - `gate.alpha`; resamples and seed as the comparison's."""
+    return replace(sig, alpha=gate.alpha, confidence=1.0 - gate.alpha, correction="holm")
 
 
 def decide(
@@ -337,28 +387,35 @@ def _check(
     now_values: Mapping[str, Mapping[str, float]],
     old_values: Mapping[str, Mapping[str, float]],
     tolerance: float,
-    sig: SignificanceSettings,
-) -> Check:
-    result, unpaired = paired_change(old_values.get(qtype, {}), now_values.get(qtype, {}), sig)
-    return Check(
+) -> tuple[Check, np.ndarray, np.ndarray]:
+    """The check of one type and metric, and its paired values (this month, baseline); its
+    p-value and CI come from the gate's family (`run_gate`)."""
+    _, arrays, unpaired = paired_values(
+        {"before": old_values.get(qtype, {}), "after": now_values.get(qtype, {})}
+    )
+    now, old = arrays["after"], arrays["before"]
+    n = int(now.size)
+    nan = float("nan")
+    check = Check(
         dataset=key.dataset,
         retriever=key.retriever,
         metric=metric,
         metric_before=before.resolve_metric(metric),
         metric_after=job.resolve_metric(metric),
         query_type=qtype,
-        n=result.n,
+        n=n,
         unpaired=unpaired,
-        before=result.mean_b,
-        after=result.mean_a,
-        change=result.diff,
-        ci_low=result.ci_low,
-        ci_high=result.ci_high,
-        p_value=result.p_value,
+        before=float(old.mean()) if n else nan,
+        after=float(now.mean()) if n else nan,
+        change=float(now.mean() - old.mean()) if n else nan,
+        ci_low=nan,
+        ci_high=nan,
+        p_value=1.0,
         # Replaced by the Holm-adjusted value for every check with paired queries.
-        p_holm=result.p_value,
+        p_holm=1.0,
         tolerance=tolerance,
     )
+    return check, now, old
 
 
 def _judge(
@@ -368,7 +425,7 @@ def _judge(
         c.status, c.note = NO_DATA, "no query scored in both months"
         return
     significant = c.p_holm < gate.alpha
-    reason = too_few(c.n, family, sig, min_queries)
+    reason = too_few(c.n, family, gate_settings(gate, sig), min_queries)
     if -c.change > c.tolerance:
         if reason:
             c.status, c.note = UNDECIDED, reason

@@ -3,7 +3,8 @@
 Per dataset (jobs on different datasets are never compared with each other):
 
 * verdict table: for each query type (and `all`) and each metric, each configuration's mean
-  with its verdict (`scoring.comparison.verdict_cell`), and the best configuration per type;
+  with its verdict (`scoring.comparison.verdict_cells`, Holm over `compare.family`), and the
+  best configuration per type, flagged "all weak" below `weak_below` x the metric's ideal bound;
 * ablation: when a baseline is named (`compare.baseline`), or the jobs vary anything besides the
   retriever, each setting's difference from the baseline, per type, with significance;
 * bad cases (`compare.drilldown`).
@@ -18,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from retrieval_bench.compare.config import CompareConfig
+from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
 from retrieval_bench.compare.jobs import (
@@ -32,13 +36,27 @@ from retrieval_bench.compare.jobs import (
 )
 from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_json, atomic_write_text
-from retrieval_bench.scoring.comparison import ALL, delta_cells, ordered_types, verdict_cell
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.scoring.comparison import (
+    ALL,
+    FAMILY_SCOPE,
+    delta_families,
+    family_key,
+    ordered_types,
+    verdict_cells,
+)
+from retrieval_bench.scoring.metrics import ideal_value
+from retrieval_bench.scoring.significance import CORRECTIONS, SignificanceSettings, json_number
 
 
 def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
     return SignificanceSettings(
-        alpha=cfg.alpha, n_resamples=cfg.n_resamples, confidence=cfg.confidence, seed=cfg.seed
+        alpha=cfg.alpha,
+        n_resamples=cfg.n_resamples,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        correction=cfg.correction,
+        power=cfg.power,
+        target_delta=cfg.target_delta,
     )
 
 
@@ -63,6 +81,18 @@ def _metric_heading(jobs: Sequence[FinishedJob], spec: str) -> str:
         return names[0]
     ks = sorted({j.top_k for j in jobs})
     return f"{spec} (K = each job's top_k: {', '.join(map(str, ks))})"
+
+
+def _too_deep(jobs: Sequence[FinishedJob], stage: str, spec: str) -> dict[str, int]:
+    """label -> list length, for the jobs whose metric cuts deeper than the stage's lists
+    (the job's `depth_exceeds_list`): a value there is not measured at its depth."""
+    out = {}
+    for job in jobs:
+        flag = job.stage(stage).get("depth_exceeds_list") or {}
+        k = int(job.resolve_metric(spec).partition("@")[2])
+        if k in flag.get("cutoffs", ()):
+            out[job.label] = int(flag["list_length"])
+    return out
 
 
 def _types(jobs: Sequence[FinishedJob], stage: str) -> list[str]:
@@ -104,14 +134,19 @@ def compare_dataset(
                 "spec": spec,
                 "heading": _metric_heading(jobs, spec),
                 "resolved": {j.label: j.resolve_metric(spec) for j in jobs},
+                "depth_exceeds_list": _too_deep(jobs, stage, spec),
             }
         )
-        cells[spec] = {}
-        for t in types:
-            values = {label: v.get(t, {}) for label, v in per_type_values[spec].items()}
-            cells[spec][t] = verdict_cell(values, sig, cfg.min_queries).to_json()
     if not metrics:
         raise BenchError(f"no metric of {list(cfg.metrics)} is in every job: {skipped}")
+    table = {
+        (m["spec"], t): {label: v.get(t, {}) for label, v in per_type_values[m["spec"]].items()}
+        for m in metrics
+        for t in types
+    }
+    decided = verdict_cells(table, sig, cfg.min_queries, family_key(cfg.family), cfg.family)
+    for (spec, t), cell in decided.items():
+        cells.setdefault(spec, {})[t] = cell.to_json()
 
     counts = _scored_counts(jobs, stage)
     for spec_cells in cells.values():
@@ -120,12 +155,14 @@ def compare_dataset(
             if cell["n"] == 0 and excluded:
                 detail = ", ".join(f"{reason} {k}" for reason, k in sorted(excluded.items()))
                 cell["note"] = f"no scored query (excluded: {detail})"
+    by_label = {j.label: j for j in jobs}
     best: dict[str, dict[str, dict[str, Any]]] = {}
     for t in types:
         best[t] = {}
         for m in metrics:
             cell = cells[m["spec"]][t]
-            best[t][m["spec"]] = _best_entry(cell, cfg.weak_below)
+            bound = _ideal_bound(by_label, stage, m["spec"], table[(m["spec"], t)], cell)
+            best[t][m["spec"]] = _best_entry(cell, cfg.weak_below, bound)
 
     record: dict[str, Any] = {
         "dataset": jobs[0].dataset,
@@ -146,6 +183,7 @@ def compare_dataset(
         "types": types,
         "cells": cells,
         "best": best,
+        "coverage": label_coverage(jobs, stage),
         "ablation": None,
     }
     if len(jobs) > 1 and (baseline or any(k != "retriever" for k in keys)):
@@ -155,10 +193,34 @@ def compare_dataset(
     return record
 
 
-def _best_entry(cell: Mapping[str, Any], weak_below: float) -> dict[str, Any]:
-    means = {k: v for k, v in cell["means"].items() if v == v}
+def _ideal_bound(
+    jobs: Mapping[str, FinishedJob],
+    stage: str,
+    spec: str,
+    values: Mapping[str, Mapping[str, float]],
+    cell: Mapping[str, Any],
+) -> float | None:
+    """The mean ideal value (`metrics.ideal_value`) of the cell's best configuration's metric
+    over the cell's paired queries: what a perfect ranking would score there."""
+    means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
+    if not means or not values:
+        return None
+    job = jobs[max(means, key=lambda label: means[label])]
+    qids = set.intersection(*(set(v) for v in values.values()))
+    rows = job.stage(stage).get("per_query") or {}
+    relevant = [rows[q].get("n_relevant") for q in sorted(qids)]
+    if not relevant or any(g is None or g <= 0 for g in relevant):
+        return None
+    metric, _, k = job.resolve_metric(spec).partition("@")
+    return float(np.mean(ideal_value(metric, int(k), np.array(relevant))))
+
+
+def _best_entry(cell: Mapping[str, Any], weak_below: float, bound: float | None) -> dict[str, Any]:
+    """The `best` column's entry; "all weak" when the best mean is below `weak_below` times
+    the ideal bound of the cell (1 for hit, mrr, ndcg; recall_bound for recall)."""
+    means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
     top = max(means.values()) if means else None
-    weak = top is not None and top < weak_below
+    weak = top is not None and bound is not None and top < weak_below * bound
     if cell["best"]:
         text = cell["best"]
     elif cell["verdicts"]:
@@ -167,8 +229,8 @@ def _best_entry(cell: Mapping[str, Any], weak_below: float) -> dict[str, Any]:
     else:
         text = cell["note"] or "undecided"
     if weak:
-        text += f" (all weak: best {top:.3f} < {weak_below:g})"
-    return {"best": cell["best"], "text": text, "all_weak": weak, "n": cell["n"]}
+        text += f" (all weak: best {top:.3f} < {weak_below:g} x bound {bound:.3f})"
+    return {"best": cell["best"], "text": text, "all_weak": weak, "n": cell["n"], "bound": bound}
 
 
 def build_ablation(
@@ -217,16 +279,81 @@ def build_ablation(
 
         entry["baseline"] = {"label": b.label, "setting": short(b)}
         entry["settings"] = [{"label": o.label, "setting": short(o)} for o in others]
-        for m in metrics:
-            s = m["spec"]
-            entry["deltas"][s] = {}
-            for t in types:
-                base_values = per_type_values[s][b.label].get(t, {})
-                other_values = {short(o): per_type_values[s][o.label].get(t, {}) for o in others}
-                deltas = delta_cells(base_values, other_values, sig, cfg.min_queries)
-                entry["deltas"][s][t] = [d.to_json() for d in deltas]
+        group_cells = {
+            (m["spec"], t): (
+                per_type_values[m["spec"]][b.label].get(t, {}),
+                {short(o): per_type_values[m["spec"]][o.label].get(t, {}) for o in others},
+            )
+            for m in metrics
+            for t in types
+        }
+        family = family_key(cfg.family)
+        deltas = delta_families(group_cells, sig, cfg.min_queries, family, cfg.family)
+        for (metric_spec, t), cell_deltas in deltas.items():
+            entry["deltas"].setdefault(metric_spec, {})[t] = [d.to_json() for d in cell_deltas]
         out_groups.append(entry)
     return {"baseline": spec, "keys": list(spec), "groups": out_groups}
+
+
+def settings_record(cfg: CompareConfig) -> dict[str, Any]:
+    """How every comparison of a record was made (`settings` of comparison.json)."""
+    return {
+        "stage": cfg.stage,
+        "metrics": list(cfg.metrics),
+        "alpha": cfg.alpha,
+        "n_resamples": cfg.n_resamples,
+        "confidence": cfg.confidence,
+        "seed": cfg.seed,
+        "min_queries": cfg.min_queries,
+        "family": cfg.family,
+        "weak_below": cfg.weak_below,
+        "family_scope": FAMILY_SCOPE[cfg.family],
+        "correction": cfg.correction,
+        "test": (
+            f"paired randomization (sign-flip), two-sided; {CORRECTIONS[cfg.correction]} "
+            "over the family of " + FAMILY_SCOPE[cfg.family]
+        ),
+        "interval": INTERVALS[cfg.correction],
+        "power": cfg.power,
+        "target_delta": cfg.target_delta,
+        "power_method": (
+            "normal approximation of the sign-flip test (its null variance is mean(d^2)/n): "
+            "MDE = z(1-a/2) sd / sqrt(n - z(1-a/2)^2) + z(power) sd / sqrt(n), sd of the "
+            "per-query differences (ddof 1), a = alpha / m (m: tests in the family; the level "
+            "a test must reach alone under Holm and BH alike); n_needed: the smallest n with "
+            "MDE <= target_delta"
+        ),
+    }
+
+
+# How each correction's CIs are drawn, as comparison.json says it.
+INTERVALS = {
+    "holm": (
+        "the sign-flip test inverted (every shift it does not reject), at the "
+        "confidence level of its Holm step: 1 - (1 - confidence) / (m - i) for the "
+        "i-th smallest of the family's m p-values (an accepted test: the step where "
+        "Holm stopped)"
+    ),
+    "bh": (
+        "the sign-flip test inverted (every shift it does not reject), at "
+        "1 - R (1 - confidence) / m for every test of the family, R the number BH rejects "
+        "(at least 1): Benjamini-Yekutieli (2005) FCR-adjusted intervals for the selected "
+        "tests, and the same level for the others (where each holds 0)"
+    ),
+}
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every non-finite float (a mean over no query) as null: JSON has no NaN or
+    Infinity, and other tools' parsers refuse them. Infinite CI ends say why beside them
+    (`ci_unbounded`, written by the tests themselves)."""
+    if isinstance(value, float):
+        return json_number(value)
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
 
 
 @dataclass
@@ -258,21 +385,13 @@ def compare_dirs(
         datasets[name] = compare_dataset(group, cfg, baseline)
         primary = datasets[name]["metrics"][0]["spec"]
         badcases[name] = drilldown(group, cfg.stage, primary)
-    record = {
-        "settings": {
-            "stage": cfg.stage,
-            "metrics": list(cfg.metrics),
-            "alpha": cfg.alpha,
-            "n_resamples": cfg.n_resamples,
-            "confidence": cfg.confidence,
-            "seed": cfg.seed,
-            "min_queries": cfg.min_queries,
-            "test": "paired randomization (sign-flip), two-sided; Holm per cell",
-            "interval": "paired bootstrap of the mean difference (BCa)",
-        },
-        "datasets": datasets,
-        "skipped": [{"path": str(path), "reason": reason} for path, reason in scan.skipped],
-    }
+    record = strict_json(
+        {
+            "settings": settings_record(cfg),
+            "datasets": datasets,
+            "skipped": [{"path": str(path), "reason": reason} for path, reason in scan.skipped],
+        }
+    )
     files: list[Path] = []
     if out_dir is not None:
         out = Path(out_dir)

@@ -28,8 +28,19 @@ class CompareConfig:
     # Ablation baseline: {top_k: 6} (YAML / `compare.baseline={top_k:6}`) or "top_k=6"
     # (`'compare.baseline="top_k=6,retriever=bm25"'`); unset: the first job of the sweep.
     baseline: Any = None
-    # The best configuration of a type is flagged "all weak" when its value is below this.
+    # The best configuration of a type is flagged "all weak" when its value is below this
+    # fraction of the metric's ideal bound there (recall_bound@K for recall, 1 for hit/mrr/ndcg).
     weak_below: float = 0.5
+    # Holm family: "cell" (one type x one metric), "metric" (every type of a metric) or
+    # "table" (every type x metric of the table: the family a reader scans).
+    family: str = "table"
+    # Multiple-testing correction over a family: "holm" (family-wise error) or "bh"
+    # (Benjamini-Hochberg, false discovery rate).
+    correction: str = "holm"
+    # Power analysis: the minimum detectable effect is stated at this power, and the queries
+    # needed are those that detect a difference of `target_delta` (in the metric's units).
+    power: float = 0.8
+    target_delta: float = 0.05
 
     def baseline_setting(self) -> dict[str, Any]:
         """The baseline as KEY -> VALUE, whichever spelling the config used."""
@@ -63,5 +74,31 @@ class CompareConfig:
             raise ConfigError("compare.confidence", f"must be within (0, 1), got {self.confidence}")
         if self.n_resamples < 100:
             raise ConfigError("compare.n_resamples", f"must be >= 100, got {self.n_resamples}")
+        # Here, not at import: the schema imports no implementation.
+        from retrieval_bench.scoring.comparison import FAMILIES
+
+        if self.family not in FAMILIES:
+            raise ConfigError(
+                "compare.family", f"{self.family!r} is not one of: {', '.join(FAMILIES)}"
+            )
+        from retrieval_bench.scoring.significance import CORRECTIONS
+
+        if self.correction not in CORRECTIONS:
+            raise ConfigError(
+                "compare.correction",
+                f"{self.correction!r} is not one of: {', '.join(CORRECTIONS)}",
+            )
+        if not 0 < self.power < 1:
+            raise ConfigError("compare.power", f"must be within (0, 1), got {self.power}")
+        if not 0 < self.target_delta <= 1:
+            raise ConfigError(
+                "compare.target_delta",
+                f"is a difference in the metric's units, within (0, 1], got {self.target_delta}",
+            )
+        if not 0 < self.weak_below <= 1:
+            raise ConfigError(
+                "compare.weak_below",
+                f"is a fraction of the ideal bound in (0, 1], got {self.weak_below}",
+            )
         if self.min_queries < 1:
             raise ConfigError("compare.min_queries", f"must be >= 1, got {self.min_queries}")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from retrieval_bench.experiment import JobResult
+from retrieval_bench.reports.coverage import job_coverage_section
 from retrieval_bench.reports.families import (
     evidence_section,
     family_tables,
@@ -45,12 +46,17 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
     lines += refusal_section(result.metrics.get("refusal"), plots)
     lines += evidence_section(result.metrics, plots)
     lines += group_by_section(result.metrics, top_k)
+    lines += job_coverage_section(result.metrics, top_k)
     for name, stage in result.metrics["stages"].items():
         lines += [f"## Stage `{name}`", "", exclusions_line(stage), ""]
+        deep = stage.get("depth_exceeds_list") or {}
         for k in cutoffs:
             columns = [*core_columns(k), f"precision@{k}", f"judged@{k}"]
             table = per_type_table(stage, columns, markdown_table)
-            lines += paragraphs(f"@{k}", *table) if table else []
+            title = f"@{k}"
+            if k in deep.get("cutoffs", ()):
+                title += f" ‡ deeper than this stage's lists ({deep['list_length']}): not measured"
+            lines += paragraphs(title, *table) if table else []
         lines += family_tables(stage, cutoffs)
     lines += [
         "## Timings (s)",

@@ -4,16 +4,23 @@ Written to the benchmarks root: `trend.md` (one table per dataset and metric: ro
 retriever, columns are months), `trend.json` (the points) and `trend-<dataset>.png` (a grid:
 one row per metric, one column per type and `all`, one line per retriever). Values are the
 `by_type` / `overall` means of each job's metrics.json, at each job's own top_k for `@K`.
+
+A month whose labels differ from the previous month's (its jobs' `labels.hash` in manifest.json)
+is marked: `label_changes` in trend.json, `*` after the month in trend.md, a dashed line in the
+plot. Its change in the trend is then partly the labels' (`python -m run.rescore` re-scores the
+earlier months against the current labels).
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from retrieval_bench.benchmark.history import finished_months, inside, month_jobs
+from retrieval_bench.data.hashes import short
 from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.scoring.comparison import ALL, ordered_types
@@ -25,6 +32,7 @@ def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[di
     for month_dir in finished_months(root):
         for key, job in sorted(month_jobs(month_dir).items(), key=lambda kv: str(kv[0])):
             st = job.stage(stage)
+            labels = (job.manifest.get("labels") or {}).get("hash")
             groups = {**(st.get("by_type") or {}), ALL: st.get("overall") or {}}
             for t, group in groups.items():
                 for spec in metrics:
@@ -39,13 +47,39 @@ def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[di
                             "name": name,
                             "value": group.get(name),
                             "n": group.get("n", 0),
+                            "labels": labels,
                         }
                     )
     return points
 
 
+def label_changes(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per dataset, each month whose labels hash differs from the previous month's (months
+    with no recorded hash, from before hashes were recorded, are not compared)."""
+    hashes: dict[str, dict[str, set[str]]] = {}
+    for p in points:
+        if p.get("labels"):
+            hashes.setdefault(p["dataset"], {}).setdefault(p["month"], set()).add(p["labels"])
+    changes = []
+    for dataset, by_month in sorted(hashes.items()):
+        months = sorted(by_month)
+        for previous, month in itertools.pairwise(months):
+            if by_month[month] != by_month[previous]:
+                changes.append(
+                    {
+                        "dataset": dataset,
+                        "month": month,
+                        "previous_month": previous,
+                        "from": sorted(by_month[previous]),
+                        "to": sorted(by_month[month]),
+                    }
+                )
+    return changes
+
+
 def _markdown(points: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
     months = sorted({p["month"] for p in points})
+    changes = label_changes(points)
     lines = [
         "# Benchmark trend",
         "",
@@ -55,6 +89,16 @@ def _markdown(points: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
     ]
     for dataset in sorted({p["dataset"] for p in points}):
         lines += [f"## {dataset}", "", f"![trend](trend-{dataset}.png)", ""]
+        changed = {c["month"]: c for c in changes if c["dataset"] == dataset}
+        for c in changed.values():
+            lines.append(
+                f"- {c['month']}*: labels differ from {c['previous_month']}'s "
+                f"({', '.join(short(h) for h in c['from'])} -> "
+                f"{', '.join(short(h) for h in c['to'])}): its change is partly the labels'."
+            )
+        if changed:
+            lines.append("")
+        columns = [f"{m}*" if m in changed else m for m in months]
         ds_points = [p for p in points if p["dataset"] == dataset]
         types = ordered_types([p["type"] for p in ds_points])
         retrievers = sorted({p["retriever"] for p in ds_points})
@@ -70,7 +114,8 @@ def _markdown(points: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
                     cells = [index.get((t, r, m), {}).get("value") for m in months]
                     if any(c is not None for c in cells):
                         rows.append([t, r, *cells])
-            lines += [f"### {metric}", "", markdown_table(["type", "retriever", *months], rows), ""]
+            table = markdown_table(["type", "retriever", *columns], rows)
+            lines += [f"### {metric}", "", table, ""]
     return "\n".join(lines)
 
 
@@ -93,6 +138,7 @@ def _plot(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]
         squeeze=False,
     )
     x = range(len(months))
+    changed = [months.index(c["month"]) for c in label_changes(ds_points) if c["month"] in months]
     for i, metric in enumerate(metrics):
         for j, t in enumerate(types):
             ax = axes[i][j]
@@ -113,13 +159,18 @@ def _plot(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]
                 ax.set_title(t, fontsize=9)
             if j == 0:
                 ax.set_ylabel(metric, fontsize=9)
+            for position in changed:
+                ax.axvline(position - 0.5, color="grey", linestyle="--", linewidth=1)
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
             ax.set_xticks(list(x))
             ax.set_xticklabels(months, rotation=45, fontsize=7)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", fontsize=8)
-    fig.suptitle(f"{dataset}: benchmark trend per query type")
+    title = f"{dataset}: benchmark trend per query type"
+    if changed:
+        title += " (dashed: labels changed)"
+    fig.suptitle(title)
     fig.tight_layout(rect=(0, 0, 0.93, 0.95))
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
@@ -132,7 +183,15 @@ def write_trend(root: Path, metrics: Sequence[str], stage: str = "final") -> lis
     points = collect(root, metrics, stage)
     files = [root / "trend.md", root / "trend.json"]
     atomic_write_text(files[0], _markdown(points, metrics))
-    atomic_write_json(files[1], {"metrics": list(metrics), "stage": stage, "points": points})
+    atomic_write_json(
+        files[1],
+        {
+            "metrics": list(metrics),
+            "stage": stage,
+            "label_changes": label_changes(points),
+            "points": points,
+        },
+    )
     for dataset in sorted({p["dataset"] for p in points}):
         # A dataset name from an older month's job may not be a plain file name.
         path = inside(root, root / f"trend-{dataset}.png", "dataset.name")

@@ -49,10 +49,12 @@ import numpy as np
 
 from retrieval_bench.scoring.labels import NOT_IN_RUN, UNKNOWN_TYPE, Judgements
 from retrieval_bench.scoring.metrics import (
+    CONDENSED,
     METRICS,
     RankedGrades,
     build_ranked_grades,
     build_ranked_grades_coded,
+    condense,
     duplicate_rows,
     first_duplicate,
     hits,
@@ -73,6 +75,7 @@ _REPORTED = (
     "ndcg",
     "precision",
     "judged",
+    *(f"{name}_condensed" for name in CONDENSED),
 )
 
 
@@ -123,7 +126,8 @@ def per_query_columns(
     `hits@K` and each metric `name@K`. The vectorised core of `score_stage` (and what a
     benchmark should time against pytrec_eval): no per-query dicts are built."""
     ks = check_cutoffs(cutoffs)
-    return _columns(build_ranked_grades(rankings, qrels, max(ks), query_ids), ks)
+    depth = max(map(len, rankings), default=0)
+    return _columns(build_ranked_grades(rankings, qrels, max(*ks, depth), query_ids), ks)
 
 
 def per_query_columns_coded(
@@ -136,18 +140,24 @@ def per_query_columns_coded(
     """`per_query_columns` from integer codes (see `metrics.build_ranked_grades_coded`): the
     job's path, where rankings are passage indices. Same columns, same values."""
     ks = check_cutoffs(cutoffs)
-    rg_max = build_ranked_grades_coded(rankings, label_ids, label_grades, max(ks), check)
-    return _columns(rg_max, ks)
+    depth = max(max(ks), rankings.shape[1] if rankings.ndim == 2 else 0)
+    rg_all = build_ranked_grades_coded(rankings, label_ids, label_grades, depth, check)
+    return _columns(rg_all, ks)
 
 
-def _columns(rg_max: RankedGrades, ks: list[int]) -> dict[str, np.ndarray]:
-    """Every metric column at every cut-off from the grades at the largest one."""
-    columns: dict[str, np.ndarray] = {"n_relevant": rg_max.n_relevant}
+def _columns(rg_all: RankedGrades, ks: list[int]) -> dict[str, np.ndarray]:
+    """Every metric column at every cut-off, from grades over the whole rankings: the plain
+    metrics on each ranking cut to K, the condensed ones on its judged ids cut to K (which
+    needs the judged ids below K too)."""
+    columns: dict[str, np.ndarray] = {"n_relevant": rg_all.n_relevant}
     for k in ks:
-        rg = rg_max.truncate(k)
+        rg = rg_all.truncate(k)
         columns[f"hits@{k}"] = hits(rg)
         for name, fn in METRICS.items():
             columns[f"{name}@{k}"] = fn(rg)
+        condensed = condense(rg_all, k)
+        for name in CONDENSED:
+            columns[f"{name}_condensed@{k}"] = METRICS[name](condensed)
     return columns
 
 

@@ -12,7 +12,13 @@ TREC export of the same ranking scores identically there:
               from all the query's judged grades
 - recall_bound@k  min(k, |G|) / |G|: the best recall@k any ranking could reach
 - all_hit@k   1 if every relevant id is in the top k
-- judged@k    share of the top k carrying any label, over k
+- judged@k    share of the top k carrying any label (grade > 0, or judged non-relevant with
+              grade <= 0), over k
+- <metric>_condensed@k  the metric on Sakai's condensed list: every unjudged id removed from
+              the whole ranking before cutting to k (ir_measures' "judged only"; trec_eval on
+              the run without its unjudged ids), for recall, hit, mrr and ndcg. Beside the
+              plain metric it shows how much unjudged passages, which the plain metric counts
+              as non-relevant, cost a system (`condense`)
 
 Every metric takes a `RankedGrades`, built once per (stage, max cut-off) by one of two front
 doors -- `build_ranked_grades` from id strings (TREC runs, `run.score`), or the integer core
@@ -217,8 +223,8 @@ def build_ranked_grades_coded(
     sorted_grades = np.take_along_axis(label_grades, order, axis=1)
     twice = (sorted_ids[:, 1:] == sorted_ids[:, :-1]) & (sorted_ids[:, 1:] >= 0)
     if twice.any():
-        row = int(np.flatnonzero(twice.any(axis=1))[0])
-        raise ValueError(f"labels #{row}: a labelled code appears twice")
+        bad_row = int(np.flatnonzero(twice.any(axis=1))[0])
+        raise ValueError(f"labels #{bad_row}: a labelled code appears twice")
     row, rank, column = _match(top, sorted_ids)
     grade = sorted_grades[row, column].astype(np.float64)
     # Ideal ranking: each row's grades > 0, best first (a row-wise sort of a narrow matrix).
@@ -464,6 +470,33 @@ def judged(rg: RankedGrades) -> np.ndarray:
     return np.bincount(rg.row, minlength=rg.n) / float(rg.k)
 
 
+def condense(rg: RankedGrades, k: int) -> RankedGrades:
+    """Sakai's condensed list cut to k: each ranking with its unjudged ids removed, so the
+    judged ids close ranks, then the top k of what is left.
+
+    `rg` must hold every judged id of each whole ranking (built with k >= the longest ranking,
+    as `aggregate._columns` does), or judged ids below its k would be missed. Its entries are
+    ordered by (row, rank), so an entry's condensed rank is its ordinal within its row."""
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    judged_per_row = np.bincount(rg.row, minlength=rg.n)
+    first_of_row = np.cumsum(judged_per_row) - judged_per_row
+    ordinal = np.arange(len(rg.row), dtype=np.int64) - first_of_row[rg.row]
+    keep = ordinal < k
+    ideal = rg.ideal_pos < k
+    return RankedGrades(
+        k=k,
+        lengths=np.minimum(judged_per_row, k).astype(np.int64),
+        row=rg.row[keep],
+        rank=ordinal[keep],
+        grade=rg.grade[keep],
+        n_relevant=rg.n_relevant,
+        ideal_row=rg.ideal_row[ideal],
+        ideal_pos=rg.ideal_pos[ideal],
+        ideal_grade=rg.ideal_grade[ideal],
+    )
+
+
 # Metric name (without "@K") -> function; the order is the order reports list them in.
 METRICS = {
     "recall": recall,
@@ -475,3 +508,23 @@ METRICS = {
     "precision": precision,
     "judged": judged,
 }
+
+# Metrics also reported on the condensed list (`condense`), as `<name>_condensed@K`.
+CONDENSED = ("recall", "hit", "mrr", "ndcg")
+
+
+def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
+    """Per query, the value the ideal ranking (every relevant id first) reaches on `metric`
+    at cut-off `k`, from the number of relevant ids: the bound a retriever is judged against
+    (`recall_bound` for recall). Metrics not named here reach 1 (hit, mrr, ndcg, judged).
+    A condensed variant (`recall_condensed`, ...) has its plain metric's ideal: the ideal
+    ranking is all judged."""
+    g = np.asarray(n_relevant, dtype=np.float64)
+    metric = metric.removesuffix("_condensed")
+    if metric in ("recall", "recall_bound"):
+        return np.minimum(k, g) / g
+    if metric == "precision":
+        return np.minimum(k, g) / k
+    if metric == "all_hit":
+        return (g <= k).astype(np.float64)
+    return np.ones_like(g)

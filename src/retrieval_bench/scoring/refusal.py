@@ -131,7 +131,7 @@ def threshold_grid(scores: np.ndarray, n: int) -> list[float]:
 
 
 def threshold_table(
-    answer_scores: np.ndarray, refuse_scores: np.ndarray, thresholds: Sequence[float]
+    answer_scores: np.ndarray, refuse_scores: np.ndarray, thresholds: Sequence[float] | np.ndarray
 ) -> dict[str, list[Any]]:
     """Columns over thresholds: rates and the counts behind them."""
     t = np.asarray(thresholds, dtype=np.float64)

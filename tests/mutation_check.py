@@ -1,0 +1,256 @@
+"""Mutation check: plant one deliberate bug at a time and expect the tests to fail.
+
+Each mutation is a text edit of one source file (`old` must occur exactly once) applied to a
+copy of the repository, never to the working tree; the tests that guard that code then run on
+the copy (`pytest -x`). A mutation the tests do not catch ("SURVIVED") means a result-changing
+bug would pass the suite. Usage (from the repository root):
+
+    python tests/mutation_check.py              # every mutation
+    python tests/mutation_check.py -k fill      # those whose name contains "fill"
+    python tests/mutation_check.py --list
+
+Exit status: 0 when every mutation was caught, 1 when one survived or no longer applies (the
+code it edits changed: update its `old` text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COPIED = ("src", "tests", "conf", "corpus", "evalsets", "pyproject.toml")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+FILTER = "src/retrieval_bench/filters.py"
+GATE = "src/retrieval_bench/benchmark/gate.py"
+PIPELINE = "src/retrieval_bench/pipeline.py"
+FUSION = "src/retrieval_bench/retrievers/fusion.py"
+METRICS = "src/retrieval_bench/scoring/metrics.py"
+PERMISSIONS = "src/retrieval_bench/scoring/permissions.py"
+BASE = "src/retrieval_bench/retrievers/base.py"
+BM25 = "src/retrieval_bench/retrievers/bm25.py"
+GATE_TESTS = ("tests/test_gate_units.py", "tests/test_monthly.py")
+PIPELINE_TESTS = ("tests/test_pipeline_scripted.py", "tests/test_app.py")
+POLICY_TESTS = ("tests/test_golden_policy.py", "tests/test_scoring_permissions.py")
+METRIC_TESTS = ("tests/test_metrics.py", "tests/test_scoring_parity.py")
+
+MUTATIONS = [
+    Mutation(
+        "filter hides public passages from every role",
+        FILTER,
+        "(a is None or role in a for a in self.acl)",
+        "(a is not None and role in a for a in self.acl)",
+        POLICY_TESTS,
+    ),
+    Mutation(
+        "filter ignores the role",
+        FILTER,
+        "mask &= self.readable(user_role)",
+        "mask &= True",
+        POLICY_TESTS,
+    ),
+    Mutation(
+        "scoring counts public passages as unreadable",
+        PERMISSIONS,
+        "return acl is None or role is None or role in acl",
+        "return role is None or (acl is not None and role in acl)",
+        POLICY_TESTS,
+    ),
+    Mutation(
+        "city filter drops passages without a city",
+        FILTER,
+        'np.isin(self.city, [*cities, ""])',
+        "np.isin(self.city, [*cities])",
+        ("tests/test_pipeline_scripted.py",),
+    ),
+    Mutation(
+        "gate compares the drop with >= instead of >",
+        GATE,
+        "if -c.change > c.tolerance:",
+        "if -c.change >= c.tolerance:",
+        GATE_TESTS,
+    ),
+    Mutation(
+        "gate ignores significance",
+        GATE,
+        "significant = c.p_holm < gate.alpha",
+        "significant = True",
+        GATE_TESTS,
+    ),
+    Mutation(
+        "gate skips Holm",
+        GATE,
+        "holm([c.p_value for c in tested])",
+        "[c.p_value for c in tested]",
+        GATE_TESTS,
+    ),
+    Mutation(
+        "gate's too-few rule with a family of one",
+        GATE,
+        "reason = too_few(c.n, family, sig, min_queries)",
+        "reason = too_few(c.n, 1, sig, min_queries)",
+        GATE_TESTS,
+    ),
+    Mutation(
+        "fill lets the last arm lead",
+        PIPELINE,
+        "        for pool in pools:\n            for index in pool.indices.tolist():",
+        "        for pool in reversed(pools):\n            for index in pool.indices.tolist():",
+        PIPELINE_TESTS,
+    ),
+    Mutation(
+        "final cut keeps top_k - 1 passages",
+        PIPELINE,
+        "ranked.indices[: self.top_k],\n            ranked.scores[: self.top_k],",
+        "ranked.indices[: self.top_k - 1],\n            ranked.scores[: self.top_k - 1],",
+        PIPELINE_TESTS,
+    ),
+    Mutation(
+        "RRF ranks from 0",
+        FUSION,
+        "enumerate(pool.indices.tolist(), start=1)",
+        "enumerate(pool.indices.tolist(), start=0)",
+        ("tests/test_pipeline_scripted.py",),
+    ),
+    Mutation(
+        "RRF ignores rrf_k",
+        FUSION,
+        "1.0 / (k + rank)",
+        "1.0 / (60 + rank)",
+        ("tests/test_pipeline_scripted.py",),
+    ),
+    Mutation(
+        "tie-break by id ascending",
+        BASE,
+        "np.lexsort((-self.id_order[candidates], -scores))",
+        "np.lexsort((self.id_order[candidates], -scores))",
+        ("tests/test_pipeline_scripted.py", "tests/test_fast_paths.py"),
+    ),
+    Mutation(
+        "leak@K divided by the passages shown instead of K",
+        PERMISSIONS,
+        'columns[f"leak@{k}"] = leaked / float(k)',
+        'columns[f"leak@{k}"] = leaked / np.maximum(shown[:, :k].sum(axis=1), 1)',
+        POLICY_TESTS,
+    ),
+    Mutation(
+        "recall divides by k instead of the relevant count",
+        METRICS,
+        "return _per_relevant(hits(rg), rg)",
+        "return hits(rg) / float(rg.k)",
+        METRIC_TESTS,
+    ),
+    Mutation(
+        "MRR counts ranks from 0",
+        METRICS,
+        "1.0 / (ranks[first] + 1.0)",
+        "1.0 / (ranks[first] + 2.0)",
+        METRIC_TESTS,
+    ),
+    Mutation(
+        "nDCG discounts from log2(1)",
+        METRICS,
+        "np.log2(np.arange(2, k + 2, dtype=np.float64))",
+        "np.log2(np.arange(3, k + 3, dtype=np.float64))",
+        METRIC_TESTS,
+    ),
+    Mutation(
+        "all_hit scores queries without relevant ids",
+        METRICS,
+        "    out[rg.n_relevant == 0] = np.nan\n",
+        "",
+        METRIC_TESTS,
+    ),
+    Mutation(
+        "BM25 epsilon floor dropped",
+        BM25,
+        "idf[idf < 0] = config.epsilon * average_idf",
+        "idf[idf < 0] = 0.0",
+        ("tests/test_bm25.py",),
+    ),
+]
+
+
+def copy_tree(target: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "outputs")
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=ignore)
+        else:
+            shutil.copy2(source, target / name)
+
+
+def run_one(mutation: Mutation, pristine: Path) -> tuple[str, str]:
+    """(verdict, detail): CAUGHT, SURVIVED, STALE (the edit no longer applies) or NO TESTS."""
+    tests = [t for t in mutation.tests if (pristine / t).is_file()]
+    if not tests:
+        return "NO TESTS", f"none of {', '.join(mutation.tests)} exists"
+    with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
+        work = Path(tmp)
+        shutil.copytree(pristine, work, dirs_exist_ok=True)
+        path = work / mutation.path
+        text = path.read_text(encoding="utf-8")
+        if text.count(mutation.old) != 1:
+            return "STALE", f"{mutation.path}: the text to edit occurs {text.count(mutation.old)}x"
+        path.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("FAILED")]
+    if proc.returncode == 1:
+        return "CAUGHT", failed[0].removeprefix("FAILED ") if failed else "a test failed"
+    if proc.returncode == 0:
+        return "SURVIVED", f"{' '.join(tests)} all pass"
+    return "ERROR", f"pytest exited {proc.returncode}: {proc.stdout[-500:]}{proc.stderr[-500:]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-k", default="", help="only mutations whose name contains this")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if args.k.lower() in m.name.lower()]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name}  ({m.path}; {', '.join(m.tests)})")
+        return 0
+    bad = 0
+    with tempfile.TemporaryDirectory(prefix="mutation-check-") as tmp:
+        pristine = Path(tmp)
+        copy_tree(pristine)
+        for m in chosen:
+            start = time.perf_counter()
+            verdict, detail = run_one(m, pristine)
+            bad += verdict != "CAUGHT"
+            print(f"{verdict:<9} {m.name} ({time.perf_counter() - start:.0f}s): {detail}")
+            sys.stdout.flush()
+    print(f"{len(chosen) - bad} of {len(chosen)} mutations caught")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Power per type, PyTerrier's +/-/= counts, the BH correction, strict JSON CI ends, and the
+gate's CI from its Holm family (issue 13 items 1, 2, 6 and the #9 follow-ups).
+
+Independent code: the project's own sign-flip test on simulated differences (power), scipy's
+`false_discovery_control` (BH), Python's strict JSON parser.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from retrieval_bench.benchmark.config import GateConfig
+from retrieval_bench.benchmark.gate import REGRESSION, run_gate
+from retrieval_bench.benchmark.history import JobKey
+from retrieval_bench.compare.build import compare_dirs
+from retrieval_bench.compare.config import CompareConfig
+from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.errors import ConfigError
+from retrieval_bench.scoring.comparison import delta_cells, verdict_cell, verdict_cells
+from retrieval_bench.scoring.power import (
+    minimum_detectable_effect,
+    paired_counts,
+    power_entry,
+    queries_needed,
+)
+from retrieval_bench.scoring.significance import (
+    SignFlip,
+    SignificanceSettings,
+    bh,
+    bh_levels,
+    family_tests,
+)
+
+
+def _values(**columns: list[float]) -> dict[str, dict[str, float]]:
+    return {label: {f"q{i:02d}": float(v) for i, v in enumerate(c)} for label, c in columns.items()}
+
+
+# --- 1. power ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "alpha"), [(30, 0.05), (30, 0.01)])
+def test_the_mde_gives_the_stated_power_on_the_projects_sign_flip_test(
+    n: int, alpha: float
+) -> None:
+    # Differences with sd 1 and mean = the MDE at power 0.8: the share of simulated
+    # comparisons the project's test rejects is the power. 1000 simulations: the binomial sd
+    # of the share is sqrt(0.8 * 0.2 / 1000) = 0.0126; 2000 resamples add noise to p-values
+    # near alpha. Tolerance 0.04 (3 sd). The textbook (z_a + z_b) sd / sqrt(n) gives about
+    # 0.77 at n = 30, alpha 0.05, and 0.73 at alpha 0.01 (outside it).
+    mde = minimum_detectable_effect(1.0, n, alpha, 0.8)
+    assert mde is not None
+    rng = np.random.default_rng(7)
+    simulations = 1000
+    rejected = sum(
+        SignFlip(rng.normal(mde, 1.0, n), 2000, seed).p_value() < alpha
+        for seed in range(simulations)
+    )
+    assert abs(rejected / simulations - 0.8) <= 0.04
+
+
+def test_mde_and_queries_needed_exact_values() -> None:
+    z_a, z_b = NormalDist().inv_cdf(0.975), NormalDist().inv_cdf(0.8)
+    # MDE = z_a sd / sqrt(n - z_a^2) + z_b sd / sqrt(n)
+    assert minimum_detectable_effect(0.3, 30, 0.05, 0.8) == pytest.approx(
+        z_a * 0.3 / math.sqrt(30 - z_a**2) + z_b * 0.3 / math.sqrt(30), rel=1e-12
+    )
+    # n <= z_a^2 = 3.84: no difference could be significant.
+    assert minimum_detectable_effect(0.3, 3, 0.05, 0.8) is None
+    # The queries needed are the smallest n whose MDE is at most the target.
+    n = queries_needed(0.3, 0.05, 0.05, 0.8, 10_000)
+    assert n is not None
+    assert minimum_detectable_effect(0.3, n, 0.05, 0.8) <= 0.05  # type: ignore[operator]
+    assert minimum_detectable_effect(0.3, n - 1, 0.05, 0.8) > 0.05  # type: ignore[operator]
+    # A little above the textbook ((z_a + z_b) sd / delta)^2 = 282.6.
+    assert n == 286
+    # alpha / m below the randomized test's floor 2 / 10001: no n is enough.
+    assert queries_needed(0.3, 0.05, 1e-4, 0.8, 10_000) is None
+    # A huge difference: n is at least what a unanimous difference needs (2/2**n < alpha).
+    assert queries_needed(0.01, 0.5, 0.05, 0.8, 10_000) == 6
+
+
+def test_no_variation_is_said_not_zero_or_infinite() -> None:
+    entry = power_entry(np.zeros(20), 0.05, 0.8, 0.05, 10_000)
+    assert (entry["sd"], entry["mde"], entry["n_needed"], entry["note"]) == (
+        0.0,
+        None,
+        None,
+        "no variation",
+    )
+
+
+def test_power_uses_the_per_test_alpha_of_the_family() -> None:
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)
+    cells = {t: _values(A=a.tolist(), B=b.tolist()) for t in ("x", "y", "z", "all")}
+    sig = SignificanceSettings()
+    # Family "table": 4 tests, alpha / 4 each.
+    out = verdict_cells(cells, sig, family_of=lambda key: None, family_name="table")
+    [(other, test)] = out["x"].tests.items()
+    power = test["power"]
+    d = a - b if other == "B" else b - a
+    sd = float(np.std(d, ddof=1))
+    assert power["alpha_test"] == 0.05 / 4
+    assert power["sd"] == pytest.approx(sd, rel=1e-12)
+    assert power["mde"] == minimum_detectable_effect(sd, 40, 0.05 / 4, 0.8)
+    assert power["n_needed"] == queries_needed(sd, 0.05, 0.05 / 4, 0.8, 10_000)
+    assert out["x"].power == {k: power[k] for k in ("mde", "n_needed", "note")}
+
+
+def test_a_too_few_queries_cell_says_how_many_would_be_enough() -> None:
+    cell = verdict_cell(
+        _values(A=[0.9, 0.2, 0.8, 0.7], B=[0.1, 0.3, 0.2, 0.5]), SignificanceSettings()
+    )
+    needed = cell.power["n_needed"]
+    assert cell.note == f"too few queries to decide (n=4 < 5); {needed} would detect 0.05"
+    assert cell.verdicts == {}
+
+
+# --- 2. improved / degraded / unchanged --------------------------------------------------
+
+
+def test_counts_against_the_best_and_the_baseline() -> None:
+    values = _values(A=[0.9, 0.5, 0.5, 0.7, 1.0, 0.3], B=[0.1, 0.5, 0.6, 0.2, 1.0, 0.0])
+    cell = verdict_cell(values, SignificanceSettings())
+    # B relative to the best (A): above on q02, below on q00, q03, q05, equal on q01, q04.
+    test = cell.tests["B"]
+    assert (test["improved"], test["degraded"], test["unchanged"]) == (1, 3, 2)
+    [delta] = delta_cells(values["A"], {"B": values["B"]}, SignificanceSettings())
+    assert (delta.improved, delta.degraded, delta.unchanged) == (1, 3, 2)
+    assert paired_counts(np.array([1.0, 0.0]), np.array([0.0, 0.0])) == {
+        "improved": 1,
+        "degraded": 0,
+        "unchanged": 1,
+    }
+
+
+# --- 6. Benjamini-Hochberg ---------------------------------------------------------------
+
+
+def test_bh_equals_scipys_false_discovery_control() -> None:
+    p = [0.01, 0.04, 0.03, 0.005, 0.04, 0.2, 0.5, 1.0]
+    assert bh(p) == pytest.approx(stats.false_discovery_control(p, method="bh"), rel=1e-15)
+    # By hand: sorted 0.005 0.01 0.03 0.04 0.04 0.2 0.5 1 (m = 8): 8p/rank, running min
+    # from the top: 0.04, 0.04, 0.064, 0.064, 0.064, 0.2667, 0.5714, 1.
+    assert bh(p) == pytest.approx([0.04, 0.064, 0.064, 0.04, 0.064, 0.8 / 3, 4 / 7, 1.0])
+
+
+def test_bh_levels_and_intervals_agree_with_bh_verdicts() -> None:
+    # Two BH rejections of 4 (0.001 < 0.05/4 x 2 after adjustment, 0.02 x 4/2 = 0.04):
+    # every CI at 1 - 2 x 0.05 / 4.
+    assert bh_levels([0.001, 0.02, 0.3, 0.6], 0.05, 0.95) == [0.975] * 4
+    assert bh_levels([0.3, 0.6], 0.05, 0.95) == [0.975] * 2  # none rejected: R taken as 1
+    rng = np.random.default_rng(11)
+    base = rng.uniform(0, 1, 25)
+    pairs = [(base + shift + rng.normal(0, 0.2, 25), base) for shift in (0.0, 0.05, 0.15, 0.3)]
+    sig = SignificanceSettings(correction="bh")
+    tests = family_tests(pairs, sig)
+    assert [t.p_adjusted for t in tests] == bh([t.result.p_value for t in tests])
+    rejected = sum(t.p_adjusted < 0.05 for t in tests)
+    assert rejected >= 1
+    for t in tests:
+        assert t.ci_level == 1 - rejected * (1 - 0.95) / 4 and t.ci_agrees
+        assert t.to_json()["p_bh"] == t.p_adjusted and "p_holm" not in t.to_json()
+
+
+def test_correction_is_typed_and_validated() -> None:
+    with pytest.raises(ConfigError, match=r"compare\.correction"):
+        CompareConfig(correction="bonferroni").validate()
+    with pytest.raises(ConfigError, match=r"compare\.power"):
+        CompareConfig(power=1.0).validate()
+    with pytest.raises(ConfigError, match=r"compare\.target_delta"):
+        CompareConfig(target_delta=0.0).validate()
+    CompareConfig(correction="bh").validate()
+
+
+# --- strict JSON: unbounded CI ends ------------------------------------------------------
+
+
+def _write_job(root: Path, name: str, recall: list[float]) -> None:
+    job = root / name
+    (job / ".hydra").mkdir(parents=True)
+    rows = {
+        f"q{i:02d}": {"query_type": "fact" if i < 5 else "other", "n_relevant": 1, "recall@2": v}
+        for i, v in enumerate(recall)
+    }
+    stage = {"per_query": rows, "counts": {"scored": len(rows), "excluded": {}}}
+    (job / "metrics.json").write_text(json.dumps({"stages": {"final": stage}}))
+    config = {"top_k": 2, "dataset": {"name": "synth"}}
+    (job / "manifest.json").write_text(json.dumps({"config": config}))
+    (job / ".hydra" / "overrides.yaml").write_text(f"- retriever={name}\n")
+    (job / "report.md").write_text("# job\n")
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"not JSON: {name}")
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh"])
+def test_comparison_json_is_strict_and_unbounded_ends_are_null(
+    tmp_path: Path, correction: str
+) -> None:
+    # "fact": 5 queries, whose sign-flip CI at the family's level cannot be bounded; "other":
+    # one query, a mean but no test worth the name.
+    _write_job(tmp_path, "bm25", [0.9, 0.8, 0.7, 1.0, 0.6, 0.5])
+    _write_job(tmp_path, "dense", [0.1, 0.3, 0.2, 0.4, 0.0, 0.5])
+    cfg = CompareConfig(metrics=["recall@K"], min_queries=1, correction=correction)
+    out = compare_dirs([tmp_path], cfg, tmp_path)
+    record = json.loads((tmp_path / "comparison.json").read_text(), parse_constant=_refuse)
+    test = record["datasets"]["synth"]["cells"]["recall@K"]["fact"]["tests"]["retriever=dense"]
+    assert (test["ci_low"], test["ci_high"], test["ci_unbounded"]) == (
+        None,
+        None,
+        "unbounded: too few queries",
+    )
+    assert test["correction"] == correction and f"p_{correction}" in test
+    text = (tmp_path / "comparison.md").read_text()
+    assert "[unbounded, unbounded]" in text
+    assert ("Benjamini-Hochberg" in text) == (correction == "bh")
+    assert out.record == record
+
+
+# --- the gate's CI from its Holm family --------------------------------------------------
+
+
+def _gate_job(values: dict[str, tuple[str, float]]) -> FinishedJob:
+    per_query = {q: {"query_type": t, "recall@6": v} for q, (t, v) in values.items()}
+    return FinishedJob(
+        path=Path("synth"),
+        metrics={"stages": {"final": {"per_query": per_query}}},
+        config={"top_k": 6, "dataset": {"name": "synth"}},
+        overrides={},
+        choices={"retriever": "bm25"},
+        num=None,
+        manifest={"dataset": {"name": "synth", "files_sha256": {}}},
+    )
+
+
+def test_the_gate_ci_is_its_holm_familys() -> None:
+    rng = np.random.default_rng(5)
+    old = rng.uniform(0.3, 1.0, 14)
+    new = old - 0.2 + rng.normal(0, 0.1, 14)
+    before = {f"q{i:02d}": ("a" if i < 7 else "b", float(v)) for i, v in enumerate(old)}
+    after = {f"q{i:02d}": ("a" if i < 7 else "b", float(v)) for i, v in enumerate(new)}
+    key = JobKey("synth", "bm25")
+    gate = GateConfig(tolerances={"recall@K": 0.02}, alpha=0.05)
+    sig = SignificanceSettings(n_resamples=10_000, confidence=0.9)  # the gate uses 1 - alpha
+    result = run_gate({key: _gate_job(after)}, {key: _gate_job(before)}, gate, sig)
+    pairs = []
+    for t in ("a", "b"):
+        qids = [q for q, (qt, _) in before.items() if qt == t]
+        pairs.append(
+            (np.array([after[q][1] for q in qids]), np.array([before[q][1] for q in qids]))
+        )
+    pairs.append((new, old))
+    expected = family_tests(pairs, SignificanceSettings(n_resamples=10_000))
+    for check, test in zip(result.checks, expected, strict=True):
+        assert (check.ci_low, check.ci_high, check.ci_level) == (
+            test.result.ci_low,
+            test.result.ci_high,
+            test.ci_level,
+        )
+        assert check.p_holm == test.p_adjusted
+        # The CI excludes 0 exactly where the check is significant.
+        assert (check.ci_high < 0) == (check.p_holm < 0.05)
+    assert [c.status for c in result.checks] == [REGRESSION] * 3
+    # 7 queries per type: Holm levels over three checks, 1 - 0.05 / (3 - i).
+    assert sorted(c.ci_level for c in result.checks) == pytest.approx(
+        [0.95, 1 - 0.05 / 2, 1 - 0.05 / 3]
+    )
+    json.dumps([c.to_json() for c in result.checks], allow_nan=False)
