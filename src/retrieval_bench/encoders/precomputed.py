@@ -263,5 +263,5 @@ def load_precomputed(
             )
         by_text[text] = vector
     digest = hashlib.sha256(b"retrieval_bench.precomputed/v1")
-    digest.update(memoryview(passage_matrix).cast("B"))  # its bytes, without a copy (C order)
+    digest.update(passage_matrix.data.cast("B"))  # its bytes, without a copy (C order)
     return PrecomputedVectors(passage_matrix, by_text, digest.hexdigest())
