@@ -474,7 +474,8 @@ def average_precision(rg: RankedGrades) -> np.ndarray:
     per_row = np.bincount(rows, minlength=rg.n)
     first_of_row = np.cumsum(per_row) - per_row
     ordinal = np.arange(len(rows), dtype=np.float64) - first_of_row[rows] + 1.0
-    return _per_relevant(np.bincount(rows, weights=ordinal / (ranks + 1.0), minlength=rg.n), rg)
+    precisions = ordinal / (ranks + 1.0)
+    return _per_relevant(np.bincount(rows, weights=precisions, minlength=rg.n), rg)
 
 
 def precision(rg: RankedGrades) -> np.ndarray:
