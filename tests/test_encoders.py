@@ -72,11 +72,11 @@ def test_unknown_kind_names_key_and_options() -> None:
     [
         ({"kind": "flag", "model": ""}, "encoder.model"),
         ({"kind": "flag", "model": "x", "pooling": "max"}, "encoder.pooling"),
-        ({"kind": "bge_m3", "use_fp16": True, "device": "cpu"}, "encoder.use_fp16"),
-        ({"kind": "use", "use_fp16": True, "device": "cuda"}, "encoder.use_fp16"),
+        ({"kind": "bge_m3", "precision": "fp16", "devices": ["cpu"]}, "encoder.precision"),
+        ({"kind": "use", "precision": "fp16", "devices": ["cuda"]}, "encoder.precision"),
         ({"max_length": 0}, "encoder.max_length"),
         ({"batch_size": -1}, "encoder.batch_size"),
-        ({"device": "gpu0"}, "encoder.device"),
+        ({"devices": ["gpu0"]}, "encoder.devices"),
         ({"kind": "use", "normalize": False}, "encoder.normalize"),
     ],
 )

@@ -129,6 +129,16 @@ class EmbeddingCache:
             logger.debug("embedding cache wrote %s %s", array.shape, npy)
             return array, CacheStats(encoded=len(texts), cached=0, key=key)
 
+    def lookup(self, encoder: Encoder, texts: list[str], role: str) -> np.ndarray | None:
+        """The cached vectors for `texts`, or None when no valid entry exists; never encodes
+        (and so never loads a model: the identity of a FlagEmbedding encoder is a file walk)."""
+        key = cache_key(encoder.identity(), role, list(texts))
+        npy, sidecar, _ = self.paths(key)
+        try:
+            return self._read(npy, sidecar, key, role, len(texts))
+        except CacheEntryInvalid:
+            return None
+
     # -- internals ----------------------------------------------------------------------------
     @staticmethod
     def _run_encoder(encoder: Encoder, texts: list[str], role: str) -> np.ndarray:

@@ -14,9 +14,11 @@ from typing import Any
 from retrieval_bench.config import ARMS, RunConfig, check_corpus_size
 from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.data.records import Dataset, Passage
-from retrieval_bench.embedding_cache import EmbeddingCache
+from retrieval_bench.embedding_cache import CacheStats, EmbeddingCache
+from retrieval_bench.embedding_shards import encode_shard, encode_sharded, shard_bounds
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.encoders.base import Encoder
+from retrieval_bench.encoders.precomputed import PrecomputedVectors, load_precomputed
 from retrieval_bench.filters import PassageFilter
 from retrieval_bench.io import writable_dir
 from retrieval_bench.pipeline import (
@@ -78,6 +80,22 @@ class _Timer:
 CACHE_SUBDIRS = ("tokens", "embeddings")
 
 
+def _load(cfg: RunConfig) -> Dataset:
+    """The configured dataset, validated, with the config checks that need its size."""
+    dataset = load_dataset(
+        cfg.dataset.format,
+        cfg.dataset.name,
+        resolve_path(cfg.dataset.corpus),
+        resolve_path(cfg.dataset.evalset),
+        resolve_path(cfg.dataset.path) if cfg.dataset.path else Path(),
+        cfg.dataset.split,
+    )
+    check_corpus_size(cfg, len(dataset.passages), dataset.name)
+    if cfg.encoder.shards > 1:
+        shard_bounds(len(dataset.passages), cfg.encoder.shards)  # refuses shards > passages
+    return dataset
+
+
 def run_job(cfg: RunConfig) -> JobResult:
     writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
@@ -93,10 +111,20 @@ def run_job(cfg: RunConfig) -> JobResult:
     # baseline for the routed-vs-single comparison.
     arm_names = list(ARMS) if rule_set else list(cfg.retriever.arms)
     passage_filter = PassageFilter(dataset.passages, cfg.filters)
-    encoder = build_encoder(cfg.encoder) if "dense" in arm_names else None
-    if encoder is not None:  # a dense.index this job cannot use fails before any work
+    dense: Encoder | PrecomputedVectors | None = None
+    if "dense" in arm_names:
+        if cfg.encoder.kind == "precomputed":
+            with timer.phase("load"):  # checked before any tokenising or retrieval
+                dense = load_precomputed(
+                    cfg.encoder, ids, [(q.query_id, q.query) for q in dataset.queries]
+                )
+            dimension: int | None = dense.passages.shape[1]
+        else:
+            dense = build_encoder(cfg.encoder)
+            dimension = dense.dimension()
+        # a dense.index this job cannot use fails before any work
         filters = passage_filter.possible(dataset.queries, exclusions=rule_set is not None)
-        check_index_fits(cfg.dense, len(dataset.passages), encoder.dimension(), filters)
+        check_index_fits(cfg.dense, len(dataset.passages), dimension, filters)
     arms: dict[str, Retriever] = {}
     for arm in arm_names:
         with timer.phase(f"index_{arm}"):
@@ -106,10 +134,11 @@ def run_job(cfg: RunConfig) -> JobResult:
                     tokenizer.tokenize,
                     tokenizer_identity,
                     resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[0],
+                    cfg.text.resolved_workers(),
                 )
                 arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
-            elif encoder is not None:
-                arms[arm] = _dense_arm(cfg, encoder, ids, texts, embeddings)
+            elif dense is not None:
+                arms[arm] = _dense_arm(cfg, dense, ids, texts, embeddings)
     strategy = Strategy(
         name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
     )
@@ -153,15 +182,7 @@ def load_labelled(
 ) -> tuple[Dataset, Judgements, dict[str, dict[str, str]]]:
     """The dataset, its judgements and the group_by lookups: everything scoring reads besides
     the rankings (also what `rescore` loads to score stored rankings against current labels)."""
-    dataset = load_dataset(
-        cfg.dataset.format,
-        cfg.dataset.name,
-        resolve_path(cfg.dataset.corpus),
-        resolve_path(cfg.dataset.evalset),
-        resolve_path(cfg.dataset.path) if cfg.dataset.path else Path(),
-        cfg.dataset.split,
-    )
-    check_corpus_size(cfg, len(dataset.passages), dataset.name)
+    dataset = _load(cfg)
     judgements = judge(dataset.queries, {p.id for p in dataset.passages}, dataset.unjudged)
     # Before any retrieval, so a bad group_by field fails fast.
     groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
@@ -207,13 +228,22 @@ def _note_empty_rankings(records: list[QueryRecord]) -> None:
 
 def _dense_arm(
     cfg: RunConfig,
-    encoder: Encoder,
+    dense: Encoder | PrecomputedVectors,
     ids: list[str],
     texts: list[str],
     embeddings: dict[str, dict[str, int]],
 ) -> DenseRetriever:
+    if isinstance(dense, PrecomputedVectors):
+        embeddings["passages"] = {"encoded": 0, "cached": 0, "precomputed": len(ids)}
+        return DenseRetriever(ids, dense.passages, dense.encode_queries, cfg.dense, dense.key)
+    encoder = dense
     cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
-    vectors, stats = cache.encode(encoder, texts, "passages")
+    if cfg.encoder.shards > 1 or cfg.encoder.require_shards:
+        vectors, stats = encode_sharded(
+            cache, encoder, texts, cfg.encoder.shards, cfg.encoder.require_shards
+        )
+    else:
+        vectors, stats = cache.encode(encoder, texts, "passages")
     embeddings["passages"] = {"encoded": stats.encoded, "cached": stats.cached}
 
     def encode_queries(queries: list[str]) -> Any:
@@ -229,6 +259,34 @@ def _dense_arm(
         return query_vectors[[row[text] for text in queries]]
 
     return DenseRetriever(ids, vectors, encode_queries, cfg.dense, stats.key)
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """What a shard job (`encoder.shard_only=i`) did."""
+
+    dataset: str
+    shard: int
+    shards: int
+    passages: int
+    stats: CacheStats
+
+
+def run_shard_job(cfg: RunConfig) -> ShardResult:
+    """Encode one shard of the corpus into the embedding cache, and nothing else.
+
+    One job of a multirun or SLURM array over `encoder.shard_only=0,1,...`; the job that then
+    retrieves (same config without shard_only) assembles the shards from the cache.
+    """
+    assert cfg.encoder.shard_only is not None
+    writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)
+    dataset = _load(cfg)
+    texts = [passage_text(p) for p in dataset.passages]
+    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
+    index = cfg.encoder.shard_only
+    stats = encode_shard(cache, build_encoder(cfg.encoder), texts, cfg.encoder.shards, index)
+    start, end = shard_bounds(len(texts), cfg.encoder.shards)[index]
+    return ShardResult(dataset.name, index, cfg.encoder.shards, end - start, stats)
 
 
 def stage_names(records: list[QueryRecord]) -> list[str]:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import jieba
 
 from retrieval_bench.data.records import Entity
+from retrieval_bench.errors import ConfigError
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -21,7 +24,8 @@ _ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 @dataclass(unsafe_hash=True)  # mutable for Hydra overrides, hashable for the tokenizer memo
 class TextConfig:
-    """Tokeniser settings; each one changes the BM25 index, so all of them enter its cache key."""
+    """Tokeniser settings; each one but `workers` changes the BM25 index, so all of them but
+    `workers` enter its cache key (Tokenizer.identity)."""
 
     use_lexicon: bool = True
     hmm: bool = True
@@ -29,6 +33,23 @@ class TextConfig:
     # Rewrite an alias token to its entity's canonical name, so "蜈支洲" in a query matches
     # "蜈支洲岛" in a passage; the lexicon's own words are the only ones rewritten.
     canonical_entities: bool = True
+    # Processes that tokenise the corpus on a token-cache miss (0: one per CPU core). Any count
+    # gives the same token ids; corpora under 2,000 passages are tokenised in-process.
+    workers: int = 1
+
+    def resolved_workers(self) -> int:
+        """`workers`, with 0 read as the CPU cores this process may use."""
+        if self.workers < 0:
+            raise ConfigError(
+                "text.workers", f"must be >= 0 (0: one per CPU core), got {self.workers}"
+            )
+        if self.workers == 0:
+            return (
+                len(os.sched_getaffinity(0))
+                if hasattr(os, "sched_getaffinity")
+                else (os.cpu_count() or 1)
+            )
+        return self.workers
 
 
 def _is_punctuation(token: str) -> bool:
@@ -70,6 +91,12 @@ class Tokenizer:
     def for_entities(cls, config: TextConfig, entities: Iterable[Entity]) -> Tokenizer:
         words, canonical = lexicon_of(entities)
         return cls(config, words, canonical)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as its settings and lexicon (jieba's own tokenizer holds a lock and does
+        not pickle): a worker process that unpickles it builds its own jieba with the same
+        user words, so it tokenises exactly as this one does."""
+        return (Tokenizer, (self.config, self.lexicon_words, tuple(self.canonical.items())))
 
     def identity(self) -> dict[str, object]:
         """Everything that changes the tokens: enters cache keys and the manifest."""

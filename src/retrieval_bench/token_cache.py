@@ -22,9 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import multiprocessing
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -100,14 +102,17 @@ def tokenize_corpus(
     tokenize: Callable[[str], list[str]],
     identity: dict[str, Any],
     root: Path | str | None,
+    workers: int = 1,
 ) -> TokenizedCorpus:
     """The corpus tokenised, from `root` when a valid entry exists, else tokenised and stored.
 
     `identity` must change whenever `tokenize` would produce different tokens; `root=None`
-    disables the cache.
+    disables the cache. With `workers > 1` a miss is tokenised by that many processes
+    (`tokenize` must then pickle: `text.Tokenizer` does); the term ids are the same as one
+    process gives, so the entry does not depend on `workers`.
     """
     if root is None:
-        return TokenizedCorpus.from_tokens(_tokenize_all(tokenize, texts))
+        return _tokenize(tokenize, texts, workers)
     key = token_cache_key(identity, texts)
     path = Path(root) / key[:2] / f"{key}.npz"
     if path.exists():
@@ -124,9 +129,85 @@ def tokenize_corpus(
                 return found
         log.info("tokenising %d passages (not in the token cache)", len(texts))
         log.debug("token cache key %s", key)
-        corpus = TokenizedCorpus.from_tokens(_tokenize_all(tokenize, texts))
+        corpus = _tokenize(tokenize, texts, workers)
         _write(path, corpus)
         return corpus
+
+
+def _tokenize(
+    tokenize: Callable[[str], list[str]], texts: Sequence[str], workers: int
+) -> TokenizedCorpus:
+    if workers > 1 and len(texts) >= PARALLEL_MIN_PASSAGES:
+        return _tokenize_parallel(tokenize, texts, workers)
+    return TokenizedCorpus.from_tokens(_tokenize_all(tokenize, texts))
+
+
+PARALLEL_MIN_PASSAGES = 2_000
+"""Below this, starting worker processes (each imports jieba and loads its dictionary, ~1 s)
+costs more than it saves, so the corpus is tokenised in this process whatever `workers` says."""
+_CHUNK_PASSAGES = 2_000
+"""Passages per task: small enough to balance the workers, large enough that each result
+(one small vocabulary and an id array) costs little to send back."""
+
+_worker_tokenize: list[Callable[[str], list[str]]] = []
+
+
+def _init_worker(tokenize: Callable[[str], list[str]]) -> None:
+    """Runs once in each worker: unpickling a `text.Tokenizer` builds its own jieba with the
+    lexicon there, so every task after it reuses the loaded dictionary."""
+    _worker_tokenize[:] = [tokenize]
+
+
+def _tokenize_chunk(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """One chunk as (its vocabulary in first-occurrence order, term ids, lengths)."""
+    (tokenize,) = _worker_tokenize
+    chunk = TokenizedCorpus.from_tokens([tokenize(t) for t in texts])
+    return chunk.vocab, chunk.ids, chunk.lengths
+
+
+def _tokenize_parallel(
+    tokenize: Callable[[str], list[str]], texts: Sequence[str], workers: int
+) -> TokenizedCorpus:
+    """Contiguous chunks tokenised by `workers` spawned processes, merged in corpus order.
+
+    Each chunk numbers its terms by first occurrence within the chunk; renumbering chunk by
+    chunk in corpus order, a term unseen in earlier chunks taking the next global id, gives
+    exactly the first-occurrence numbering of one pass over the whole corpus.
+
+    Workers are forked where the platform can (Linux): they inherit the tokenizer with jieba's
+    dictionary and the lexicon already loaded (this process tokenises one passage first to
+    load them), where a spawned worker would spend about a second loading them again. They run
+    only jieba and numpy's fromiter, no thread pools, so a fork is safe even when this process
+    has threads (torch, FAISS). Elsewhere they are spawned and the initializer unpickles the
+    tokenizer (`text.Tokenizer` rebuilds its jieba and lexicon there).
+    """
+    size = max(1, min(_CHUNK_PASSAGES, -(-len(texts) // (workers * 4))))
+    chunks = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+    numbering: dict[str, int] = {}
+    all_ids: list[np.ndarray] = []
+    all_lengths: list[np.ndarray] = []
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    tokenize(texts[0])  # loads jieba's dictionary here, once, for forked workers to inherit
+    log.info("tokenising %d passages with %d worker processes", len(texts), workers)
+    with (
+        ProcessPoolExecutor(workers, context, _init_worker, (tokenize,)) as pool,
+        progress("tokenising passages", len(texts), "passage") as bar,
+    ):
+        for vocab, ids, lengths in pool.map(_tokenize_chunk, chunks):
+            remap = np.fromiter(
+                (numbering.setdefault(term, len(numbering)) for term in vocab),
+                dtype=np.int32,
+                count=len(vocab),
+            )
+            all_ids.append(remap[ids] if len(ids) else ids)
+            all_lengths.append(lengths)
+            bar.update(len(lengths))
+    return TokenizedCorpus(
+        list(numbering),
+        np.concatenate(all_ids).astype(np.int32, copy=False),
+        np.concatenate(all_lengths).astype(np.int64, copy=False),
+    )
 
 
 def _tokenize_all(tokenize: Callable[[str], list[str]], texts: Sequence[str]) -> list[list[str]]:

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
 from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.embedding_shards import MissingShards
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -30,7 +31,7 @@ from retrieval_bench.errors import (
     NothingScored,
     interrupt_leaves,
 )
-from retrieval_bench.experiment import run_job
+from retrieval_bench.experiment import run_job, run_shard_job
 from retrieval_bench.io import claim_new_dir, release_unused_claims
 from retrieval_bench.outputs import mark_unfinished, write_job
 from retrieval_bench.reports.console import job_line, job_summary
@@ -74,6 +75,13 @@ def _task(dict_cfg: DictConfig) -> float | None:
 
             _exit_code[0] = run_from_hydra(cfg)
             return None
+        if cfg.encoder.shard_only is not None:  # one job of a sharded encode: no retrieval
+            shard = run_shard_job(cfg)
+            print(
+                f"{shard.dataset}: shard {shard.shard} of {shard.shards} ({shard.passages} "
+                f"passages): encoded {shard.stats.encoded}, from cache {shard.stats.cached}"
+            )
+            return None
         return _job(cfg, OmegaConf.to_container(dict_cfg, resolve=True))  # type: ignore[arg-type]
 
 
@@ -84,7 +92,10 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
     mark_unfinished(job_dir, "running")
     try:
         with interrupt_leaves(f"job folder {job_dir} is unfinished (marked {UNFINISHED_MARKER})"):
-            result = run_job(cfg)
+            try:
+                result = run_job(cfg)
+            except MissingShards as exc:  # its rerun command, from this job's own overrides
+                raise exc.with_overrides(HydraConfig.get().overrides.task) from None
             write_job(job_dir, result, config)
     except KeyboardInterrupt:
         mark_unfinished(job_dir, "interrupted")

@@ -34,8 +34,9 @@ class CompareCallback(Callback):
         node = config.get("compare")
         cfg = OmegaConf.to_object(node) if node is not None else CompareConfig()
         assert isinstance(cfg, CompareConfig)
-        if not cfg.enabled:
-            return
+        task = [str(o) for o in config.hydra.overrides.task]
+        if not cfg.enabled or any(o.startswith("encoder.shard_only=") for o in task):
+            return  # a sharded encode (encoder.shard_only=0,1,...) retrieves nothing
         from retrieval_bench.compare.build import compare_dirs
         from retrieval_bench.errors import BenchError
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from retrieval_bench.encoders.base import Encoder
 from retrieval_bench.encoders.config import ENCODER_KINDS, EncoderConfig
+from retrieval_bench.errors import ConfigError
 
 __all__ = ["ENCODER_KINDS", "Encoder", "EncoderConfig", "build_encoder"]
 
@@ -16,6 +17,10 @@ __all__ = ["ENCODER_KINDS", "Encoder", "EncoderConfig", "build_encoder"]
 def build_encoder(cfg: EncoderConfig) -> Encoder:
     """Validate `cfg` and return the encoder it names; no model is loaded until first encode."""
     cfg.validate()
+    if cfg.kind == "precomputed":  # files, not a model: encoders.precomputed reads them
+        raise ConfigError(
+            "encoder.kind", "precomputed vectors are read from encoder.path, never encoded"
+        )
     if cfg.kind == "use":
         from retrieval_bench.encoders.use import USEEncoder
 

