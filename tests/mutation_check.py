@@ -172,6 +172,14 @@ MUTATIONS = [
         METRIC_TESTS,
     ),
     Mutation(
+        "AP divides by the relevant ids within k instead of all of them",
+        METRICS,
+        "return _per_relevant(np.bincount(rows, weights=precisions, minlength=rg.n), rg)",
+        "return np.bincount(rows, weights=precisions, minlength=rg.n)"
+        " / np.maximum(np.minimum(rg.n_relevant, rg.k), 1)",
+        (*METRIC_TESTS, "tests/test_measures_map.py"),
+    ),
+    Mutation(
         "all_hit scores queries without relevant ids",
         METRICS,
         "    out[rg.n_relevant == 0] = np.nan\n",

@@ -48,6 +48,8 @@ def reference_metrics(ranking: list[str], labels: dict[str, int], k: int) -> dic
     dcg = sum(g / np.log2(i + 2) for i, g in enumerate(gains))
     ideal = sorted((g for g in labels.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / np.log2(i + 2) for i, g in enumerate(ideal))
+    hit_ranks = [i for i, g in enumerate(gains) if g > 0]
+    precisions = sum((n + 1) / (i + 1) for n, i in enumerate(hit_ranks))
     return {
         "recall": found / n_rel if n_rel else nan,
         "recall_bound": min(k, n_rel) / n_rel if n_rel else nan,
@@ -55,6 +57,7 @@ def reference_metrics(ranking: list[str], labels: dict[str, int], k: int) -> dic
         "all_hit": float(found == n_rel) if n_rel else nan,
         "mrr": 0.0 if first is None else 1.0 / (first + 1),
         "ndcg": dcg / idcg if idcg > 0 else nan,
+        "map": precisions / n_rel if n_rel else nan,
         "precision": found / k,
         "judged": sum(1 for d in top if d in labels) / k,
     }

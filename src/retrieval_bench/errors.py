@@ -7,12 +7,12 @@ import difflib
 from collections.abc import Iterator, Sequence
 
 
-def nearest_hint(name: str, known: Sequence[str], prefix: str = "") -> str:
-    """For an unknown key or field: `did you mean '<prefix><nearest>'?`, or the known names
-    when none is close, so a typo is answered with its fix."""
+def nearest_hint(name: str, known: Sequence[str], prefix: str = "", suffix: str = "") -> str:
+    """For an unknown key or field: `did you mean '<prefix><nearest><suffix>'?`, or the known
+    names when none is close, so a typo is answered with its fix."""
     nearest = difflib.get_close_matches(name, list(known), n=1)
     if nearest:
-        return f"did you mean '{prefix}{nearest[0]}'?"
+        return f"did you mean '{prefix}{nearest[0]}{suffix}'?"
     return f"known: {', '.join(known)}"
 
 

@@ -17,6 +17,7 @@ from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
 from retrieval_bench.pipeline import StageRecord
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
+from retrieval_bench.reports.results_table import write_results
 
 PACKAGES = (
     "retrieval-bench",
@@ -58,6 +59,7 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
     atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
     atomic_write_json(job_dir / "manifest.json", manifest(result, config))
+    write_results(job_dir, result.metrics, tag)
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
     plots = write_plots(job_dir, result.metrics, top_k)
     atomic_write_text(job_dir / "report.md", job_report(result, config, plots))

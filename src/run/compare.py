@@ -38,7 +38,8 @@ def _main(argv: Sequence[str] | None) -> int:
         "--metric",
         dest="metrics",
         action="append",
-        help=f"METRIC@K (K = each job's top_k) or METRIC@N; repeatable (default: "
+        help=f"METRIC@K (K = each job's top_k) or METRIC@N, ir_measures' spelling too (nDCG@10); "
+        f"repeatable (default: "
         f"{' '.join(defaults.metrics)})",
     )
     parser.add_argument("--stage", default=defaults.stage)

@@ -78,13 +78,20 @@ class BenchmarkConfig:
             raise ConfigError(
                 "benchmark.gate.alpha", f"must be within (0, 1), got {self.gate.alpha}"
             )
+        # ir_measures' spellings (`nDCG@K`) become the project's names; unknown ones are refused.
+        from retrieval_bench.scoring.measure_names import canonical_metric
+
+        tolerances: dict[str, float] = {}
         for metric, tolerance in self.gate.tolerances.items():
-            name, sep, k = metric.partition("@")
-            if not name or not sep or not (k == "K" or k.isdigit()):
-                raise ConfigError(
-                    f"benchmark.gate.tolerances.{metric}", "is not METRIC@K or METRIC@<int>"
-                )
+            key = f"benchmark.gate.tolerances.{metric}"
+            name = canonical_metric(metric, key)
+            if name in tolerances:
+                raise ConfigError(key, f"names {name} twice (as {metric!r} and another spelling)")
             if tolerance < 0:
-                raise ConfigError(
-                    f"benchmark.gate.tolerances.{metric}", f"must be >= 0, got {tolerance}"
-                )
+                raise ConfigError(key, f"must be >= 0, got {tolerance}")
+            tolerances[name] = tolerance
+        self.gate.tolerances = tolerances
+        self.trend_metrics = [
+            canonical_metric(name, f"benchmark.trend_metrics[{i}]")
+            for i, name in enumerate(self.trend_metrics)
+        ]

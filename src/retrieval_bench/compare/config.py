@@ -62,12 +62,13 @@ class CompareConfig:
         self.baseline_setting()
         if not self.metrics:
             raise ConfigError("compare.metrics", "needs at least one metric, e.g. recall@K")
-        for i, name in enumerate(self.metrics):
-            metric, sep, k = str(name).partition("@")
-            if not metric or not sep or not (k == "K" or k.isdigit()):
-                raise ConfigError(
-                    f"compare.metrics[{i}]", f"{name!r} is not METRIC@K or METRIC@<int>"
-                )
+        # Here, not at import: the schema imports no implementation. ir_measures' spellings
+        # (`nDCG@10`) become the project's names (`ndcg@10`); an unknown name is refused.
+        from retrieval_bench.scoring.measure_names import canonical_metric
+
+        self.metrics = [
+            canonical_metric(name, f"compare.metrics[{i}]") for i, name in enumerate(self.metrics)
+        ]
         if not 0 < self.alpha < 1:
             raise ConfigError("compare.alpha", f"must be within (0, 1), got {self.alpha}")
         if not 0 < self.confidence < 1:

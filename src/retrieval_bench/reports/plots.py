@@ -1,8 +1,8 @@
 """PNG figures for report.md: the refusal curve, per-type bars, evidence completeness curves.
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot state, no display needed) and
-written atomically under `<job>/plots/`. Labels are ASCII: the job machine may lack a CJK font,
-and query-type names are ASCII in the shipped sets. Every plotted number is read from
+written atomically under `<job>/plots/`. Query-type names may be Chinese: figures are drawn
+with a CJK font (`reports.fonts`). Every plotted number is read from
 metrics.json, so a figure never shows anything the file does not hold. PNG metadata omits the
 matplotlib version, so the same metrics give the same bytes.
 """
@@ -18,6 +18,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from retrieval_bench.io import atomic_write_bytes
+from retrieval_bench.reports.fonts import cjk_fonts
+from retrieval_bench.scoring.families import lower_is_better
 
 PLOT_DIR = "plots"
 REFUSAL_PNG = f"{PLOT_DIR}/refusal.png"
@@ -77,22 +79,10 @@ def refusal_figure(refusal: Mapping[str, Any]) -> Figure | None:
     return fig
 
 
-def per_type_figure(stage: Mapping[str, Any], k: int) -> Figure | None:
-    """Grouped bars per query type of the final stage: plain and readable recall, evidence
-    chain completeness, and the share of queries with a leak. Missing bars are undefined."""
-    families = stage.get("families", {})
-    series = [
-        ("recall", stage, f"recall@{k}"),
-        ("readable_recall", families.get("readable"), f"readable_recall@{k}"),
-        ("evidence_chain", families.get("evidence"), f"evidence_chain@{k}"),
-        ("leak_any", families.get("leak"), f"leak_any@{k}"),
-    ]
-    series = [(label, result, name) for label, result, name in series if result]
-    types = sorted({t for _, result, _ in series for t in result.get("by_type", {})})
-    if not types:
-        return None
-    fig = Figure(figsize=(max(6.4, 1.1 * len(types) + 2), 4.0))
-    ax = fig.add_subplot()
+def _per_type_bars(
+    ax: Any, types: list[str], series: list[tuple[str, Mapping[str, Any], str]], k: int
+) -> None:
+    """One group of bars per type, one bar per series; an undefined value is hatched."""
     width = 0.8 / len(series)
     for i, (label, result, name) in enumerate(series):
         values = [(result["by_type"].get(t) or {}).get(name) for t in types]
@@ -111,13 +101,44 @@ def per_type_figure(stage: Mapping[str, Any], k: int) -> Figure | None:
                 edgecolor="lightgrey",
                 linewidth=0,
             )
-    ax.set_xticks(range(len(types)), types, rotation=20, ha="right", fontsize=8)
     ax.set_ylim(0, 1.15)
-    ax.set_ylabel("macro mean")
-    ax.set_title(f"Final stage per query type (top {k}); hatched = undefined (nothing scorable)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, ncols=len(series), loc="upper center", bbox_to_anchor=(0.5, -0.17))
-    fig.subplots_adjust(**{**_MARGINS, "bottom": 0.27})
+    ax.legend(fontsize=7, ncols=len(series), loc="upper center")
+
+
+def per_type_figure(stage: Mapping[str, Any], k: int) -> Figure | None:
+    """Grouped bars per query type of the final stage: plain and readable recall and evidence
+    chain completeness; below them, in their own panel, the lower-is-better metrics (the share
+    of queries with a leak), so a high bar there never reads as a win. Missing bars are
+    undefined."""
+    families = stage.get("families", {})
+    series = [
+        ("recall", stage, f"recall@{k}"),
+        ("readable_recall", families.get("readable"), f"readable_recall@{k}"),
+        ("evidence_chain", families.get("evidence"), f"evidence_chain@{k}"),
+        ("leak_any", families.get("leak"), f"leak_any@{k}"),
+    ]
+    series = [(label, result, name) for label, result, name in series if result]
+    types = sorted({t for _, result, _ in series for t in result.get("by_type", {})})
+    if not types:
+        return None
+    panels = [
+        [s for s in series if not lower_is_better(s[2])],
+        [s for s in series if lower_is_better(s[2])],
+    ]
+    panels = [panel for panel in panels if panel]
+    fig = Figure(figsize=(max(6.4, 1.1 * len(types) + 2), 2.0 + 2.4 * len(panels)))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, panel in zip(axes, panels, strict=True):
+        _per_type_bars(ax, types, panel, k)
+        lower = lower_is_better(panel[0][2])
+        ax.set_ylabel("macro mean, lower is better" if lower else "macro mean", fontsize=8)
+    axes[-1].set_xticks(range(len(types)), types, rotation=20, ha="right", fontsize=8)
+    axes[0].set_title(
+        f"Final stage per query type (top {k}); hatched = undefined (nothing scorable)",
+        fontsize=10,
+    )
+    fig.subplots_adjust(**{**_MARGINS, "bottom": 0.9 / fig.get_figheight(), "hspace": 0.15})
     return fig
 
 
@@ -150,6 +171,11 @@ def evidence_figure(curves: Mapping[str, Any]) -> Figure | None:
 
 def write_plots(job_dir: Path, metrics: Mapping[str, Any], k: int) -> list[str]:
     """Write every figure the metrics allow; returns their paths relative to the job folder."""
+    with cjk_fonts():
+        return _write_plots(job_dir, metrics, k)
+
+
+def _write_plots(job_dir: Path, metrics: Mapping[str, Any], k: int) -> list[str]:
     final = metrics.get("stages", {}).get("final", {})
     evidence = final.get("families", {}).get("evidence", {})
     figures = {

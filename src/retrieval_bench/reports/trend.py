@@ -8,7 +8,8 @@ one row per metric, one column per type and `all`, one line per retriever). Valu
 A month whose labels differ from the previous month's (its jobs' `labels.hash` in manifest.json)
 is marked: `label_changes` in trend.json, `*` after the month in trend.md, a dashed line in the
 plot. Its change in the trend is then partly the labels' (`python -m run.rescore` re-scores the
-earlier months against the current labels).
+earlier months against the current labels). A month whose own gate failed (`gate` in each
+point, from its gate.json) is shaded red in the plot.
 """
 
 from __future__ import annotations
@@ -19,9 +20,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.benchmark.history import finished_months, inside, month_jobs
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from retrieval_bench.benchmark.history import (
+    FAILED,
+    finished_months,
+    gate_status,
+    inside,
+    month_jobs,
+)
 from retrieval_bench.data.hashes import short
 from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.scoring.comparison import ALL, ordered_types
 
@@ -30,6 +43,7 @@ def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[di
     """One point per finished month x dataset x retriever x type x metric."""
     points: list[dict[str, Any]] = []
     for month_dir in finished_months(root):
+        gate = gate_status(month_dir)
         for key, job in sorted(month_jobs(month_dir).items(), key=lambda kv: str(kv[0])):
             st = job.stage(stage)
             labels = (job.manifest.get("labels") or {}).get("hash")
@@ -48,6 +62,7 @@ def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[di
                             "value": group.get(name),
                             "n": group.get("n", 0),
                             "labels": labels,
+                            "gate": gate,
                         }
                     )
     return points
@@ -120,25 +135,32 @@ def _markdown(points: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
 
 
 def _plot(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]) -> bytes:
-    import matplotlib
+    with cjk_fonts():
+        fig = trend_figure(points, dataset, metrics)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def trend_figure(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]) -> Figure:
+    """The grid of one dataset's trend; draw and save it inside `reports.fonts.cjk_fonts`."""
 
     ds_points = [p for p in points if p["dataset"] == dataset]
     months = sorted({p["month"] for p in ds_points})
     types = ordered_types([p["type"] for p in ds_points])
     retrievers = sorted({p["retriever"] for p in ds_points})
-    fig, axes = plt.subplots(
+    fig = Figure(figsize=(2.6 * len(types) + 1, 2.2 * len(metrics) + 0.8))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(
         len(metrics),
         len(types),
-        figsize=(2.6 * len(types) + 1, 2.2 * len(metrics) + 0.8),
         sharex=True,
         sharey=True,
         squeeze=False,
     )
     x = range(len(months))
     changed = [months.index(c["month"]) for c in label_changes(ds_points) if c["month"] in months]
+    failed = sorted({months.index(p["month"]) for p in ds_points if p.get("gate") == FAILED})
     for i, metric in enumerate(metrics):
         for j, t in enumerate(types):
             ax = axes[i][j]
@@ -161,21 +183,28 @@ def _plot(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]
                 ax.set_ylabel(metric, fontsize=9)
             for position in changed:
                 ax.axvline(position - 0.5, color="grey", linestyle="--", linewidth=1)
+            for position in failed:
+                ax.axvspan(position - 0.4, position + 0.4, color="red", alpha=0.12, linewidth=0)
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
             ax.set_xticks(list(x))
             ax.set_xticklabels(months, rotation=45, fontsize=7)
     handles, labels = axes[0][0].get_legend_handles_labels()
+    if changed:
+        handles.append(Line2D([], [], color="grey", linestyle="--", linewidth=1))
+        labels.append("labels changed")
+    if failed:
+        handles.append(Patch(color="red", alpha=0.12, linewidth=0))
+        labels.append("gate failed")
     fig.legend(handles, labels, loc="upper right", fontsize=8)
     title = f"{dataset}: benchmark trend per query type"
     if changed:
         title += " (dashed: labels changed)"
+    if failed:
+        title += " (shaded: gate failed)"
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0, 0.93, 0.95))
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
-    return buffer.getvalue()
+    return fig
 
 
 def write_trend(root: Path, metrics: Sequence[str], stage: str = "final") -> list[Path]:

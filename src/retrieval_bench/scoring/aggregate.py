@@ -73,6 +73,7 @@ _REPORTED = (
     "all_hit",
     "mrr",
     "ndcg",
+    "map",
     "precision",
     "judged",
     *(f"{name}_condensed" for name in CONDENSED),

@@ -39,6 +39,26 @@ from retrieval_bench.scoring.permissions import (
 
 FAMILIES = ("readable", "leak", "entities", "negative_entities", "evidence")
 
+# Metrics where a smaller value is the better system (a share of what should not be shown),
+# by name without the `@K` cutoff. Everything else is higher-is-better.
+LOWER_IS_BETTER = frozenset(
+    {
+        "leak",
+        "leak_pooled",
+        "leak_any",
+        "unexpected_entity_rate",
+        "unexpected_entity_rate_pooled",
+        "negative_entity_rate",
+        "negative_entity_rate_pooled",
+        "negative_any",
+    }
+)
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether `metric` (e.g. `leak_any@10`) is better when smaller."""
+    return metric.split("@", 1)[0] in LOWER_IS_BETTER
+
 
 @dataclass(frozen=True)
 class ScoringContext:

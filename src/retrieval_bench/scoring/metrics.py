@@ -10,6 +10,9 @@ TREC export of the same ranking scores identically there:
               (trec_eval recip_rank on the run cut to k)
 - ndcg@k      trec_eval ndcg_cut_k: gain = grade, discount 1 / log2(rank + 1), ideal ranking
               from all the query's judged grades
+- map@k       trec_eval map_cut_k (average precision cut to k): the precision at the rank of
+              each relevant id within the top k, summed, over the number of relevant ids (all
+              of them, not min(k, |G|)); at k >= the ranking's length it is trec_eval's map
 - recall_bound@k  min(k, |G|) / |G|: the best recall@k any ranking could reach
 - all_hit@k   1 if every relevant id is in the top k
 - judged@k    share of the top k carrying any label (grade > 0, or judged non-relevant with
@@ -459,6 +462,22 @@ def ndcg(rg: RankedGrades) -> np.ndarray:
     return out
 
 
+def average_precision(rg: RankedGrades) -> np.ndarray:
+    """trec_eval map_cut: sum of the precision at each relevant id's rank within the top k,
+    over the number of relevant ids (NaN without relevant ids).
+
+    Entries are ordered by (row, rank), so a relevant entry's ordinal within its row is the
+    number of relevant ids at or above its rank; bincount adds the terms in rank order, as
+    trec_eval does."""
+    relevant = rg.grade > 0
+    rows, ranks = rg.row[relevant], rg.rank[relevant]
+    per_row = np.bincount(rows, minlength=rg.n)
+    first_of_row = np.cumsum(per_row) - per_row
+    ordinal = np.arange(len(rows), dtype=np.float64) - first_of_row[rows] + 1.0
+    precisions = ordinal / (ranks + 1.0)
+    return _per_relevant(np.bincount(rows, weights=precisions, minlength=rg.n), rg)
+
+
 def precision(rg: RankedGrades) -> np.ndarray:
     """Hits in the top k over k (a short ranking is not rewarded for stopping early)."""
     return hits(rg) / float(rg.k)
@@ -505,6 +524,7 @@ METRICS = {
     "all_hit": all_hit,
     "mrr": mrr,
     "ndcg": ndcg,
+    "map": average_precision,
     "precision": precision,
     "judged": judged,
 }
@@ -521,7 +541,7 @@ def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
     ranking is all judged."""
     g = np.asarray(n_relevant, dtype=np.float64)
     metric = metric.removesuffix("_condensed")
-    if metric in ("recall", "recall_bound"):
+    if metric in ("recall", "recall_bound", "map"):
         return np.minimum(k, g) / g
     if metric == "precision":
         return np.minimum(k, g) / k
