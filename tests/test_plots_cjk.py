@@ -101,6 +101,17 @@ def test_without_lower_is_better_metrics_there_is_one_panel() -> None:
     assert fig is not None and len(fig.axes) == 1
 
 
+def test_a_family_that_scored_nothing_draws_no_panel() -> None:
+    # Leak on a set without roles: scored 0 queries, every type undefined; a panel of hatching
+    # would only be noise.
+    stage = _final_stage()
+    stage["families"]["leak"] = {"by_type": {t: {} for t in TYPES}, "counts": {"scored": 0}}
+    fig = per_type_figure(stage, K)
+    assert fig is not None and len(fig.axes) == 1
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == [f"recall@{K}", f"readable_recall@{K}"]
+
+
 def _trend_points() -> list[dict[str, Any]]:
     months = {"2026-08": ("h1", PASSED), "2026-09": ("h1", FAILED), "2026-10": ("h2", PASSED)}
     return [

@@ -118,7 +118,12 @@ def per_type_figure(stage: Mapping[str, Any], k: int) -> Figure | None:
         ("evidence_chain", families.get("evidence"), f"evidence_chain@{k}"),
         ("leak_any", families.get("leak"), f"leak_any@{k}"),
     ]
-    series = [(label, result, name) for label, result, name in series if result]
+    # A family that scored no query (leak on a set without roles) would only draw hatching.
+    series = [
+        (label, result, name)
+        for label, result, name in series
+        if result and result.get("counts", {}).get("scored", 1) > 0
+    ]
     types = sorted({t for _, result, _ in series for t in result.get("by_type", {})})
     if not types:
         return None
