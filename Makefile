@@ -16,7 +16,7 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
 fast: $(VENV)/.installed-test
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n 2 -m "not slow"
 
 # Deliberate bugs in the filter, gate, pipeline, fusion, metrics and tie-break: each must make
 # a test fail (tests/mutation_check.py).

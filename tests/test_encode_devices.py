@@ -36,6 +36,7 @@ def _m3(path: Path, **overrides: Any) -> Any:
     )
 
 
+@pytest.mark.slow  # starts FlagEmbedding's pool: two processes each load the model
 def test_two_cpu_processes_give_the_vectors_of_one(tiny_m3_dir: Path) -> None:
     one = _m3(tiny_m3_dir).encode_passages(VARIED)
     two_encoder = _m3(tiny_m3_dir, devices=["cpu", "cpu"])
