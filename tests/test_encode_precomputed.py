@@ -9,11 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import mini_overrides
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import compose_config, mini_overrides
 
-from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.config import register_configs
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 from retrieval_bench.encoders.precomputed import load_precomputed
@@ -22,15 +20,6 @@ from retrieval_bench.experiment import passage_text, run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 register_configs()
-
-
-def _typed(overrides: list[str]) -> RunConfig:
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        composed = compose(config_name="config", overrides=overrides)
-    cfg = OmegaConf.to_object(composed)
-    assert isinstance(cfg, RunConfig)
-    validate(cfg)
-    return cfg
 
 
 def _parquet(path: Path, ids: list[str], vectors: np.ndarray | list[list[float]]) -> Path:
@@ -42,7 +31,7 @@ def _parquet(path: Path, ids: list[str], vectors: np.ndarray | list[list[float]]
 
 
 def test_precomputed_vectors_rank_exactly_as_the_encoder(tmp_path: Path) -> None:
-    encoded = run_job(_typed([*mini_overrides(tmp_path), "retriever=dense"]))
+    encoded = run_job(compose_config([*mini_overrides(tmp_path), "retriever=dense"]))
     # The very vectors that job used, read back from its embedding cache.
     cache = EmbeddingCache(tmp_path / "cache" / "embeddings")
     use = build_encoder(EncoderConfig(kind="use"))
@@ -63,7 +52,7 @@ def test_precomputed_vectors_rank_exactly_as_the_encoder(tmp_path: Path) -> None
         np.vstack([query_vectors[row[q.query]] for q in queries]).astype(np.float64),
     )
     precomputed = run_job(
-        _typed(
+        compose_config(
             [
                 *mini_overrides(tmp_path / "pre"),
                 "retriever=dense",

@@ -8,11 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import mini_overrides, run_app
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import compose_config, mini_overrides, run_app
 
-from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.config import register_configs
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.embedding_shards import (
     MissingShards,
@@ -113,15 +111,6 @@ def test_required_shards_name_the_missing_ones_and_their_command(tmp_path: Path)
     np.testing.assert_array_equal(assembled, HashEncoder()._vectors(TEXTS))
 
 
-def _typed(overrides: list[str]) -> RunConfig:
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        composed = compose(config_name="config", overrides=overrides)
-    cfg = OmegaConf.to_object(composed)
-    assert isinstance(cfg, RunConfig)
-    validate(cfg)
-    return cfg
-
-
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
@@ -136,12 +125,12 @@ def _typed(overrides: list[str]) -> RunConfig:
 )
 def test_bad_shard_settings_name_their_key(overrides: list[str], key: str) -> None:
     with pytest.raises(ConfigError) as err:
-        _typed(overrides)
+        compose_config(overrides)
     assert err.value.key == key
 
 
 def test_more_shards_than_passages_is_refused_after_loading(tmp_path: Path) -> None:
-    cfg = _typed([*mini_overrides(tmp_path), "retriever=dense", "encoder.shards=13"])
+    cfg = compose_config([*mini_overrides(tmp_path), "retriever=dense", "encoder.shards=13"])
     with pytest.raises(ConfigError) as err:
         run_job(cfg)
     assert err.value.key == "encoder.shards"
@@ -153,11 +142,11 @@ def test_shard_jobs_then_the_job_gives_the_unsharded_vectors(tmp_path: Path) -> 
     and ranks as the unsharded job does."""
     base = [*mini_overrides(tmp_path), "retriever=dense", "encoder.shards=2"]
     for shard in (0, 1):
-        result = run_shard_job(_typed([*base, f"encoder.shard_only={shard}"]))
+        result = run_shard_job(compose_config([*base, f"encoder.shard_only={shard}"]))
         assert (result.shard, result.passages, result.stats.encoded) == (shard, 6, 6)
-    sharded = run_job(_typed([*base, "encoder.require_shards=true"]))
+    sharded = run_job(compose_config([*base, "encoder.require_shards=true"]))
     assert sharded.embeddings["passages"] == {"encoded": 0, "cached": 12}
-    whole = run_job(_typed([*mini_overrides(tmp_path / "whole"), "retriever=dense"]))
+    whole = run_job(compose_config([*mini_overrides(tmp_path / "whole"), "retriever=dense"]))
     for a, b in zip(sharded.records, whole.records, strict=True):
         assert a.stages["dense"].ids == b.stages["dense"].ids
         np.testing.assert_allclose(a.stages["dense"].scores, b.stages["dense"].scores, atol=1e-5)
