@@ -134,22 +134,7 @@ class EncoderConfig:
                 )
 
     def _validate_devices(self) -> None:
-        """Each device well-formed and present on this machine, before any model loads."""
-        if not self.devices:
-            raise ConfigError("encoder.devices", "needs at least one device, e.g. [cpu]")
-        for device in self.devices:
-            if not isinstance(device, str) or not _DEVICE_RE.match(device):
-                raise ConfigError(
-                    "encoder.devices",
-                    f"unknown device {device!r}; use cpu, cuda, cuda:N or mps",
-                )
-        if self.kind in FLAG_KINDS:
-            missing = [d for d in self.devices if not device_present(d)]
-            if missing:
-                raise ConfigError(
-                    "encoder.devices",
-                    f"{', '.join(missing)} not present on this machine ({machine_devices()})",
-                )
+        check_devices("encoder.devices", self.devices, present=self.kind in FLAG_KINDS)
 
     def _validate_shards(self) -> None:
         if isinstance(self.shards, bool) or self.shards < 1:
@@ -166,6 +151,22 @@ class EncoderConfig:
             raise ConfigError(
                 "encoder.require_shards",
                 "a job that encodes one shard (encoder.shard_only) cannot also assemble them",
+            )
+
+
+def check_devices(key: str, devices: list[str], present: bool) -> None:
+    """Each device well-formed and, with `present` (a model will run there), present on this
+    machine, before any model loads; else ConfigError naming `key`."""
+    if not devices:
+        raise ConfigError(key, "needs at least one device, e.g. [cpu]")
+    for device in devices:
+        if not isinstance(device, str) or not _DEVICE_RE.match(device):
+            raise ConfigError(key, f"unknown device {device!r}; use cpu, cuda, cuda:N or mps")
+    if present:
+        missing = [d for d in devices if not device_present(d)]
+        if missing:
+            raise ConfigError(
+                key, f"{', '.join(missing)} not present on this machine ({machine_devices()})"
             )
 
 
