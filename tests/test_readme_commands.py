@@ -225,6 +225,17 @@ def _tiny_bge_m3(ws: Workspace) -> str:
     return str(ws.bge_m3_dir)
 
 
+def _tiny_reranker(ws: Workspace) -> str:
+    """A local cross-encoder reranker (tiny, random weights), built once, for <RERANKER_DIR>."""
+    target = ws.tmp / "reranker"
+    if not target.is_dir():
+        from retrieval_bench.random_bge_m3 import build_random_cross_encoder
+
+        target.mkdir()
+        build_random_cross_encoder(target)
+    return str(target)
+
+
 def _latest_sweep(ws: Workspace) -> str:
     """The newest sweep folder an earlier README command wrote (it holds comparison.md)."""
     sweeps = sorted(
@@ -273,6 +284,7 @@ PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "SNAPSHOT": _snapshot,
     "JOB_DIR": _latest_sweep,  # run.rescore takes a job, a sweep or a month folder
     "BGE_M3_DIR": _tiny_bge_m3,
+    "RERANKER_DIR": _tiny_reranker,
     "BEIR_DIR": _beir_dir,
     "REPO_DIR": lambda ws: str(ws.repo),
 }

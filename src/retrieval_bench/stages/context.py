@@ -39,7 +39,7 @@ class ContextBuilder:
         self, cfg: ContextConfig, passages: Sequence[Passage], texts: Sequence[str]
     ) -> None:
         self.cfg = cfg
-        self.lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+        self.lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         self.shortest = int(self.lengths.min()) if len(self.lengths) else 0
         if cfg.budget_chars < self.shortest:
             raise ConfigError(
@@ -48,23 +48,19 @@ class ContextBuilder:
                 f"({self.shortest} characters): no context could hold a passage; set "
                 f"context.budget_chars>={self.shortest}, or 0 for no context stage",
             )
-        # Each passage's document as a small integer, so the per-document cap compares ints.
-        codes: dict[str, int] = {}
-        self.documents = np.fromiter(
-            (codes.setdefault(p.doc_id or f"\0{p.id}", len(codes)) for p in passages),
-            dtype=np.int64,
-            count=len(passages),
-        )
+        # With a per-document cap: each passage's document (its doc_id, else its own id),
+        # read only for the few passages a final ranking holds.
+        self.documents = [p.doc_id or f"\0{p.id}" for p in passages] if cfg.max_per_doc else []
         self.counts = {"queries": 0, "kept": 0, "chars": 0, "over_budget": 0, "doc_cap": 0}
 
     def select(self, indices: np.ndarray) -> np.ndarray:
         """Positions (into `indices`, a ranking best first) of the passages the context holds."""
         left = self.cfg.budget_chars
         cap = self.cfg.max_per_doc
-        taken: dict[int, int] = {}
+        taken: dict[str, int] = {}
         kept: list[int] = []
         lengths = self.lengths[indices].tolist()
-        documents = self.documents[indices].tolist() if cap else []
+        documents = [self.documents[i] for i in indices.tolist()] if cap else []
         for position, length in enumerate(lengths):
             if length > left:
                 self.counts["over_budget"] += 1
