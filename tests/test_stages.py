@@ -239,6 +239,7 @@ def test_stage_loss_counts_the_first_stage_lacking_each_passage() -> None:
         EvalQuery("q1", "t", "fact", "reviewed", {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}),
         EvalQuery("q2", "t", "route", "reviewed", {"a": 2, "z": 0}),
         EvalQuery("q3", "t", "fact", "unreviewed", {"a": 1}),
+        EvalQuery("q4", "t", "route", "reviewed", {"p": 1, "q": 1, "r": 1, "s": 1}),
     ]
     rankings = {
         "q1": {
@@ -251,9 +252,10 @@ def test_stage_loss_counts_the_first_stage_lacking_each_passage() -> None:
         },
         "q2": {"bm25": ["x"], "dense": ["y"], "fused": ["x", "y"], "final": ["x", "y"]},
         "q3": {"bm25": ["a"], "final": ["a"]},
+        # One arm (no fused): the first stage is the pool; its rerank lost p, its final q.
+        "q4": {"dense": ["p", "q", "r"], "rerank": ["q", "r"], "final": ["r"]},
     }
-    later = ("fused", "rerank", "final", "context")
-    loss = stage_loss(rankings, judge(queries), later)
+    loss = stage_loss(rankings, judge(queries))
     assert loss["checkpoints"] == ["pool", "fused", "rerank", "final", "context"]
     zero = {"pool": 0, "fused": 0, "rerank": 0, "final": 0, "context": 0, "kept": 0}
     assert loss["by_type"] == {
@@ -262,19 +264,21 @@ def test_stage_loss_counts_the_first_stage_lacking_each_passage() -> None:
             "labelled": 5,
             "lost_at": {**zero, "rerank": 1, "final": 1, "context": 1, "kept": 2},
         },
-        "route": {"queries": 1, "labelled": 1, "lost_at": {**zero, "pool": 1}},
+        "route": {
+            "queries": 2,
+            "labelled": 5,
+            "lost_at": {**zero, "pool": 2, "rerank": 1, "final": 1, "kept": 1},
+        },
     }
-    assert loss["overall"]["lost_at"] == {
-        **zero,
-        "pool": 1,
-        "rerank": 1,
-        "final": 1,
-        "context": 1,
-        "kept": 2,
+    assert loss["overall"] == {
+        "queries": 3,
+        "labelled": 10,
+        "lost_at": {"pool": 2, "fused": 0, "rerank": 2, "final": 2, "context": 1, "kept": 3},
     }
     assert loss["per_query"] == {
         "q1": {"rerank": ["b"], "final": ["d"], "context": ["c"]},
         "q2": {"pool": ["a"]},
+        "q4": {"rerank": ["p"], "final": ["q"], "pool": ["s"]},
     }
 
 

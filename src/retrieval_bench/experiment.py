@@ -39,6 +39,8 @@ from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements, judge
 from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_refusal
 from retrieval_bench.scoring.routing import router_metrics
+from retrieval_bench.scoring.stage_loss import stage_loss
+from retrieval_bench.stages import build_later_stages
 from retrieval_bench.text import cached_tokenizer, lexicon_of
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,8 @@ class JobResult:
     tokenizer: dict[str, Any] = field(default_factory=dict)
     # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per later stage (rerank, context): its settings and what it did (LaterStage.info()).
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Timer:
@@ -122,6 +126,9 @@ def run_job(
         entities=dataset.entities,
         possible_filters=passage_filter.possible(dataset.queries, exclusions=rule_set is not None),
     )
+    # Before the arms (which may encode the corpus): a missing reranker model or a context
+    # budget below the shortest passage is refused at start.
+    rerank, context = build_later_stages(cfg, ctx)
     built = build_arms(arm_names, cfg.arms, ctx, timer.phase, given=arms)
     cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
     parser = QueryParser(
@@ -141,6 +148,8 @@ def run_job(
         top_k=cfg.top_k,
         combiners={name: build_combiner(name, cfg.retriever.rrf_k) for name in combine_names},
         baselines=baselines,
+        rerank=rerank,
+        context=context,
     )
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
@@ -156,6 +165,7 @@ def run_job(
         ctx.stats.get("embeddings", {}),
         tokenizer.identity(),
         indexes={name: arm.info() for name, arm in built.items()},
+        stages={stage.name: stage.info() for stage in (rerank, context) if stage is not None},
     )
 
 
@@ -297,6 +307,9 @@ def score_records(
         result["refusal"] = score_refusal(
             scores, judgements, context.unreadable(judgements), stage, refusal.thresholds
         )
+    result["stage_loss"] = stage_loss(
+        {r.query.query_id: {n: s.ids for n, s in r.stages.items()} for r in records}, judgements
+    )
     # Single retrievers run beside a router (see QueryRecord.baselines), scored the same way.
     baseline_names = dict.fromkeys(name for r in records for name in r.baselines)
     if baseline_names:

@@ -9,9 +9,12 @@ by the top_k cut; absent from `context`, by the budget or the per-document cap. 
 last checkpoint is `kept`. Every stage after the pool holds a subset of the one before, so the
 first absence is where it was lost.
 
-Fed from recorded rankings only (`{query id: {stage: ids}}`, in recorded order) and the
-judgements, so it works for stored rankings as for a fresh job; counted overall and per query
-type, with the lost passages per query for tracing a number back.
+Which recorded stages are arms follows from the order the pipeline records them in: each arm's
+pool, then `fused` when there are several arms, then the later stages. So a query's pool is
+every stage before `fused`, or its first stage when it has no `fused` (one arm). Fed from
+recorded rankings only (`{query id: {stage: ids}}`, in recorded order) and the judgements, so it
+works for stored rankings as for a fresh job; counted overall and per query type, with the lost
+passages per query for tracing a number back.
 """
 
 from __future__ import annotations
@@ -23,43 +26,39 @@ from retrieval_bench.scoring.labels import UNKNOWN_TYPE, Judgements
 
 POOL = "pool"
 KEPT = "kept"
+FUSED = "fused"
 
 
-def checkpoints(
-    rankings: Mapping[str, Mapping[str, Sequence[str]]], later: Collection[str]
-) -> list[str]:
-    """`pool`, then the stages of `later` that some query recorded, in recorded order."""
+def split_pool(stages: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(arm stages, later stages) of one query's recorded stage names, in recorded order."""
+    names = list(stages)
+    cut = names.index(FUSED) if FUSED in names else min(1, len(names))
+    return names[:cut], names[cut:]
+
+
+def checkpoints(rankings: Mapping[str, Mapping[str, Sequence[str]]]) -> list[str]:
+    """`pool`, then every later stage some query recorded, in recorded order."""
     names: dict[str, None] = {}
     for stages in rankings.values():
-        for name in stages:
-            if name in later:
-                names.setdefault(name, None)
+        names.update(dict.fromkeys(split_pool(list(stages))[1]))
     return [POOL, *names]
 
 
-def lost_at(
-    relevant: Collection[str], stages: Mapping[str, Sequence[str]], order: Sequence[str]
-) -> dict[str, str]:
-    """Each relevant id -> the first checkpoint of `order` (`pool` first) whose ranking lacks
-    it, or `kept`. The pool is the union of the stages not in `order`; a later checkpoint the
-    query did not record is passed over (nothing was lost there)."""
-    pool = {pid for name, ids in stages.items() if name not in order for pid in ids}
-    present = [(POOL, pool)] + [(name, set(stages[name])) for name in order[1:] if name in stages]
-    out = {}
-    for pid in relevant:
-        out[pid] = next((name for name, ids in present if pid not in ids), KEPT)
-    return out
+def lost_at(relevant: Collection[str], stages: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Each relevant id -> the first checkpoint whose ranking lacks it (`pool`: the union of the
+    arms' pools), or `kept` when the query's last stage holds it."""
+    arms, later = split_pool(list(stages))
+    pool = {pid for name in arms for pid in stages[name]}
+    present = [(POOL, pool)] + [(name, set(stages[name])) for name in later]
+    return {pid: next((n for n, ids in present if pid not in ids), KEPT) for pid in relevant}
 
 
 def stage_loss(
-    rankings: Mapping[str, Mapping[str, Sequence[str]]],
-    judgements: Judgements,
-    later: Collection[str],
+    rankings: Mapping[str, Mapping[str, Sequence[str]]], judgements: Judgements
 ) -> dict[str, Any]:
     """The lost-at counts of a job (layout: the keys below). `rankings`: query id -> stage name
-    -> ids, each query's stages in the order the pipeline recorded them; `later`: the names of
-    the stages after the arms (every other recorded stage is an arm, part of the pool)."""
-    order = checkpoints(rankings, later)
+    -> ids, each query's stages in the order the pipeline recorded them."""
+    order = checkpoints(rankings)
     columns = [*order, KEPT]
 
     def empty() -> dict[str, Any]:
@@ -72,7 +71,7 @@ def stage_loss(
         if qid not in rankings:
             continue
         relevant = sorted(pid for pid, grade in labels.items() if grade > 0)
-        where = lost_at(relevant, rankings[qid], order)
+        where = lost_at(relevant, rankings[qid])
         group = by_type.setdefault(judgements.query_types.get(qid, UNKNOWN_TYPE), empty())
         for counts in (overall, group):
             counts["queries"] += 1
