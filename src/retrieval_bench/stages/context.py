@@ -48,19 +48,24 @@ class ContextBuilder:
                 f"({self.shortest} characters): no context could hold a passage; set "
                 f"context.budget_chars>={self.shortest}, or 0 for no context stage",
             )
-        # With a per-document cap: each passage's document (its doc_id, else its own id),
-        # read only for the few passages a final ranking holds.
-        self.documents = [p.doc_id or f"\0{p.id}" for p in passages] if cfg.max_per_doc else []
+        # Read only for the few passages a final ranking holds, and only with a cap.
+        self.passages = passages
         self.counts = {"queries": 0, "kept": 0, "chars": 0, "over_budget": 0, "doc_cap": 0}
+
+    def document(self, index: int) -> tuple[bool, str]:
+        """Passage `index`'s document: its doc_id, or for a passage without one the passage
+        itself (flagged, so a passage id equal to some doc_id is still another document)."""
+        passage = self.passages[index]
+        return (False, passage.doc_id) if passage.doc_id else (True, passage.id)
 
     def select(self, indices: np.ndarray) -> np.ndarray:
         """Positions (into `indices`, a ranking best first) of the passages the context holds."""
         left = self.cfg.budget_chars
         cap = self.cfg.max_per_doc
-        taken: dict[str, int] = {}
+        taken: dict[tuple[bool, str], int] = {}
         kept: list[int] = []
         lengths = self.lengths[indices].tolist()
-        documents = [self.documents[i] for i in indices.tolist()] if cap else []
+        documents = [self.document(i) for i in indices.tolist()] if cap else []
         for position, length in enumerate(lengths):
             if length > left:
                 self.counts["over_budget"] += 1
