@@ -58,46 +58,52 @@ class ContextBuilder:
         passage = self.passages[index]
         return (False, passage.doc_id) if passage.doc_id else (True, passage.id)
 
-    def select(self, indices: np.ndarray) -> np.ndarray:
+    def select(self, indices: np.ndarray) -> list[int]:
         """Positions (into `indices`, a ranking best first) of the passages the context holds."""
         left = self.cfg.budget_chars
         cap = self.cfg.max_per_doc
+        lengths = self.lengths[indices].tolist()
+        if not cap and sum(lengths) <= left:  # everything fits: the common short ranking
+            self.counts["chars"] += sum(lengths)
+            return list(range(len(lengths)))
+        documents = [self.document(i) for i in indices.tolist()] if cap else []
         taken: dict[tuple[bool, str], int] = {}
         kept: list[int] = []
-        lengths = self.lengths[indices].tolist()
-        documents = [self.document(i) for i in indices.tolist()] if cap else []
+        over_budget = doc_cap = 0
         for position, length in enumerate(lengths):
             if length > left:
-                self.counts["over_budget"] += 1
+                over_budget += 1
                 continue
             if cap:
                 document = documents[position]
                 if taken.get(document, 0) >= cap:
-                    self.counts["doc_cap"] += 1
+                    doc_cap += 1
                     continue
                 taken[document] = taken.get(document, 0) + 1
             kept.append(position)
             left -= length
-            self.counts["chars"] += length
             if left < self.shortest:
                 break  # no passage of the corpus fits any more
-        return np.asarray(kept, dtype=np.int64)
+        self.counts["over_budget"] += over_budget
+        self.counts["doc_cap"] += doc_cap
+        self.counts["chars"] += self.cfg.budget_chars - left
+        return kept
 
     def apply(self, queries: Sequence[EvalQuery], rankings: Sequence[Ranked]) -> list[Ranked]:
         out = []
         for ranked in rankings:
             kept = self.select(ranked.indices)
-            reason = ranked.empty_reason
-            if not len(kept) and ranked.returned:
-                reason = OVER_BUDGET
-            out.append(
-                Ranked(
-                    indices=ranked.indices[kept],
-                    scores=ranked.scores[kept],
-                    requested=ranked.requested,
-                    empty_reason=reason if not len(kept) else None,
+            if len(kept) == ranked.returned:
+                out.append(ranked)  # all of it fits: the same ranking
+            else:
+                out.append(
+                    Ranked(
+                        indices=ranked.indices[kept],
+                        scores=ranked.scores[kept],
+                        requested=ranked.requested,
+                        empty_reason=None if kept else OVER_BUDGET,
+                    )
                 )
-            )
             self.counts["queries"] += 1
             self.counts["kept"] += len(kept)
         return out
