@@ -117,6 +117,7 @@ def test_context_budget_refused_at_start_on_the_mini_corpus(tmp_path: Path) -> N
         (["reranker=cross_encoder", "reranker.model=m", "reranker.depth=11"], "reranker.depth"),
         (["reranker=cross_encoder", "reranker.model=m", "reranker.depth=5"], "reranker.depth"),
         (["reranker.kind=colbert"], "reranker.kind"),
+        (["reranker.model=/models/bge-reranker-v2-m3"], "reranker.model"),  # stage is off
     ],
 )
 def test_stage_config_refused_naming_the_key(

@@ -61,6 +61,12 @@ class RerankerConfig:
                 f"unknown reranker kind {self.kind!r}; choose one of {', '.join(RERANKER_KINDS)}",
             )
         if not self.enabled:
+            if self.model.strip():
+                raise ConfigError(
+                    "reranker.model",
+                    "is set but the rerank stage is off (reranker=none): add "
+                    "reranker=cross_encoder to rerank with it",
+                )
             return
         if not self.model.strip():
             raise ConfigError(
