@@ -287,3 +287,23 @@ def test_refusal_auto_prefers_the_rerankers_score() -> None:
     recorded = [["bm25", "dense", "fused", "rerank", "final", "context"]] * 2
     assert choose_stage("auto", recorded) == "rerank"
     assert choose_stage("context", recorded) == "context"
+
+
+@pytest.mark.slow
+def test_rerank_on_two_workers_scores_as_one(tiny_reranker: Path) -> None:
+    """reranker.devices=[cpu,cpu]: FlagEmbedding's own worker pool, started before scoring."""
+    texts = ["北京是中国的首都", "上海的交通非常方便。", "我喜欢吃苹果和香蕉。", "股市大跌。"]
+    queries = [_query("q1", "北京"), _query("q2", "上海交通"), _query("q3", "苹果")]
+    results = []
+    for devices in (["cpu"], ["cpu", "cpu"]):
+        cfg = RerankerConfig(
+            kind="cross_encoder", model=str(tiny_reranker), depth=4, devices=devices
+        )
+        reranker = CrossEncoderReranker(cfg, texts, TieBreak(["a", "b", "c", "d"]))
+        results.append(reranker.apply(queries, [_ranked([0, 1, 2, 3])] * 3))
+    for one, two in zip(*results, strict=True):
+        # Each passage's score agrees to float noise (the workers batch the pairs differently).
+        by_passage = dict(zip(two.indices.tolist(), two.scores.tolist(), strict=True))
+        expected = [by_passage[i] for i in one.indices.tolist()]
+        np.testing.assert_allclose(expected, one.scores, rtol=0, atol=1e-6)
+        assert two.scores.tolist() == sorted(two.scores.tolist(), reverse=True)

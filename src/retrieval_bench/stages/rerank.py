@@ -92,6 +92,10 @@ class CrossEncoderReranker:
         if not pairs:
             return np.zeros(0, dtype=np.float64)
         model = self.model
+        if len(self.cfg.devices) > 1 and model.pool is None:
+            # Started here, outside the progress swap below (which reports batches, not the
+            # workers' start-up); the workers score their share of the pairs each call.
+            model.pool = model.start_multi_process_pool()
         with _batches_reported(model, "reranking", "pair", len(pairs)):
             scores = model.compute_score(
                 pairs,
