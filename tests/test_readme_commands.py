@@ -7,6 +7,7 @@ without touching this file. What counts as a command, per fenced block's languag
 * ``cron``: each schedule line's command part (after the five time fields), run by ``sh``;
 * ``yaml`` that is a GitHub workflow (has ``jobs``): each step's ``run:``; other YAML is a config
   file's contents (``tests/test_router.py`` checks the router example's);
+* ``python``: the whole block is one program, run by this interpreter (``python -c``);
 * ``json`` and ``text``: data, not commands.
 
 A block in any other language fails ``test_every_code_block_is_classified``, so a new kind of
@@ -54,7 +55,7 @@ EXPECTED_EXIT: dict[str, int] = {}
 
 PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9_]*)>")
 APP = re.compile(r"-m run(?=\s|$)")  # `python -m run ...`, not `-m run.compare`
-SHELL_BLOCKS = {"bash": "bash", "cron": "sh"}
+SHELL_BLOCKS = {"bash": "bash", "cron": "sh", "python": "python"}
 DATA_BLOCKS = {"json", "text"}
 
 
@@ -106,6 +107,8 @@ def commands_of_block(first_line: int, language: str, body: list[str]) -> list[R
             if text and not text.startswith("#"):
                 commands.append(ReadmeCommand(start, text, "bash"))
         return commands
+    if language == "python":
+        return [ReadmeCommand(first_line, "\n".join(body), "python")]
     if language == "cron":
         return [
             ReadmeCommand(first_line + offset, raw.split(maxsplit=5)[5], "sh")
