@@ -256,6 +256,7 @@ def score_answers(
         "metrics": [*ANSWER_METRICS, *(JUDGE_PREFIX + n for n in judged_names)],
         "families": families,
         "diagnosis": diagnosis(families["sources"]),
+        "summary": summary(families),
         "per_query": _per_query(families),
         "queries": {
             q: {
@@ -328,14 +329,45 @@ def diagnosis(sources: Mapping[str, Any]) -> dict[str, Any]:
     return dict(sorted(out.items(), key=lambda kv: (kv[0] == "all", kv[0])))
 
 
+# The family each answer metric is scored in (judge_<name>: its own family).
+FAMILY_OF = {
+    "citation_validity": "citations",
+    "source_coverage": "sources",
+    "citation_precision": "citation_precision",
+    "refusal_correct": "refusal",
+}
+
+
+def summary(families: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """metric -> {"overall": {"n", metric}, "by_type": {type: {"n", metric, "undefined"?}}}:
+    each answer metric's macro means, in the shape of a metrics.json stage (for the trend)."""
+    out: dict[str, dict[str, Any]] = {}
+    for metric, family in [
+        *FAMILY_OF.items(),
+        *((n, n) for n in families if n not in FAMILY_OF.values()),
+    ]:
+        result = families[family]
+        column = metric if family in FAMILY_OF.values() else metric.removeprefix(JUDGE_PREFIX)
+
+        out[metric] = {
+            "overall": _pick(result["overall"], metric, column),
+            "by_type": {
+                t: _pick(g, metric, column) for t, g in (result.get("by_type") or {}).items()
+            },
+        }
+    return out
+
+
+def _pick(group: Mapping[str, Any], metric: str, column: str) -> dict[str, Any]:
+    kept = {"n": group.get("n", 0), metric: group.get(column)}
+    if "undefined" in group:
+        kept["undefined"] = group["undefined"]
+    return kept
+
+
 def _per_query(families: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """query id -> {query_type, each answer metric it has}: what compare and the gate read."""
-    taken = {
-        "citations": "citation_validity",
-        "sources": "source_coverage",
-        "citation_precision": "citation_precision",
-        "refusal": "refusal_correct",
-    }
+    taken = {family: metric for metric, family in FAMILY_OF.items()}
     out: dict[str, dict[str, Any]] = {}
     for family, result in families.items():
         column = taken.get(family) or family.removeprefix(JUDGE_PREFIX)
