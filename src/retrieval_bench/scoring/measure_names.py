@@ -11,7 +11,7 @@ fault and the nearest known name: a typo never selects nothing silently.
 
 from __future__ import annotations
 
-from retrieval_bench.answers.names import is_answer_metric
+from retrieval_bench.answers.names import ANSWER_METRICS, is_answer_metric
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.scoring.aggregate import metric_names
 from retrieval_bench.scoring.entities import entity_names, negative_names
@@ -53,6 +53,10 @@ def canonical_metric(spec: str, key: str) -> str:
                 key,
                 f"{spec!r} has no cut-off: write {spec}@K (K: each job's top_k) or {spec}@<int>",
             )
+        if not sep:  # perhaps a misspelt answer metric, which has no cut-off
+            hint = nearest_hint(name, list(ANSWER_METRICS))
+            if hint.startswith("did you mean"):
+                raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
         raise ConfigError(key, f"{spec!r} is not METRIC@K or METRIC@<int>")
     known = known_metrics()
     name = IR_MEASURES.get(name, name)
