@@ -270,3 +270,55 @@ def test_the_gate_fails_a_month_whose_source_coverage_drops_on_one_type(
     assert {c.status for c in result.failures} == {REGRESSION}
     assert not result.passed
     assert not math.isnan(result.failures[0].p_holm)
+
+
+def test_the_monthly_job_scores_an_answers_file_found_beside_a_job(
+    job: Path, tmp_path: Path
+) -> None:
+    from retrieval_bench.answers import score_found_answers
+
+    folder = tmp_path / "travel" / "bm25"
+    shutil.copytree(job, folder, ignore=shutil.ignore_patterns("answers.*"))
+    assert score_found_answers([folder]) == []  # no answers.jsonl: nothing to do
+    found = write_lines(
+        folder / "answers.jsonl", [{"query_id": "t001", "answer": "(sanya-wuzhizhoudao-tickets)"}]
+    )
+    assert main([str(folder), str(found), "--citation-pattern", r"\(([^()]+)\)"]) == 0
+    # Scored by hand with its own pattern: current, so kept as it is.
+    assert score_found_answers([folder]) == []
+    write_lines(found, [{"query_id": "t002", "answer": "(baoting-yanoda-getting_there)"}])
+    assert score_found_answers([folder]) == [f"{folder}: scored answers.jsonl into answers.json"]
+    record = json.loads((folder / "answers.json").read_text(encoding="utf-8"))
+    assert record["citation_pattern"] == r"\(([^()]+)\)"  # the recorded options, reused
+    assert record["per_query"]["t002"]["source_coverage"] == 1.0
+    assert list(record["queries"]) == ["t002"]
+
+
+def test_a_relabelled_baseline_has_its_answers_rescored_too(job: Path, tmp_path: Path) -> None:
+    from retrieval_bench.rescore import relabel_baseline
+
+    baseline_dir = tmp_path / "2026-10" / "travel" / "bm25"
+    shutil.copytree(job, baseline_dir, ignore=shutil.ignore_patterns("answers.*"))
+    answers = write_lines(
+        tmp_path / "answers.jsonl",
+        [{"query_id": "t001", "answer": "...", "citations": ["sanya-wuzhizhoudao-tickets"]}],
+    )
+    assert main([str(baseline_dir), str(answers)]) == 0
+    # New labels: t001's relevant passage is now another one of the same place.
+    snapshot = tmp_path / "travel-new.jsonl"
+    lines = []
+    for q in evalset().values():
+        if q["query_id"] == "t001":
+            q["relevant_ids"] = ["sanya-wuzhizhoudao-overview"]
+        lines.append(q)
+    write_lines(snapshot, lines)
+    _, current_dir = run_in_process(
+        ["retriever=bm25", f"dataset.evalset={snapshot}", f"cache_dir={tmp_path / 'cache'}"],
+        tmp_path / "2026-11",
+    )
+    key = JobKey("travel", "bm25")
+    before = FinishedJob.load(baseline_dir)
+    assert before.per_query("final", "source_coverage")["t001"] == 1.0
+    relabelled, notes = relabel_baseline({key: FinishedJob.load(current_dir)}, {key: before})
+    assert notes[-1] == f"{key}: baseline answers re-scored against current labels"
+    assert relabelled[key].per_query("final", "source_coverage")["t001"] == 0.0

@@ -37,7 +37,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from retrieval_bench.errors import DataError
 from retrieval_bench.scoring.aggregate import summarise
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.refusal import REFUSE, populations
+
+if TYPE_CHECKING:
+    from retrieval_bench.config import DatasetConfig
 
 ANSWERS_JSON = "answers.json"
 ANSWERS_MD = "answers.md"
@@ -378,10 +381,14 @@ def _per_query(families: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def load_job_answers(
-    job_dir: str | Path, answers_path: str | Path, options: AnswerOptions | None = None
+    job_dir: str | Path,
+    answers_path: str | Path,
+    options: AnswerOptions | None = None,
+    dataset: DatasetConfig | None = None,
 ) -> dict[str, Any]:
     """Score `answers_path` against the finished job in `job_dir`: the job's config (as
-    `rescore` reads it), the dataset's labels now, the job's recorded context."""
+    `rescore` reads it), the dataset's labels now (`dataset`: another job's dataset config, as
+    the gate re-scores a baseline with the current month's), the job's recorded context."""
     from retrieval_bench.experiment import load_labelled
     from retrieval_bench.rescore import job_config
     from retrieval_bench.scoring.families import ScoringContext
@@ -390,6 +397,8 @@ def load_job_answers(
     options = options or AnswerOptions()
     options.validate()
     cfg = job_config(job_dir)
+    if dataset is not None:
+        cfg.dataset = dataset
     data, judgements, _ = load_labelled(cfg)
     _check_corpus(job_dir, data, cfg.dataset.format)
     context = read_context(job_dir / "rankings.jsonl")
