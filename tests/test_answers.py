@@ -322,3 +322,27 @@ def test_a_relabelled_baseline_has_its_answers_rescored_too(job: Path, tmp_path:
     relabelled, notes = relabel_baseline({key: FinishedJob.load(current_dir)}, {key: before})
     assert notes[-1] == f"{key}: baseline answers re-scored against current labels"
     assert relabelled[key].per_query("final", "source_coverage")["t001"] == 0.0
+
+
+def test_a_recorded_context_stage_is_the_context_citations_are_checked_against(
+    job: Path, tmp_path: Path
+) -> None:
+    """A job with a `context` stage (what fit the generator's budget): a passage of `final`
+    left out of the context is cited from outside it."""
+    folder = tmp_path / "job"
+    shutil.copytree(job, folder, ignore=shutil.ignore_patterns("answers.*"))
+    rows = [json.loads(line) for line in (folder / "rankings.jsonl").read_text().splitlines()]
+    for row in rows:
+        final = row["stages"]["final"]
+        row["stages"]["context"] = {**final, "ids": final["ids"][:2], "scores": final["scores"][:2]}
+    write_lines(folder / "rankings.jsonl", rows)
+    final = contexts(job)["t001"]
+    path = write_lines(
+        tmp_path / "answers.jsonl",
+        [{"query_id": "t001", "answer": "...", "citations": [final[0], final[3]]}],
+    )
+    record = load_job_answers(folder, path)
+    assert record["context"] == {"stage": "context", "note": ""}
+    assert record["per_query"]["t001"]["citation_validity"] == 0.5
+    on_final = load_job_answers(job, path)
+    assert on_final["per_query"]["t001"]["citation_validity"] == 1.0
