@@ -346,3 +346,48 @@ def test_a_recorded_context_stage_is_the_context_citations_are_checked_against(
     assert record["per_query"]["t001"]["citation_validity"] == 0.5
     on_final = load_job_answers(job, path)
     assert on_final["per_query"]["t001"]["citation_validity"] == 1.0
+
+
+@pytest.mark.slow
+def test_the_monthly_command_gates_answers_dropped_beside_its_jobs(tmp_path: Path) -> None:
+    """The documented workflow: a month runs, the generator's answers.jsonl goes into each job
+    folder, the same command again scores them, compares and gates; a month whose generator
+    stops citing on entity_exact fails on source_coverage there."""
+    from conftest import run_app
+
+    root = tmp_path / "benchmarks"
+    labels = evalset()
+
+    def month(name: str) -> Any:
+        return run_app(
+            [
+                "experiment=monthly",
+                f"benchmark.month={name}",
+                f"benchmark.root={root}",
+                "benchmark.retrievers=[bm25]",
+                "+benchmark.gate.tolerances.source_coverage=0.05",
+                "compare.n_resamples=2000",
+                f"cache_dir={tmp_path / 'cache'}",
+            ]
+        )
+
+    for name in ("2026-09", "2026-10"):
+        first = month(name)
+        assert first.returncode == 0, first.stderr
+        answers = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()]
+        if name == "2026-10":
+            for a in answers:
+                if labels[a["query_id"]]["query_type"] == "entity_exact":
+                    a["citations"] = []
+        job_dir = root / name / "travel" / "bm25"
+        write_lines(job_dir / "answers.jsonl", answers)
+        again = month(name)
+        assert f"{job_dir}: scored answers.jsonl into answers.json" in again.stdout
+    assert again.returncode == 1, again.stdout + again.stderr
+    failed = [x for x in again.stderr.splitlines() if x.startswith("REGRESSION")]
+    assert [x.split(":")[1].split(" (drop")[0] for x in failed] == [
+        " travel retriever=bm25 type=entity_exact source_coverage",
+        " travel retriever=bm25 type=all source_coverage",
+    ]
+    gate = json.loads((root / "2026-10" / "gate.json").read_text())
+    assert gate["status"] == "failed"
