@@ -1,0 +1,387 @@
+"""An external retriever behind an HTTP API as an arm (`retriever=service service.url=URL`).
+
+Each query is POSTed as JSON `{"query", "query_id", "top_k", "user_role"}` (`user_role` null
+when the query has none; `top_k` is the pool size the job asks every arm for); the answer's list
+of results, and each result's id and score, are found at the dotted paths `service.results_path`,
+`service.id_field` and `service.score_field`, so an existing service fits without a shim.
+
+What the arm does with an answer:
+- Ids not in the corpus cannot be ranked (a ranking holds corpus positions): they are counted
+  and reported in the manifest (`unknown_ids`, with examples), never dropped unnoticed.
+- An id given twice keeps its first place; the repeats are counted (`duplicate_ids`).
+- The kept results are sorted by the service's scores with the project's tie-break (score
+  descending, then id descending, as trec_eval orders a run), so the TREC export scores as the
+  job does; a query whose order that changed is counted (`reordered_queries`).
+- The job's own filters (metadata, permissions, exclusions) are not applied: the service ranks
+  with its own access rules, and what it lets through is what leak@K measures. `allowed` is
+  ignored on purpose.
+
+A query that still fails after its retries (timeout, connection error, non-200 status,
+malformed JSON, a result without its id or score) fails the job with `ServiceError`, naming the
+query and the URL; with `service.on_error=skip` it gets an empty ranking with empty_reason
+`service_error` instead, counted in the manifest and in metrics.json's empty rankings.
+`ServiceError` is a `BenchError` (exit 2, one line, no traceback): the service is an input of
+the job, like its dataset files, and its failure is something the user acts on (the URL, the
+service, `on_error=skip`), not a bug in this tool to report (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import httpx
+import numpy as np
+
+from retrieval_bench.components import BuildContext
+from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.errors import BenchError, ConfigError, nearest_hint
+from retrieval_bench.progress import progress
+from retrieval_bench.retrievers.base import NO_CANDIDATES, Ranked, TieBreak
+from retrieval_bench.retrievers.service_config import ServiceConfig
+
+log = logging.getLogger(__name__)
+
+# Why a service arm's ranking is empty (`Ranked.empty_reason`): the query failed and
+# on_error=skip counted it, or every id the service returned is absent from the corpus.
+SERVICE_ERROR = "service_error"
+UNKNOWN_IDS = "unknown_ids"
+
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+UNKNOWN_ID_EXAMPLES = 10
+BODY_SNIPPET = 200
+
+
+class ServiceError(BenchError):
+    """A query the service did not answer usably after its retries (see the module docs)."""
+
+    def __init__(self, url: str, query_id: str, reason: str) -> None:
+        super().__init__(
+            f"service {url}: query '{query_id}': {reason}; set service.on_error=skip to count "
+            "failed queries instead of failing the job"
+        )
+        self.url = url
+        self.query_id = query_id
+        self.reason = reason
+
+
+class _Failed(Exception):
+    """One attempt's failure: `kind` is counted in the manifest; `retry` says whether another
+    attempt may answer differently (timeouts, connection errors, 429 and 5xx do)."""
+
+    def __init__(self, kind: str, message: str, retry: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry = retry
+
+
+@dataclass
+class _Answer:
+    """One query's outcome, made in a worker thread and counted in the calling one."""
+
+    ranked: Ranked
+    latency_ms: float
+    attempts: int
+    unknown: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    reordered: bool = False
+    failure: _Failed | None = None
+
+
+def _dig(value: Any, path: str, key: str, kind: str) -> Any:
+    """`value` at the dotted `path` ("" is the value itself); a missing step is a `kind`
+    failure naming the config `key`."""
+    if not path:
+        return value
+    for step in path.split("."):
+        if isinstance(value, Mapping) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+            value = value[int(step)]
+        else:
+            found = (
+                f"its keys: {sorted(value)[:10]}"
+                if isinstance(value, Mapping)
+                else f"found {type(value).__name__}"
+            )
+            raise _Failed(kind, f"no '{step}' on the path {key}={path!r} ({found})")
+    return value
+
+
+def _result_field(item: Any, rank: int, path: str, key: str, kind: str) -> Any:
+    """A field of the answer's `rank`-th result; a failure says which result."""
+    try:
+        return _dig(item, path, key, kind)
+    except _Failed as failed:
+        raise _Failed(failed.kind, f"result {rank}: {failed}") from None
+
+
+class ServiceArm:
+    """Ranks by asking the service (see the module docs); `allowed` is never applied."""
+
+    def __init__(
+        self,
+        name: str,
+        cfg: ServiceConfig,
+        ids: Sequence[str],
+        positions: Mapping[str, int],
+        tie_break: TieBreak,
+    ) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.ids = ids
+        self.positions = positions
+        self.tie_break = tie_break
+        self.latency_ms: dict[str, float] = {}
+        self.retried_queries = 0
+        self.retries = 0
+        self.failures: dict[str, int] = {}
+        self.failed_query_ids: list[str] = []
+        self.unknown_ids = 0
+        self.queries_with_unknown_ids = 0
+        self.unknown_id_examples: list[dict[str, str]] = []
+        self.duplicate_ids = 0
+        self.reordered_queries = 0
+
+    def search(
+        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]:
+        """One ranking per query, `concurrency` requests in flight; `allowed` is ignored."""
+        answers: list[_Answer | None] = [None] * len(queries)
+        limits = httpx.Limits(
+            max_connections=self.cfg.concurrency, max_keepalive_connections=self.cfg.concurrency
+        )
+        pool = ThreadPoolExecutor(self.cfg.concurrency, thread_name_prefix=f"service-{self.name}")
+        try:
+            with (
+                httpx.Client(timeout=self.cfg.timeout_s, limits=limits) as client,
+                progress(f"service {self.name}", total=len(queries), unit="query") as bar,
+            ):
+                futures: dict[Future[_Answer], int] = {
+                    pool.submit(self._ask, client, query, k): i for i, query in enumerate(queries)
+                }
+                for future in as_completed(futures):
+                    i = futures[future]
+                    answer = future.result()
+                    if answer.failure is not None and self.cfg.on_error == "fail":
+                        raise ServiceError(self.cfg.url, queries[i].query_id, str(answer.failure))
+                    answers[i] = answer
+                    bar.update(1)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        done = [answer for answer in answers if answer is not None]
+        for query, answer in zip(queries, done, strict=True):
+            self._count(query.query_id, answer)
+        if self.failed_query_ids:
+            log.warning(
+                "service %s: %d queries failed and were skipped (%s); their rankings are empty",
+                self.cfg.url,
+                len(self.failed_query_ids),
+                ", ".join(f"{kind} {n}" for kind, n in sorted(self.failures.items())),
+            )
+        if self.unknown_ids:
+            log.warning(
+                "service %s returned %d ids that are not in the corpus (in %d queries), "
+                "e.g. %s; they cannot be ranked",
+                self.cfg.url,
+                self.unknown_ids,
+                self.queries_with_unknown_ids,
+                ", ".join(e["id"] for e in self.unknown_id_examples[:3]),
+            )
+        return [answer.ranked for answer in done]
+
+    def _count(self, query_id: str, answer: _Answer) -> None:
+        # Latest answer wins when a job asks the same query twice (a router's baselines).
+        self.latency_ms[query_id] = answer.latency_ms
+        if answer.attempts > 1:
+            self.retried_queries += 1
+            self.retries += answer.attempts - 1
+        if answer.failure is not None:
+            self.failures[answer.failure.kind] = self.failures.get(answer.failure.kind, 0) + 1
+            self.failed_query_ids.append(query_id)
+        if answer.unknown:
+            self.unknown_ids += len(answer.unknown)
+            self.queries_with_unknown_ids += 1
+            for pid in answer.unknown:
+                if len(self.unknown_id_examples) < UNKNOWN_ID_EXAMPLES:
+                    self.unknown_id_examples.append({"query_id": query_id, "id": pid})
+        self.duplicate_ids += answer.duplicates
+        self.reordered_queries += answer.reordered
+
+    def _ask(self, client: httpx.Client, query: EvalQuery, k: int) -> _Answer:
+        """One query: its attempts, then its answer ranked; a last failure is returned (the
+        caller decides whether it fails the job)."""
+        body = {
+            "query": query.query,
+            "query_id": query.query_id,
+            "top_k": k,
+            "user_role": query.user_role,
+        }
+        start = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                results = self._post(client, body)
+                answer = self._rank(results, k)
+                break
+            except _Failed as failed:
+                if failed.retry and attempts <= self.cfg.retries:
+                    time.sleep(self.cfg.retry_backoff_s * 2 ** (attempts - 1))
+                    continue
+                if attempts > 1:
+                    failed = _Failed(failed.kind, f"{failed} (after {attempts} attempts)")
+                empty = Ranked(
+                    np.empty(0, np.int64), np.empty(0), requested=k, empty_reason=SERVICE_ERROR
+                )
+                answer = _Answer(empty, 0.0, attempts, failure=failed)
+                break
+        answer.latency_ms = (time.perf_counter() - start) * 1000
+        answer.attempts = attempts
+        return answer
+
+    def _post(self, client: httpx.Client, body: dict[str, Any]) -> list[Any]:
+        """One attempt: the answer's list of results, or `_Failed`."""
+        try:
+            response = client.post(self.cfg.url, json=body)
+        except httpx.TimeoutException as exc:
+            raise _Failed(
+                "timeout",
+                f"no answer within service.timeout_s={self.cfg.timeout_s} s ({type(exc).__name__})",
+                retry=True,
+            ) from exc
+        except httpx.TransportError as exc:
+            raise _Failed("connection", f"cannot reach the service: {exc}", retry=True) from exc
+        if response.status_code != 200:
+            snippet = response.text[:BODY_SNIPPET].strip()
+            raise _Failed(
+                f"http_{response.status_code}",
+                f"HTTP {response.status_code} {response.reason_phrase}: {snippet!r}",
+                retry=response.status_code in RETRIED_STATUSES,
+            )
+        try:
+            payload = json.loads(response.content)
+        except ValueError as exc:
+            snippet = response.text[:BODY_SNIPPET].strip()
+            raise _Failed("malformed_json", f"the answer is not JSON ({exc}): {snippet!r}") from exc
+        results = _dig(payload, self.cfg.results_path, "service.results_path", "malformed_response")
+        if not isinstance(results, list):
+            raise _Failed(
+                "malformed_response",
+                f"service.results_path={self.cfg.results_path!r} holds "
+                f"{type(results).__name__}, not a list of results",
+            )
+        return results
+
+    def _rank(self, results: list[Any], k: int) -> _Answer:
+        """The answer's results as a ranking of corpus positions (see the module docs)."""
+        indices: list[int] = []
+        scores: list[float] = []
+        unknown: list[str] = []
+        seen: set[str] = set()
+        duplicates = 0
+        for rank, item in enumerate(results, start=1):
+            pid = _result_field(item, rank, self.cfg.id_field, "service.id_field", "missing_id")
+            if isinstance(pid, int) and not isinstance(pid, bool):
+                pid = str(pid)
+            if not isinstance(pid, str):
+                raise _Failed(
+                    "malformed_response",
+                    f"result {rank}: id {pid!r} (service.id_field={self.cfg.id_field!r}) "
+                    "is not a string",
+                )
+            if self.cfg.score_field:
+                score = _result_field(
+                    item, rank, self.cfg.score_field, "service.score_field", "missing_score"
+                )
+                if (
+                    isinstance(score, bool)
+                    or not isinstance(score, (int, float))
+                    or not math.isfinite(score)
+                ):
+                    raise _Failed(
+                        "malformed_response",
+                        f"result {rank}: score {score!r} (service.score_field="
+                        f"{self.cfg.score_field!r}) is not a finite number",
+                    )
+            else:
+                score = 1.0 / rank
+            if pid in seen:
+                duplicates += 1
+                continue
+            seen.add(pid)
+            position = self.positions.get(pid)
+            if position is None:
+                unknown.append(pid)
+                continue
+            indices.append(position)
+            scores.append(float(score))
+        given = np.asarray(indices, dtype=np.int64)
+        top, top_scores = self.tie_break.top(given, np.asarray(scores, dtype=np.float64), k)
+        reordered = not np.array_equal(top, given[: len(top)])
+        reason = None if len(top) else (UNKNOWN_IDS if unknown else NO_CANDIDATES)
+        ranked = Ranked(top, top_scores, requested=k, empty_reason=reason)
+        return _Answer(ranked, 0.0, 0, unknown, duplicates, reordered)
+
+    def info(self) -> dict[str, Any]:
+        """The manifest's record of this arm: where it asked, how fast it answered (every
+        query's latency, and p50/p95/max), and what it could not use."""
+        latencies = np.fromiter(self.latency_ms.values(), dtype=np.float64)
+        summary = (
+            {
+                "p50": round(float(np.percentile(latencies, 50)), 3),
+                "p95": round(float(np.percentile(latencies, 95)), 3),
+                "max": round(float(latencies.max()), 3),
+                "mean": round(float(latencies.mean()), 3),
+            }
+            if len(latencies)
+            else {}
+        )
+        return {
+            "kind": "service",
+            "url": self.cfg.url,
+            "queries": len(self.latency_ms),
+            "concurrency": self.cfg.concurrency,
+            "filters_applied": False,
+            "latency_ms": summary,
+            "latency_ms_by_query": {q: round(ms, 3) for q, ms in self.latency_ms.items()},
+            "retried_queries": self.retried_queries,
+            "retries": self.retries,
+            "failed_queries": len(self.failed_query_ids),
+            "failures": dict(sorted(self.failures.items())),
+            "failed_query_ids": list(self.failed_query_ids),
+            "unknown_ids": self.unknown_ids,
+            "queries_with_unknown_ids": self.queries_with_unknown_ids,
+            "unknown_id_examples": list(self.unknown_id_examples),
+            "duplicate_ids": self.duplicate_ids,
+            "reordered_queries": self.reordered_queries,
+        }
+
+
+class ServiceArmSpec:
+    """`arms.<name>: {_target_: retrieval_bench.retrievers.service.ServiceArmSpec, ...}`: the
+    arm reads the `service.*` node, and any key given here overrides it for this arm only (so
+    two services can be compared in one job: `arms.prod: {_target_: ..., url: ...}`)."""
+
+    def __init__(self, **overrides: Any) -> None:
+        known = [f.name for f in fields(ServiceConfig)]
+        for key in overrides:
+            if key not in known:
+                raise ConfigError(
+                    f"service arm key '{key}'",
+                    f"not a service setting; {nearest_hint(key, known)}",
+                )
+        self.overrides = overrides
+
+    def build(self, name: str, ctx: BuildContext) -> ServiceArm:
+        cfg = replace(ctx.cfg.service, **self.overrides)
+        prefix = f"arms.{name}" if self.overrides else "service"
+        cfg.validate(prefix)
+        cfg.require_url(prefix)
+        return ServiceArm(name, cfg, ctx.ids, ctx.positions, ctx.tie_break)
