@@ -25,8 +25,12 @@ def travel_ids() -> list[str]:
 
 
 @contextmanager
-def serve(respond: Respond) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """(the URL to POST to, the request bodies received so far), while the server runs."""
+def serve(
+    respond: Respond, drop_idle: bool = False
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(the URL to POST to, the request bodies received so far), while the server runs.
+    `drop_idle`: close each connection after its answer without saying so (as a server whose
+    keep-alive timeout ran out does)."""
     received: list[dict[str, Any]] = []
     lock = threading.Lock()
 
@@ -44,6 +48,7 @@ def serve(respond: Respond) -> Iterator[tuple[str, list[dict[str, Any]]]]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+            self.close_connection = drop_idle
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
