@@ -146,3 +146,27 @@ def test_the_app_runs_a_service_and_exits_2_naming_a_failed_query(tmp_path: Path
         f"error: service {url}: query 't010': HTTP 503 Service Unavailable: 'down' (after 2 "
         "attempts); set service.on_error=skip to count failed queries instead of failing the job"
     )
+
+
+def test_the_report_line_of_a_service_arm() -> None:
+    info = {
+        "kind": "service",
+        "url": "http://127.0.0.1:8080/search",
+        "queries": 3,
+        "latency_ms": {"p50": 12.04, "p95": 20.51, "max": 31.2, "mean": 14.0},
+        "retried_queries": 1,
+        "failed_queries": 1,
+        "failures": {"timeout": 1},
+        "unknown_ids": 2,
+        "queries_with_unknown_ids": 1,
+        "duplicate_ids": 0,
+        "reordered_queries": 1,
+    }
+    assert service_lines({"bm25": {"index": "sparse"}, "prod": info}) == [
+        "Service arm `prod` (http://127.0.0.1:8080/search): 3 queries, latency ms p50 12.0, "
+        "p95 20.5, max 31.2; retried 1, failed and skipped 1 (timeout 1); ids not in the corpus "
+        "2 (in 1 queries), duplicate ids 0, answers re-sorted by score 1. The job's filters are "
+        "not applied to a service (its leaks are what leak@K measures); every query's latency: "
+        "`manifest.json`.",
+        "",
+    ]

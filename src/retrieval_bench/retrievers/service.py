@@ -27,10 +27,12 @@ service, `on_error=skip`), not a bug in this tool to report (exit 3).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import logging
 import math
+import socket
 import ssl
 import threading
 import time
@@ -137,6 +139,7 @@ class _Connections:
         self._local = threading.local()
         self._opened: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
+        self.closed = threading.Event()
 
     def _connection(self) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
@@ -179,8 +182,14 @@ class _Connections:
         return response.status, response.reason, response.read()
 
     def close(self) -> None:
+        """End every connection, those with a request in flight too (a failed query or Ctrl-C
+        does not wait out the others' timeouts); `closed` tells workers not to try again."""
+        self.closed.set()
         with self._lock:
             for conn in self._opened:
+                if conn.sock is not None:
+                    with contextlib.suppress(OSError):
+                        conn.sock.shutdown(socket.SHUT_RDWR)
                 conn.close()
 
 
@@ -227,7 +236,7 @@ class ServiceArm:
         connections = _Connections(self.cfg.url, self.cfg.timeout_s)
         pool = ThreadPoolExecutor(self.cfg.concurrency, thread_name_prefix=f"service-{self.name}")
         try:
-            with progress(f"service {self.name}", total=len(queries), unit="query") as bar:
+            with progress(f"service arm {self.name}", total=len(queries), unit="query") as bar:
                 futures: dict[Future[_Answer], int] = {
                     pool.submit(self._ask, connections, query, k): i
                     for i, query in enumerate(queries)
@@ -302,7 +311,11 @@ class ServiceArm:
                 answer = self._rank(results, k)
                 break
             except _Failed as failed:
-                if failed.retry and attempts <= self.cfg.retries:
+                if (
+                    failed.retry
+                    and attempts <= self.cfg.retries
+                    and not connections.closed.is_set()
+                ):
                     time.sleep(self.cfg.retry_backoff_s * 2 ** (attempts - 1))
                     continue
                 if attempts > 1:
