@@ -72,7 +72,7 @@ def measure(url: str, queries: int, concurrency: int) -> tuple[float, dict[str, 
     ids = [passage_id(i) for i in range(PASSAGES)]
     cfg = ServiceConfig(url=url, concurrency=concurrency, retries=0)
     cfg.validate()
-    arm = ServiceArm("service", cfg, ids, {pid: i for i, pid in enumerate(ids)}, TieBreak(ids))
+    arm = ServiceArm("service", cfg, {pid: i for i, pid in enumerate(ids)}, TieBreak(ids))
     batch = [EvalQuery(f"q{i}", f"query {i}", "bench", "reviewed") for i in range(queries)]
     start = time.perf_counter()
     ranked = arm.search(batch, RESULTS, [None] * queries)

@@ -37,7 +37,7 @@ def query(query_id: str, role: str | None = None) -> EvalQuery:
 def make_arm(url: str, **settings: Any) -> ServiceArm:
     cfg = ServiceConfig(url=url, retry_backoff_s=0.0, **settings)
     cfg.validate()
-    return ServiceArm("service", cfg, IDS, POSITIONS, TieBreak(IDS))
+    return ServiceArm("service", cfg, POSITIONS, TieBreak(IDS))
 
 
 def ranked_ids(arm: ServiceArm, queries: list[EvalQuery], k: int = 10) -> list[list[str]]:

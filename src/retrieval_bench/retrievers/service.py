@@ -208,13 +208,11 @@ class ServiceArm:
         self,
         name: str,
         cfg: ServiceConfig,
-        ids: Sequence[str],
         positions: Mapping[str, int],
         tie_break: TieBreak,
     ) -> None:
         self.name = name
         self.cfg = cfg
-        self.ids = ids
         self.positions = positions
         self.tie_break = tie_break
         self.latency_ms: dict[str, float] = {}
@@ -466,4 +464,4 @@ class ServiceArmSpec:
         prefix = f"arms.{name}" if self.overrides else "service"
         cfg.validate(prefix)
         cfg.require_url(prefix)
-        return ServiceArm(name, cfg, ctx.ids, ctx.positions, ctx.tie_break)
+        return ServiceArm(name, cfg, ctx.positions, ctx.tie_break)
