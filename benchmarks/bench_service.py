@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         f"ideal {ideal:.3f} s, {wall / ideal:.2f}x the ideal (median {median / ideal:.2f}x; "
         f"target <= 1.5x); latency ms p50 {latency['p50']:.1f} p95 {latency['p95']:.1f} "
         f"max {latency['max']:.1f}; ranked in full {full}/{args.queries}, failed "
-        f"{info['failed_queries']}, unknown ids {info['unknown_ids']}"
+        f"{info['bad_input']['failed_queries']}, unknown ids {info['bad_input']['unknown_ids']}"
     )
     return 0
 

@@ -151,7 +151,8 @@ def test_retries_then_success_is_counted() -> None:
         assert ranked_ids(arm, [query("q1")]) == [[A]]
     assert len(received) == 3
     info = arm.info()
-    assert (info["retried_queries"], info["retries"], info["failed_queries"]) == (1, 2, 0)
+    assert (info["retried_queries"], info["retries"]) == (1, 2)
+    assert info["bad_input"]["failed_queries"] == 0
 
 
 def test_retries_exhausted_fail_the_job_naming_query_url_and_attempts() -> None:
@@ -254,7 +255,7 @@ def test_on_error_skip_counts_the_failed_query_and_ranks_the_others() -> None:
     assert (results[1].returned, results[1].empty_reason) == (0, SERVICE_ERROR)
     assert [IDS[i] for i in results[2].indices.tolist()] == [A]
     info = arm.info()
-    assert info["failed_queries"] == 1
+    assert info["bad_input"]["failed_queries"] == 1
     assert info["failures"] == {"http_500": 1}
     assert info["failed_query_ids"] == ["q2"]
     assert sorted(info["latency_ms_by_query"]) == ["q1", "q2", "q3"]
@@ -273,14 +274,14 @@ def test_unknown_and_duplicate_ids_are_counted_never_dropped_unnoticed() -> None
     assert (results[1].returned, results[1].empty_reason) == (0, UNKNOWN_IDS)
     assert (results[2].returned, results[2].empty_reason) == (0, NO_CANDIDATES)
     info = arm.info()
-    assert info["unknown_ids"] == 3
+    assert info["bad_input"]["unknown_ids"] == 3
     assert info["queries_with_unknown_ids"] == 2
     assert info["unknown_id_examples"] == [
         {"query_id": "q1", "id": "not-in-corpus"},
         {"query_id": "q2", "id": "gone-1"},
         {"query_id": "q2", "id": "gone-2"},
     ]
-    assert info["duplicate_ids"] == 1
+    assert info["bad_input"]["duplicate_ids"] == 1
 
 
 def test_the_jobs_filters_are_not_applied_to_a_service() -> None:
@@ -320,6 +321,9 @@ def test_a_missing_url_is_refused_naming_the_key() -> None:
         ServiceConfig().require_url()
 
 
-def test_an_arm_spec_refuses_an_unknown_override() -> None:
+def test_an_arm_spec_refuses_an_unknown_or_bad_override() -> None:
     with pytest.raises(ConfigError, match=r"'concurency'.*did you mean 'concurrency'"):
         ServiceArmSpec(concurency=4)
+    with pytest.raises(ConfigError) as raised:
+        ServiceArmSpec(concurrency=0)
+    assert raised.value.key == "concurrency"  # the registry names it arms.<name>.concurrency

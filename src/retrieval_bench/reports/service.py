@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def service_lines(arms: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One paragraph per arm whose record is a service's (`kind: service`); none otherwise."""
+def service_lines(arms: Mapping[str, Mapping[str, Any] | None]) -> list[str]:
+    """A section with one paragraph per arm whose record is a service's (`kind: service`);
+    nothing when the job has none."""
     lines: list[str] = []
     for name, info in arms.items():
         if not info or info.get("kind") != "service":
@@ -21,15 +22,16 @@ def service_lines(arms: Mapping[str, Mapping[str, Any]]) -> list[str]:
             else "no latency recorded"
         )
         failures = ", ".join(f"{kind} {n}" for kind, n in info["failures"].items())
+        bad = info["bad_input"]
         lines += [
             f"Service arm `{name}` ({info['url']}): {info['queries']} queries, {timing}; "
-            f"retried {info['retried_queries']}, failed and skipped {info['failed_queries']}"
+            f"retried {info['retried_queries']}, failed and skipped {bad['failed_queries']}"
             + (f" ({failures})" if failures else "")
-            + f"; ids not in the corpus {info['unknown_ids']} "
+            + f"; ids not in the corpus {bad['unknown_ids']} "
             f"(in {info['queries_with_unknown_ids']} queries), duplicate ids "
-            f"{info['duplicate_ids']}, answers re-sorted by score {info['reordered_queries']}. "
+            f"{bad['duplicate_ids']}, answers re-sorted by score {info['reordered_queries']}. "
             "The job's filters are not applied to a service (its leaks are what leak@K "
             "measures); every query's latency: `manifest.json`.",
             "",
         ]
-    return lines
+    return ["## Service arms", "", *lines] if lines else []

@@ -38,15 +38,16 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
+from retrieval_bench.arms import with_overrides
 from retrieval_bench.components import BuildContext
 from retrieval_bench.data.records import EvalQuery
-from retrieval_bench.errors import BenchError, ConfigError, nearest_hint
+from retrieval_bench.errors import BenchError
 from retrieval_bench.progress import progress
 from retrieval_bench.retrievers.base import NO_CANDIDATES, Ranked, TieBreak
 from retrieval_bench.retrievers.service_config import ServiceConfig
@@ -433,13 +434,17 @@ class ServiceArm:
             "latency_ms_by_query": {q: round(ms, 3) for q, ms in self.latency_ms.items()},
             "retried_queries": self.retried_queries,
             "retries": self.retries,
-            "failed_queries": len(self.failed_query_ids),
+            # What the service sent that could not be used, counted (the convention of every
+            # arm that reads outside input), with the details below.
+            "bad_input": {
+                "failed_queries": len(self.failed_query_ids),
+                "unknown_ids": self.unknown_ids,
+                "duplicate_ids": self.duplicate_ids,
+            },
             "failures": dict(sorted(self.failures.items())),
             "failed_query_ids": list(self.failed_query_ids),
-            "unknown_ids": self.unknown_ids,
             "queries_with_unknown_ids": self.queries_with_unknown_ids,
             "unknown_id_examples": list(self.unknown_id_examples),
-            "duplicate_ids": self.duplicate_ids,
             "reordered_queries": self.reordered_queries,
         }
 
@@ -450,18 +455,17 @@ class ServiceArmSpec:
     two services can be compared in one job: `arms.prod: {_target_: ..., url: ...}`)."""
 
     def __init__(self, **overrides: Any) -> None:
-        known = [f.name for f in fields(ServiceConfig)]
-        for key in overrides:
-            if key not in known:
-                raise ConfigError(
-                    f"service arm key '{key}'",
-                    f"not a service setting; {nearest_hint(key, known)}",
-                )
         self.overrides = overrides
+        # An unknown or bad key fails when the config is read (named `arms.<name>.<key>`).
+        with_overrides(ServiceConfig(), overrides).validate(prefix="")
+
+    def check(self, name: str, ctx: BuildContext) -> None:
+        """Before any arm builds (a BM25 arm beside it need not tokenise for a job that cannot
+        run): the URL this arm would call."""
+        with_overrides(ctx.cfg.service, self.overrides).require_url(
+            f"arms.{name}" if "url" in self.overrides else "service"
+        )
 
     def build(self, name: str, ctx: BuildContext) -> ServiceArm:
-        cfg = replace(ctx.cfg.service, **self.overrides)
-        prefix = f"arms.{name}" if self.overrides else "service"
-        cfg.validate(prefix)
-        cfg.require_url(prefix)
+        cfg = with_overrides(ctx.cfg.service, self.overrides)
         return ServiceArm(name, cfg, ctx.positions, ctx.tie_break)

@@ -14,6 +14,10 @@ from retrieval_bench.errors import ConfigError
 ON_ERROR = ("fail", "skip")
 
 
+def _key(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
 @dataclass
 class ServiceConfig:
     # Where each query is POSTed as JSON {"query", "query_id", "top_k", "user_role"}.
@@ -37,41 +41,47 @@ class ServiceConfig:
     on_error: str = "fail"
 
     def validate(self, prefix: str = "service") -> None:
-        """Ranges and the URL's form, each error naming its key (`<prefix>.<field>`); the URL
-        itself is required only when the arm is built (`require_url`)."""
+        """Ranges and the URL's form, each error naming its key (`<prefix>.<field>`, or the
+        bare field for an arm's overrides, which the arms registry prefixes with
+        `arms.<name>`); the URL itself is required only by a job that runs the arm
+        (`require_url`)."""
         if self.url:
             parts = urlsplit(self.url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ConfigError(
-                    f"{prefix}.url",
+                    _key(prefix, "url"),
                     f"{self.url!r} is not an http(s) URL with a host, "
                     "e.g. http://127.0.0.1:8080/search",
                 )
         if isinstance(self.concurrency, bool) or self.concurrency < 1:
             raise ConfigError(
-                f"{prefix}.concurrency", f"must be a positive integer, got {self.concurrency!r}"
+                _key(prefix, "concurrency"), f"must be a positive integer, got {self.concurrency!r}"
             )
         if not self.timeout_s > 0:
-            raise ConfigError(f"{prefix}.timeout_s", f"must be > 0 seconds, got {self.timeout_s}")
+            raise ConfigError(
+                _key(prefix, "timeout_s"), f"must be > 0 seconds, got {self.timeout_s}"
+            )
         if isinstance(self.retries, bool) or self.retries < 0:
-            raise ConfigError(f"{prefix}.retries", f"must be >= 0, got {self.retries!r}")
+            raise ConfigError(_key(prefix, "retries"), f"must be >= 0, got {self.retries!r}")
         if not self.retry_backoff_s >= 0:
             raise ConfigError(
-                f"{prefix}.retry_backoff_s", f"must be >= 0 seconds, got {self.retry_backoff_s}"
+                _key(prefix, "retry_backoff_s"), f"must be >= 0 seconds, got {self.retry_backoff_s}"
             )
         if self.on_error not in ON_ERROR:
             raise ConfigError(
-                f"{prefix}.on_error",
+                _key(prefix, "on_error"),
                 f"{self.on_error!r} is not one of: {', '.join(ON_ERROR)}",
             )
         if not self.id_field:
-            raise ConfigError(f"{prefix}.id_field", "must name the field holding each result's id")
+            raise ConfigError(
+                _key(prefix, "id_field"), "must name the field holding each result's id"
+            )
 
     def require_url(self, prefix: str = "service") -> None:
         """The arm cannot run without a URL: refused before any query is sent."""
         if not self.url:
             raise ConfigError(
-                f"{prefix}.url",
+                _key(prefix, "url"),
                 "retriever=service needs the service's URL, e.g. "
                 "service.url=http://127.0.0.1:8080/search",
             )
