@@ -25,6 +25,7 @@ filled here: see ``PLACEHOLDERS``. Excluded commands are listed, with why, in ``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,7 +33,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -186,10 +187,12 @@ class Workspace:
     env: dict[str, str]
     tmp: Path
     bge_m3_dir: Path | None = None
+    service_url: str | None = None
+    servers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     tmp = tmp_path_factory.mktemp("readme")
     repo = tmp / "retrieval-bench"
     shutil.copytree(ROOT, repo, ignore=_NOT_COPIED)
@@ -214,7 +217,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
         "TRANSFORMERS_OFFLINE": "1",
     }
     env.pop("HYDRA_FULL_ERROR", None)
-    return Workspace(repo, env, tmp)
+    ws = Workspace(repo, env, tmp)
+    yield ws
+    ws.servers.close()  # the services README commands talked to
 
 
 def _tiny_bge_m3(ws: Workspace) -> str:
@@ -226,6 +231,16 @@ def _tiny_bge_m3(ws: Workspace) -> str:
         ws.bge_m3_dir.mkdir()
         _build_tiny_bge_m3(ws.bge_m3_dir)
     return str(ws.bge_m3_dir)
+
+
+def _service_url(ws: Workspace) -> str:
+    """<SERVICE_URL>: a retriever service on 127.0.0.1, started once for the module, that
+    answers each travel query with its labelled passages."""
+    if ws.service_url is None:
+        from service_server import labelled_answers, serve
+
+        ws.service_url, _ = ws.servers.enter_context(serve(labelled_answers()))
+    return ws.service_url
 
 
 def _latest_sweep(ws: Workspace) -> str:
@@ -278,6 +293,7 @@ PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "BGE_M3_DIR": _tiny_bge_m3,
     "BEIR_DIR": _beir_dir,
     "REPO_DIR": lambda ws: str(ws.repo),
+    "SERVICE_URL": _service_url,
 }
 
 
