@@ -64,7 +64,9 @@ class Browser:
             args = [str(a.get("value", a.get("description", ""))) for a in params.get("args", [])]
             self.errors.append("console.error: " + " ".join(args))
         elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
-            self.errors.append(f"log: {params['entry'].get('text')} {params['entry'].get('url', '')}")
+            self.errors.append(
+                f"log: {params['entry'].get('text')} {params['entry'].get('url', '')}"
+            )
         self._events.append(message)
 
     def wait_event(self, method: str, timeout_s: float = 30.0) -> dict[str, Any]:
@@ -97,7 +99,9 @@ class Browser:
         url = path.resolve().as_uri() + (f"#{fragment}" if fragment else "")
         self.send("Page.navigate", url=url)
         self.wait_event("Page.loadEventFired", timeout_s)
-        ready = self.evaluate("window.explorerReadyMs === undefined ? null : window.explorerReadyMs")
+        ready = self.evaluate(
+            "window.explorerReadyMs === undefined ? null : window.explorerReadyMs"
+        )
         if ready is None:
             raise RuntimeError(f"{path}: the explorer never became ready; errors: {self.errors}")
         return float(ready) / 1000.0

@@ -19,7 +19,7 @@ from retrieval_bench.reports.explorer_data import SystemRun, arm_names, explorer
 from retrieval_bench.reports.html import JOB_HTML, write_html
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
-from retrieval_bench.reports.results_table import write_results
+from retrieval_bench.reports.results_table import system_tag, write_results
 
 PACKAGES = (
     "retrieval-bench",
@@ -46,9 +46,7 @@ def mark_unfinished(job_dir: str | Path, state: str) -> None:
 def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
     """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
     job_dir = Path(job_dir)
-    tag = str(config.get("retriever", {}).get("name", "run"))
-    if config.get("router", {}).get("name", "none") != "none":
-        tag = f"router-{config['router']['name']}"
+    tag = system_tag(config)
     # metrics.json's stages are every recorded stage, in order, "final" last.
     qrels = result.judgements.qrels
     for name in result.metrics["stages"]:

@@ -206,7 +206,7 @@ def explorer_payload(
         stages = list(stage_names)
         names = [f"{m}@{system.top_k}" for m in CORE_METRICS]
         recorded = system.metrics.get("stages") or {}
-        for name, stage in recorded.items():
+        for stage in recorded.values():
             for qid, reason in (stage.get("excluded_queries") or {}).items():
                 excluded.setdefault(str(qid), str(reason))
         rankings: dict[str, list[Any]] = {}

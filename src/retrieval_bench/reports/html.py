@@ -36,7 +36,10 @@ def _metric_names(payload: Mapping[str, Any]) -> set[str]:
 def render_html(payload: Mapping[str, Any], subtitle: str = "") -> str:
     """The page for one payload. The JSON sits in a `<script type="application/json">`; every
     `<` in it is written `\\u003c`, so no text in a query or passage can close that element."""
-    data = {**payload, "lower_is_better": sorted(n for n in _metric_names(payload) if lower_is_better(f"{n}@1"))}
+    data = {
+        **payload,
+        "lower_is_better": sorted(n for n in _metric_names(payload) if lower_is_better(f"{n}@1")),
+    }
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     text = text.replace("<", "\\u003c")
     title = html.escape(str(payload["meta"]["title"]))
