@@ -212,3 +212,50 @@ def chromium(width: int = 1400, height: int = 1000, timeout_s: float = 30.0) -> 
             proc.kill()
             proc.wait()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+# What the explorer shows, read back from the page: the query list after filtering, and for
+# the opened query each system's stages (ids in order, those marked relevant, the metric line).
+_READ_PAGE = """(() => {
+  const rows = [...document.querySelectorAll('#query-list tr[data-qid]')];
+  const detail = {};
+  for (const side of document.querySelectorAll('#query-detail .side')) {
+    const stages = {};
+    for (const st of side.querySelectorAll('.stage')) {
+      stages[st.dataset.stage] = {
+        ids: [...st.querySelectorAll('li > .pid')].map((e) => e.textContent),
+        relevant: [...st.querySelectorAll('li.rel > .pid')].map((e) => e.textContent),
+        line: (st.querySelector('small') || {}).textContent || st.textContent,
+      };
+    }
+    const fates = [...side.querySelectorAll('ul.fates li')].map((e) => e.textContent);
+    detail[side.dataset.system] = {stages, fates};
+  }
+  const head = document.querySelector('#query-detail h3');
+  return {
+    count: document.getElementById('query-count').textContent,
+    listed: rows.map((r) => r.dataset.qid),
+    cells: rows.map((r) => [...r.children].map((c) => c.textContent)),
+    opened: head ? head.dataset.qid : null,
+    detail,
+    text: [...document.querySelectorAll('.ptext')].map((e) => e.textContent),
+  };
+})()"""
+
+
+def explore(html: Path, query_type: str, screenshot: Path) -> dict[str, Any]:
+    """Use the explorer as a person would: open the file, pick a query type in the filter,
+    click the first query listed, click its first labelled passage id for the text, and save
+    a screenshot of the explorer. Returns what the page showed (`_READ_PAGE`), the seconds it
+    took to be ready and every console error."""
+    with chromium() as browser:
+        ready_s = browser.open(html)
+        browser.select("f-type", query_type)
+        browser.click("#query-list tr[data-qid]")
+        labelled = "#query-detail .side li.rel > .pid"
+        has_labelled = browser.evaluate(f"!!document.querySelector({json.dumps(labelled)})")
+        browser.click(labelled if has_labelled else "#query-detail .side li > .pid")
+        shown = browser.evaluate(_READ_PAGE)
+        browser.evaluate("document.getElementById('sec-explorer').scrollIntoView()")
+        browser.screenshot(screenshot)
+        return {**shown, "ready_s": ready_s, "errors": list(browser.errors)}
