@@ -110,7 +110,22 @@ def test_passage_texts_are_cut_to_the_budget_and_said_so() -> None:
     assert {len(t) for t in table["text"]} == {10 + len(TRUNCATION_MARK)}
     assert all(t.endswith(TRUNCATION_MARK) for t in table["text"])
     assert set(table["full_chars"]) == {5_000}
-    assert note.startswith("10000 of 10000 passage texts are cut to their first 10 characters")
+    assert note.startswith(
+        "Passage texts cut (marked …) so this file stays within 0.3 MB of text: "
+        "10000 of 10000 other passages to their first 10 characters."
+    )
+
+
+def test_labelled_and_top_k_passages_get_the_budget_first() -> None:
+    ids = [f"p{i}" for i in range(100)]
+    texts = {pid: "a" * 1_000 for pid in ids}
+    table, note = passage_table(ids, texts.get, budget=20_000, max_chars=2_000, first=ids[:10])
+    assert [len(t) for t in table["text"][:10]] == [1_000] * 10  # 10,000 of the budget
+    assert {len(t) for t in table["text"][10:]} == {111 + len(TRUNCATION_MARK)}  # 10,000 / 90
+    assert note == (
+        "Passage texts cut (marked …) so this file stays within 0.02 MB of text: "
+        "90 of 90 other passages to their first 111 characters. The full texts are in the corpus."
+    )
 
 
 def test_sweep_html_names_the_jobs_left_out(mini_job: Path, tmp_path: Path) -> None:
@@ -195,3 +210,29 @@ def test_explorer_in_chromium(chromium_or_skip: None, tmp_path: Path, shared_cac
     corpus = {p.id: p for p in load_passages(ROOT / "corpus" / "travel" / "passages.jsonl")}
     assert shown["text"] == [passage_text(corpus[clicked])]
     assert shot.stat().st_size > 10_000
+
+
+def test_deep_rankings_are_cut_and_labelled_passages_below_keep_their_rank() -> None:
+    ids = [f"p{i}" for i in range(1, 1001)]
+    record = {
+        "query_id": "q1",
+        "query": "q",
+        "query_type": "t",
+        "route": None,
+        "stages": {"bm25": {"ids": ids, "scores": [float(-i) for i in range(1000)]}},
+    }
+    metrics = {"stages": {"bm25": {"overall": {"n": 1}, "per_query": {}}}}
+    system = SystemRun("x", "/x", 10, metrics, [record], arms=["bm25"])
+    payload = explorer_payload(
+        "t", "job", [system], {"q1": {"p500": 1, "p3": 1}}, lambda pid: None, max_depth=100
+    )
+    [out] = payload["systems"]
+    pids = payload["passages"]["ids"]
+    assert [pids[i] for i in out["rankings"]["bm25"][0]] == ids[:100]
+    assert out["returned"]["bm25"] == [1000]
+    assert [[rank, pids[i], score] for rank, i, score in out["deep"]["bm25"][0]] == [
+        [500, "p500", -499.0]
+    ]
+    assert payload["meta"]["depth_note"].startswith(
+        "Rankings of stage(s) bm25 are shown to depth 100"
+    )

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,9 @@ from typing import Any
 # Total UTF-8 bytes of passage text one HTML file may embed, and the cap on any one text.
 TEXT_BUDGET_BYTES = 2_000_000
 MAX_TEXT_CHARS = 2_000
+# Ids shown per stage and query; labelled passages ranked deeper are kept with their rank, so a
+# job with pools of 1,000 still fits the budget and still says where each labelled passage was.
+MAX_DEPTH = 100
 TRUNCATION_MARK = "…"
 # The metrics every table and query row shows, at the job's top_k; others stay in metrics.json.
 CORE_METRICS = ("recall", "hit", "mrr", "ndcg", "map")
@@ -111,35 +114,60 @@ def passage_table(
     text_of: TextOf,
     budget: int = TEXT_BUDGET_BYTES,
     max_chars: int = MAX_TEXT_CHARS,
+    first: Collection[str] = (),
 ) -> tuple[dict[str, Any], str]:
-    """(`passages` record, the note saying what was cut). A text longer than the cap keeps its
-    first `cap` characters and `TRUNCATION_MARK`; `full_chars` holds its true length, so the
-    page says "showing 300 of 5,120 characters". A passage whose text is not at hand (a folder
-    compared away from its corpus) has null text."""
+    """(`passages` record, the note saying what was cut). The passages in `first` (the ones a
+    reader opens most: labelled, or in some stage's top K) get their share of the budget first,
+    the rest share what is left; within each group every text gets the same cap, the largest
+    that fits. A text longer than its cap keeps its first `cap` characters and
+    `TRUNCATION_MARK`; `full_chars` holds its true length, so the page says "showing 300 of
+    5,120 characters". A passage whose text is not at hand (a folder compared away from its
+    corpus) has null text."""
     raw = [text_of(pid) for pid in ids]
     # Budget in bytes; a cap in characters: scale each text's length by its bytes per char.
     sizes = [len(t.encode("utf-8")) if t else 0 for t in raw]
     chars = [len(t) if t else 0 for t in raw]
     per_char = max((s / c for s, c in zip(sizes, chars, strict=True) if c), default=1.0)
-    cap = _text_cap(chars, int(budget / per_char), max_chars)
+    units = int(budget / per_char)
+    wanted = set(first)
+    groups = [
+        [i for i, pid in enumerate(ids) if pid in wanted],
+        [i for i, pid in enumerate(ids) if pid not in wanted],
+    ]
+    caps: list[int] = []
+    for group in groups:
+        lengths = [chars[i] for i in group]
+        caps.append(_text_cap(lengths, units, max_chars))
+        units = max(0, units - sum(min(n, caps[-1]) for n in lengths))
+    cap_of = {i: caps[g] for g, group in enumerate(groups) for i in group}
     out_text: list[str | None] = []
     full: list[int] = []
-    cut = 0
-    for text in raw:
-        if text is not None and len(text) > cap:
-            out_text.append(text[:cap] + TRUNCATION_MARK)
+    cut = [0, 0]
+    for i, text in enumerate(raw):
+        if text is not None and len(text) > cap_of[i]:
+            out_text.append(text[: cap_of[i]] + TRUNCATION_MARK)
             full.append(len(text))
-            cut += 1
+            cut[0 if ids[i] in wanted else 1] += 1
         else:
             out_text.append(text)
             full.append(0)
     missing = sum(t is None for t in raw)
     note = ""
-    if cut:
+    if sum(cut):
+        parts = [
+            f"{n} of {len(group)} {what} to their first {cap} characters"
+            for n, group, cap, what in zip(
+                cut,
+                groups,
+                caps,
+                ("labelled or top-K passages", "other passages"),
+                strict=True,
+            )
+            if n
+        ]
         note = (
-            f"{cut} of {len(ids)} passage texts are cut to their first {cap} characters "
-            f"(marked {TRUNCATION_MARK}) so this file stays within {budget / 1e6:g} MB of text; "
-            "the full texts are in the corpus."
+            f"Passage texts cut (marked {TRUNCATION_MARK}) so this file stays within "
+            f"{budget / 1e6:g} MB of text: {'; '.join(parts)}. The full texts are in the corpus."
         )
     if missing:
         note += f" {missing} passage texts were not at hand (corpus not readable from here)."
@@ -176,9 +204,12 @@ def explorer_payload(
     left_out: Iterable[tuple[str, str]] = (),
     text_budget: int = TEXT_BUDGET_BYTES,
     max_chars: int = MAX_TEXT_CHARS,
+    max_depth: int = MAX_DEPTH,
 ) -> dict[str, Any]:
     """The JSON the HTML embeds (layout: the module's docstring). `kind` is `job` or `sweep`;
-    `left_out` names the job folders a sweep could not show, with why."""
+    `left_out` names the job folders a sweep could not show, with why. Each stage's ranking is
+    cut to its first `max_depth` ids (`returned` keeps its length); a labelled passage ranked
+    below the cut is kept in `deep` as [rank, passage index, score]."""
     queries: dict[str, dict[str, Any]] = {}
     for system in systems:
         for record in system.rankings:
@@ -196,6 +227,7 @@ def explorer_payload(
         for q in qids
     ]
     excluded: dict[str, str] = {}
+    cut_stages: list[str] = []
     out_systems = []
     for system in systems:
         by_query = {str(r["query_id"]): r for r in system.rankings}
@@ -211,19 +243,35 @@ def explorer_payload(
                 excluded.setdefault(str(qid), str(reason))
         rankings: dict[str, list[Any]] = {}
         scores: dict[str, list[Any]] = {}
+        returned: dict[str, list[int | None]] = {}
+        deep: dict[str, list[Any]] = {}
         for name in stages:
             ids_col: list[Any] = []
             score_col: list[Any] = []
+            deep_col: list[Any] = []
+            length_col: list[int | None] = []
             for q in qids:
                 stage = ((by_query.get(q) or {}).get("stages") or {}).get(name)
                 if stage is None:
-                    ids_col.append(None)
-                    score_col.append(None)
+                    for col in (ids_col, score_col, deep_col, length_col):
+                        col.append(None)
                     continue
-                ids_col.append([index(pid) for pid in stage["ids"]])
-                score_col.append([_round(float(s)) for s in stage["scores"]])
-            rankings[name] = ids_col
-            scores[name] = score_col
+                ids, stage_scores = stage["ids"], stage["scores"]
+                ids_col.append([index(pid) for pid in ids[:max_depth]])
+                score_col.append([_round(float(x)) for x in stage_scores[:max_depth]])
+                length_col.append(len(ids))
+                labelled = qrels.get(q) or {}
+                below = [
+                    [rank, index(pid), _round(float(stage_scores[rank - 1]))]
+                    for rank, pid in enumerate(ids[max_depth:], start=max_depth + 1)
+                    if pid in labelled
+                ]
+                deep_col.append(below or None)
+            rankings[name], scores[name], returned[name] = ids_col, score_col, length_col
+            if any(d is not None for d in deep_col):
+                deep[name] = deep_col
+            if any(n is not None and n > max_depth for n in length_col) and name not in cut_stages:
+                cut_stages.append(name)
         out_systems.append(
             {
                 "label": system.label,
@@ -235,6 +283,8 @@ def explorer_payload(
                 "route": [(by_query.get(q) or {}).get("route") for q in qids],
                 "rankings": rankings,
                 "scores": scores,
+                "returned": returned,
+                "deep": deep,
                 "values": {
                     name: _stage_per_query(recorded[name], names, qids)
                     for name in stages
@@ -248,13 +298,24 @@ def explorer_payload(
                 },
             }
         )
-    passages, text_note = passage_table(list(positions), text_of, text_budget, max_chars)
+    first = {pid for q in qids for pid in qrels.get(q) or {}}
+    for system in systems:
+        for record in system.rankings:
+            for stage in (record.get("stages") or {}).values():
+                first.update(stage["ids"][: system.top_k])
+    passages, text_note = passage_table(list(positions), text_of, text_budget, max_chars, first)
     return {
         "meta": {
             "title": title,
             "kind": kind,
             "left_out": [{"path": str(p), "reason": r} for p, r in left_out],
             "text_note": text_note,
+            "depth_note": (
+                f"Rankings of stage(s) {', '.join(cut_stages)} are shown to depth {max_depth}; "
+                "labelled passages ranked deeper are listed below the cut with their rank."
+                if cut_stages
+                else ""
+            ),
         },
         "queries": {
             "ids": qids,

@@ -32,6 +32,7 @@
       out.push(`<div class="warn left-out">Left out: <code>${esc(j.path)}</code> (${esc(j.reason)})</div>`);
     }
     if (D.meta.text_note) out.push(`<div class="warn text-note">${esc(D.meta.text_note)}</div>`);
+    if (D.meta.depth_note) out.push(`<div class="warn depth-note">${esc(D.meta.depth_note)}</div>`);
     $("notes").innerHTML = out.join("");
   }
 
@@ -124,7 +125,15 @@
     let pool = sys.stages.filter((s) => arms.has(s));
     let chain = sys.stages.filter((s) => !arms.has(s));
     if (!pool.length && chain.length) { pool = [chain[0]]; chain = chain.slice(1); }
-    const has = (s) => { const r = sys.rankings[s][qi]; return r ? r.indexOf(pid) : -2; };
+    const has = (s) => {
+      const r = sys.rankings[s][qi];
+      if (!r) return -2;  // the stage did not run for this query
+      const at = r.indexOf(pid);
+      if (at >= 0) return at;
+      const below = (sys.deep[s] || [])[qi] || [];
+      const hit = below.find((d) => d[1] === pid);
+      return hit ? hit[0] - 1 : -1;
+    };
     if (!pool.some((s) => has(s) >= 0) && !chain.some((s) => has(s) >= 0)) return "not in any candidate pool";
     for (const s of chain) { if (has(s) === -1) return `lost at ${s}`; }
     return "kept";
@@ -236,12 +245,18 @@
         if (!ids) { html += `<div class="stage" data-stage="${esc(s)}"><b>${esc(s)}</b>: not run for this query</div>`; continue; }
         const scores = sys.scores[s][qi];
         const vals = sys.metric_names.map((m) => `${m} ${num(value(sys, s, m, qi))}`).join(", ");
-        html += `<div class="stage" data-stage="${esc(s)}"><b>${esc(s)}</b> <small>(${ids.length} ids; ${esc(vals)})</small><ol>`
-          + ids.map((p, i) => {
-            const g = grades.get(p);
-            const cls = g === undefined ? "" : g > 0 ? "rel" : "judged0";
-            return `<li class="${cls}"><span class="pid" data-pid="${p}">${esc(P.ids[p])}</span> ${num(scores[i])}${g === undefined ? "" : g > 0 ? ` ✓ ${g}` : " ✗ judged"}</li>`;
-          }).join("") + "</ol></div>";
+        const total = sys.returned[s][qi];
+        const shown = total > ids.length ? `; top ${ids.length} shown` : "";
+        const item = (p, score, rank) => {
+          const g = grades.get(p);
+          const cls = g === undefined ? "" : g > 0 ? "rel" : "judged0";
+          return `<li class="${cls}" value="${rank}"><span class="pid" data-pid="${p}">${esc(P.ids[p])}</span> ${num(score)}${g === undefined ? "" : g > 0 ? ` ✓ ${g}` : " ✗ judged"}</li>`;
+        };
+        const below = ((sys.deep[s] || [])[qi] || []).map(([rank, p, score]) => item(p, score, rank)).join("");
+        html += `<div class="stage" data-stage="${esc(s)}"><b>${esc(s)}</b> <small>(${total} ids${shown}; ${esc(vals)})</small><ol>`
+          + ids.map((p, i) => item(p, scores[i], i + 1)).join("")
+          + (below ? `<li class="cut" value="${ids.length + 1}">… labelled passages below the cut:</li>${below}` : "")
+          + "</ol></div>";
       }
       html += "</div>";
     }
