@@ -239,6 +239,7 @@ _READ_PAGE = """(() => {
     opened: head ? head.dataset.qid : null,
     detail,
     text: [...document.querySelectorAll('.ptext')].map((e) => e.textContent),
+    left_out: [...document.querySelectorAll('.left-out')].map((e) => e.textContent),
   };
 })()"""
 

@@ -236,3 +236,26 @@ def test_deep_rankings_are_cut_and_labelled_passages_below_keep_their_rank() -> 
     assert payload["meta"]["depth_note"].startswith(
         "Rankings of stage(s) bm25 are shown to depth 100"
     )
+
+
+@pytest.mark.slow
+def test_comparison_html_in_chromium(
+    chromium_or_skip: None, mini_job: Path, tmp_path: Path
+) -> None:
+    """A sweep's page: two jobs side by side for the opened query, no console error, and the
+    unfinished job named at the top."""
+    sweep = tmp_path / "sweep"
+    for name in ("0-a", "1-b"):
+        shutil.copytree(mini_job, sweep / name)
+    (sweep / "2-c").mkdir()
+    (sweep / "2-c" / UNFINISHED_MARKER).write_text("interrupted\n")
+    compare_dirs([sweep], CompareConfig(n_resamples=200), out_dir=sweep)
+    records = rankings(mini_job)
+    qtype = records[0]["query_type"]
+    shown = explore(sweep / "comparison.html", qtype, tmp_path / "comparison.png")
+    assert shown["errors"] == []
+    assert shown["listed"] == [r["query_id"] for r in records if r["query_type"] == qtype]
+    assert list(shown["detail"]) == ["0-a", "1-b"]
+    for side in shown["detail"].values():
+        assert side["stages"]["final"]["ids"] == records[0]["stages"]["final"]["ids"]
+    assert shown["left_out"] == [f"Left out: {sweep / '2-c'} (unfinished: interrupted)"]
