@@ -106,13 +106,13 @@ def test_passage_texts_are_cut_to_the_budget_and_said_so() -> None:
     texts = {pid: "文" * 5_000 for pid in ids}
     table, note = passage_table(ids, texts.get, budget=300_000, max_chars=2_000)
     sizes = [len(t.encode("utf-8")) for t in table["text"]]
-    assert sum(sizes) - 10_000 * len(TRUNCATION_MARK.encode("utf-8")) <= 300_000
-    assert {len(t) for t in table["text"]} == {10 + len(TRUNCATION_MARK)}
+    assert sum(sizes) <= 300_000  # (300,000 - 10,000 marks of 3 bytes) / 3 bytes a character
+    assert {len(t) for t in table["text"]} == {9 + len(TRUNCATION_MARK)}
     assert all(t.endswith(TRUNCATION_MARK) for t in table["text"])
     assert set(table["full_chars"]) == {5_000}
     assert note.startswith(
         "Passage texts cut (marked …) so this file stays within 0.3 MB of text: "
-        "10000 of 10000 other passages to their first 10 characters."
+        "10000 of 10000 other passages to their first 9 characters."
     )
 
 
@@ -121,10 +121,11 @@ def test_labelled_and_top_k_passages_get_the_budget_first() -> None:
     texts = {pid: "a" * 1_000 for pid in ids}
     table, note = passage_table(ids, texts.get, budget=20_000, max_chars=2_000, first=ids[:10])
     assert [len(t) for t in table["text"][:10]] == [1_000] * 10  # 10,000 of the budget
-    assert {len(t) for t in table["text"][10:]} == {111 + len(TRUNCATION_MARK)}  # 10,000 / 90
+    # 20,000 - 100 marks of 3 bytes - 10,000 for the first ten = 9,700 over 90 texts
+    assert {len(t) for t in table["text"][10:]} == {107 + len(TRUNCATION_MARK)}
     assert note == (
         "Passage texts cut (marked …) so this file stays within 0.02 MB of text: "
-        "90 of 90 other passages to their first 111 characters. The full texts are in the corpus."
+        "90 of 90 other passages to their first 107 characters. The full texts are in the corpus."
     )
 
 

@@ -128,7 +128,9 @@ def passage_table(
     sizes = [len(t.encode("utf-8")) if t else 0 for t in raw]
     chars = [len(t) if t else 0 for t in raw]
     per_char = max((s / c for s, c in zip(sizes, chars, strict=True) if c), default=1.0)
-    units = int(budget / per_char)
+    # The budget holds the marks too: each text may end with one.
+    marks = len(ids) * len(TRUNCATION_MARK.encode("utf-8"))
+    units = int(max(0, budget - marks) / per_char)
     wanted = set(first)
     groups = [
         [i for i, pid in enumerate(ids) if pid in wanted],
