@@ -260,3 +260,12 @@ def test_comparison_html_in_chromium(
     for side in shown["detail"].values():
         assert side["stages"]["final"]["ids"] == records[0]["stages"]["final"]["ids"]
     assert shown["left_out"] == [f"Left out: {sweep / '2-c'} (unfinished: interrupted)"]
+
+
+def test_the_others_keep_a_quarter_of_the_text_budget() -> None:
+    ids = [f"p{i}" for i in range(100)]
+    texts = {pid: "a" * (10_000 if i < 10 else 1_000) for i, pid in enumerate(ids)}
+    table, _ = passage_table(ids, texts.get, budget=20_000, max_chars=20_000, first=ids[:10])
+    # 19,700 after the marks: the first ten take 3/4 (1,477 each), the others the rest (54 each)
+    assert {len(t) for t in table["text"][:10]} == {1_477 + len(TRUNCATION_MARK)}
+    assert {len(t) for t in table["text"][10:]} == {54 + len(TRUNCATION_MARK)}

@@ -32,6 +32,8 @@ from typing import Any
 # Total UTF-8 bytes of passage text one HTML file may embed, and the cap on any one text.
 TEXT_BUDGET_BYTES = 2_000_000
 MAX_TEXT_CHARS = 2_000
+# The share of the text budget labelled and top-K passages may take before the others.
+FIRST_SHARE = 0.75
 # Ids shown per stage and query; labelled passages ranked deeper are kept with their rank, so a
 # job with pools of 1,000 still fits the budget and still says where each labelled passage was.
 MAX_DEPTH = 100
@@ -117,8 +119,8 @@ def passage_table(
     first: Collection[str] = (),
 ) -> tuple[dict[str, Any], str]:
     """(`passages` record, the note saying what was cut). The passages in `first` (the ones a
-    reader opens most: labelled, or in some stage's top K) get their share of the budget first,
-    the rest share what is left; within each group every text gets the same cap, the largest
+    reader opens most: labelled, or in some stage's top K) get up to FIRST_SHARE of the budget
+    first, the rest share what is left; within each group every text gets the same cap, the largest
     that fits. A text longer than its cap keeps its first `cap` characters and
     `TRUNCATION_MARK`; `full_chars` holds its true length, so the page says "showing 300 of
     5,120 characters". A passage whose text is not at hand (a folder compared away from its
@@ -137,9 +139,11 @@ def passage_table(
         [i for i, pid in enumerate(ids) if pid not in wanted],
     ]
     caps: list[int] = []
-    for group in groups:
+    for g, group in enumerate(groups):
         lengths = [chars[i] for i in group]
-        caps.append(_text_cap(lengths, units, max_chars))
+        # The first group takes at most FIRST_SHARE when others wait, so they keep some text.
+        share = int(units * FIRST_SHARE) if g == 0 and groups[1] else units
+        caps.append(_text_cap(lengths, share, max_chars))
         units = max(0, units - sum(min(n, caps[-1]) for n in lengths))
     cap_of = {i: caps[g] for g, group in enumerate(groups) for i in group}
     out_text: list[str | None] = []
