@@ -20,9 +20,9 @@ from conftest import IN_CI, ROOT, mini_overrides, run_in_process
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
+from retrieval_bench.components import passage_text
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.data.trec import read_qrels
-from retrieval_bench.experiment import passage_text
 from retrieval_bench.reports.explorer_data import (
     TRUNCATION_MARK,
     SystemRun,

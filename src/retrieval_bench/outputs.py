@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
+from retrieval_bench.components import passage_text
 from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
-from retrieval_bench.experiment import JobResult, git_revision, passage_text
+from retrieval_bench.experiment import JobResult, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
 from retrieval_bench.pipeline import StageRecord
 from retrieval_bench.reports.explorer_data import SystemRun, arm_names, explorer_payload, read_plots
