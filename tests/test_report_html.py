@@ -204,7 +204,14 @@ def test_explorer_in_chromium(chromium_or_skip: None, tmp_path: Path, shared_cac
         assert set(side["stages"][stage]["relevant"]) == relevant & set(recorded["ids"])
         value = metrics["stages"][stage]["per_query"][opened]["recall@6"]
         assert f"recall@6 {value:.3f}" in side["stages"][stage]["line"]
-    assert len(side["fates"]) == len(relevant)
+
+    # Where each labelled passage ended up: bm25 is the candidate pool, final the cut after it.
+    def fate(pid: str) -> str:
+        if pid not in record["stages"]["bm25"]["ids"]:
+            return "not in any candidate pool"
+        return "kept" if pid in record["stages"]["final"]["ids"] else "lost at final"
+
+    assert sorted(side["fates"]) == sorted(f"{pid}: {fate(pid)}" for pid in relevant)
     clicked = next(
         pid for recorded in record["stages"].values() for pid in recorded["ids"] if pid in relevant
     )
