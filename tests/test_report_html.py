@@ -88,11 +88,17 @@ def test_stage_names_come_from_the_records() -> None:
         "route": None,
         "stages": {s: {"ids": ["p2", "p1"], "scores": [2.0, 1.0]} for s in stages},
     }
-    metrics = {"stages": {s: {"overall": {"n": 1}, "per_query": {}} for s in stages}}
+    metrics = {
+        "stages": {s: {"overall": {"n": 1}, "per_query": {}} for s in stages},
+        "baselines": {"bm25": {"overall": {"n": 1, "recall@2": 0.5}}},
+    }
     system = SystemRun("x", "/x", 2, metrics, [record], arms=["sparse"])
     payload = explorer_payload("t", "job", [system], {"q1": {"p1": 1}}, lambda pid: None)
     assert payload["systems"][0]["stages"] == list(stages)
     assert payload["systems"][0]["arms"] == ["sparse"]
+    aggregates = payload["systems"][0]["aggregates"]
+    assert list(aggregates) == [*stages, "baselines/bm25"]  # a router's baselines beside them
+    assert aggregates["baselines/bm25"]["overall"] == {"recall@2": 0.5, "n": 1}
     page = render_html(payload)
     assert "<script>x</script>" not in page  # a query's text cannot close the data element
     assert payload["passages"]["text"] == [None, None]

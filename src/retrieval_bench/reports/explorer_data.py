@@ -296,7 +296,15 @@ def explorer_payload(
                     for name in stages
                     if name in recorded
                 },
-                "aggregates": {name: _aggregates(s, names) for name, s in recorded.items()},
+                # A router's baselines (each retriever alone on the same queries) beside its
+                # stages, as `baselines/<name>`, the way results.csv names them.
+                "aggregates": {
+                    **{name: _aggregates(s, names) for name, s in recorded.items()},
+                    **{
+                        f"baselines/{name}": _aggregates(s, names)
+                        for name, s in (system.metrics.get("baselines") or {}).items()
+                    },
+                },
                 "counts": {name: s.get("counts") or {} for name, s in recorded.items()},
                 "plots": {
                     name: base64.b64encode(png).decode("ascii")
