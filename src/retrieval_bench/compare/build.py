@@ -9,7 +9,9 @@ Per dataset (jobs on different datasets are never compared with each other):
   retriever, each setting's difference from the baseline, per type, with significance;
 * bad cases (`compare.drilldown`).
 
-Files: `comparison.json`, `comparison.md`, `badcases.json`, `badcases.md` in the output folder.
+Files: `comparison.json`, `comparison.md`, `badcases.json`, `badcases.md`, `comparison.html`
+(`reports.html`) and `results.csv` / `results.parquet` (every job, long format) in the output
+folder.
 """
 
 from __future__ import annotations
@@ -407,6 +409,13 @@ def compare_dirs(
             out / "badcases.md",
             "\n".join(badcases_markdown(b, name) for name, b in badcases.items()),
         )
+        from retrieval_bench.compare.html import write_comparison_html
+        from retrieval_bench.reports.results_table import write_sweep_results
+
+        groups = group_by_dataset(jobs)
+        html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)
+        tables = write_sweep_results(out, jobs)
         files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]
+        files += [*html, *tables]
     text = "\n".join([*scan.skipped_lines(), comparison_text(record, files)])
     return ComparisonOutput(record, text, files)
