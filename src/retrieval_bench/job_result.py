@@ -24,3 +24,11 @@ class JobResult:
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Per later stage (rerank, context): its settings and what it did (LaterStage.info()).
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_dataframe(self, system: str | None = None) -> Any:
+        """The job's metrics as the long pandas table of results.csv (one row per system x
+        stage x query x metric, then the aggregates); `system` names the rows (default "run").
+        pandas is optional, imported only here (the `tables` extra)."""
+        from retrieval_bench.reports.results_table import to_dataframe
+
+        return to_dataframe(self.metrics, system)
