@@ -140,6 +140,7 @@ def test_a_stage_no_query_recorded_is_refused_for_refusal(tmp_path: Path) -> Non
         run_in_process(overrides, tmp_path)
     assert refused.value.key == "refusal.score_stage"
     assert "'rerank' is not a stage this job records" in str(refused.value)
+    assert not any((tmp_path / "cache").rglob("*.npz"))  # before BM25 tokenised anything
 
 
 @pytest.mark.parametrize(

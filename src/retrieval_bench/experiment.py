@@ -38,7 +38,12 @@ from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_st
 from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements, judge
-from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_refusal
+from retrieval_bench.scoring.refusal import (
+    RefusalConfig,
+    check_stage,
+    choose_stage,
+    score_refusal,
+)
 from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.scoring.stage_loss import stage_loss
 from retrieval_bench.stages import build_later_stages
@@ -115,6 +120,10 @@ def run_job(
     # Before the arms (which may encode the corpus): a missing reranker model or a context
     # budget below the shortest passage is refused at start.
     rerank, context = build_later_stages(cfg, ctx)
+    # A refusal.score_stage naming no stage this job can record fails now, not after retrieval
+    # (whether a one-arm query records `fused` is known only then: scoring checks again).
+    later = [stage.name for stage in (rerank, context) if stage is not None]
+    check_stage(cfg.refusal.score_stage, [*arm_names, *(arms or {}), "fused", "final", *later])
     built = build_arms(arm_names, cfg.arms, ctx, timer.phase, given=arms)
     cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
     parser = QueryParser(
