@@ -15,9 +15,9 @@ from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.encoders.config import EncoderConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.filters import FilterConfig
-from retrieval_bench.pipeline import COMBINERS
 from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_index import DenseIndexConfig
+from retrieval_bench.retrievers.fusion import check_fusion
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.refusal import RefusalConfig
@@ -43,9 +43,15 @@ class DatasetConfig:
 class RetrieverConfig:
     name: str = "hybrid"
     arms: list[str] = field(default_factory=lambda: ["bm25", "dense"])
+    # How the arms' pools become one ranking (retrieval_bench.retrievers.fusion): rrf, score or
+    # fill. rrf_k is RRF's k (and fill's); normalize and method are score fusion's.
     combine: str = "rrf"
     pool_size: int = 10
     rrf_k: int = 60
+    normalize: str = "minmax"  # none, minmax, zscore
+    method: str = "combsum"  # combsum, combmnz
+    # One weight per arm of `arms`, in its order (rrf and score); empty: all 1.
+    weights: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -170,7 +176,7 @@ def validate(cfg: RunConfig) -> None:
         _one_of("retriever.arms", arm, ARMS)
     if len(set(cfg.retriever.arms)) != len(cfg.retriever.arms):
         raise ConfigError("retriever.arms", f"an arm is listed twice: {list(cfg.retriever.arms)}")
-    _one_of("retriever.combine", cfg.retriever.combine, COMBINERS)
+    check_fusion(cfg.retriever)
     for i, cutoff in enumerate(cfg.scoring.cutoffs):
         _positive(f"scoring.cutoffs[{i}]", cutoff)
     for name in cfg.scoring.group_by:

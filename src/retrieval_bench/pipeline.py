@@ -18,9 +18,7 @@ from retrieval_bench.retrievers.base import (
     Retriever,
     shared_tie_break,
 )
-from retrieval_bench.retrievers.fusion import reciprocal_rank_fusion
-
-COMBINERS = ("rrf", "fill")
+from retrieval_bench.retrievers.fusion import Fill, ReciprocalRankFusion
 
 
 @dataclass(frozen=True)
@@ -271,16 +269,8 @@ class Pipeline:
             reasons = dict.fromkeys(pool.empty_reason or NO_CANDIDATES for pool in pools)
             return replace(pools[0], requested=0, empty_reason="+".join(reasons))
         if strategy.combine == "rrf":
-            return reciprocal_rank_fusion(pools, self.rrf_k, self.tie_break)
-        # "fill": the first arm leads; later arms add unseen passages after it. Scores are the
-        # rank-derived 1/(k + position) so the list stays score-descending as TREC needs.
-        seen: dict[int, None] = {}
-        for pool in pools:
-            for index in pool.indices.tolist():
-                seen.setdefault(index, None)
-        indices = np.fromiter(seen, dtype=np.int64, count=len(seen))
-        scores = 1.0 / (self.rrf_k + np.arange(1, len(indices) + 1, dtype=np.float64))
-        return Ranked(indices=indices, scores=scores, requested=len(indices))
+            return ReciprocalRankFusion(self.rrf_k).combine(pools, self.tie_break)
+        return Fill(self.rrf_k).combine(pools, self.tie_break)
 
     def _stage(self, ranked: Ranked) -> StageRecord:
         return StageRecord(
