@@ -28,16 +28,19 @@ def nothing_to_fuse(pools: Sequence[Ranked]) -> Ranked | None:
 
 
 def union_sums(
-    pools: Sequence[Ranked], contributions: Sequence[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The pools' union (ascending passage index) and, per passage, the sum of its
-    contributions (`contributions[i][j]` belongs to `pools[i].indices[j]`).
+    pools: Sequence[Ranked], *contributions: Sequence[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The pools' union (ascending passage index) and, for each set of contributions given,
+    the per-passage sum (`set[i][j]` belongs to `pools[i].indices[j]`).
 
     The sum runs from 0.0 in arm order (np.bincount adds in input order), the order ranx's
     CombSUM, CombMNZ, wsum and RRF add in, so equal contributions give ranx's sums bit for bit."""
     indices = np.concatenate([pool.indices for pool in pools])
     union, inverse = np.unique(indices, return_inverse=True)
-    sums = np.bincount(inverse, weights=np.concatenate(contributions), minlength=len(union))
+    sums = [
+        np.bincount(inverse, weights=np.concatenate(values), minlength=len(union))
+        for values in contributions
+    ]
     return union, sums
 
 

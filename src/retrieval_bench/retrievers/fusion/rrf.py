@@ -48,4 +48,5 @@ class ReciprocalRankFusion:
             weight / (self.k + np.arange(1, pool.returned + 1, dtype=np.float64))
             for pool, weight in zip(pools, weights, strict=True)
         ]
-        return ranked_union(*union_sums(pools, contributions), tie_break)
+        union, (scores,) = union_sums(pools, contributions)
+        return ranked_union(union, scores, tie_break)

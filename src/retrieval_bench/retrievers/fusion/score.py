@@ -87,10 +87,13 @@ class ScoreFusion:
             weight * normalize(pool.scores) if pool.returned else pool.scores
             for pool, weight in zip(pools, weights, strict=True)
         ]
-        union, scores = union_sums(pools, contributions)
-        if self.method == "combmnz":
+        if self.method == "combsum":
+            union, (scores,) = union_sums(pools, contributions)
+        else:
+            # m(d): how many arms of positive weight returned d.
             counted = [
                 np.full(pool.returned, float(w > 0)) for pool, w in zip(pools, weights, strict=True)
             ]
-            scores = scores * union_sums(pools, counted)[1]
+            union, (sums, counts) = union_sums(pools, contributions, counted)
+            scores = sums * counts
         return ranked_union(union, scores, tie_break)
