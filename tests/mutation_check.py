@@ -116,7 +116,7 @@ MUTATIONS = [
         FILL,
         "        for pool in pools:\n            for index in pool.indices.tolist():",
         "        for pool in reversed(pools):\n            for index in pool.indices.tolist():",
-        PIPELINE_TESTS,
+        (*FUSION_TESTS, "tests/test_app.py"),
     ),
     Mutation(
         "final cut keeps top_k - 1 passages",
