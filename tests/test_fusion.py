@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, compose_config
+from conftest import ROOT, compose_config, mini_overrides, run_in_process
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.errors import ConfigError
@@ -225,3 +226,46 @@ def test_the_registry_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_weights_with_a_router_must_fit_its_strategies() -> None:
+    cfg = compose_config(["router=rules", "retriever.weights=[0.3,0.7]"])
+    assert cfg.retriever.weights == [0.3, 0.7]
+    with pytest.raises(ConfigError, match=r"router strategy '\w+' fuses") as error:
+        compose_config(["router=rules", "retriever.arms=[dense,bm25]", "retriever.weights=[1,2]"])
+    assert error.value.key == "retriever.weights"
+
+
+def test_a_job_fuses_with_the_configured_method_and_weights(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    """Wiring: the fused stage of a job is weighted z-score CombMNZ of its arms' recorded pools,
+    bm25 first as retriever.arms lists it."""
+    overrides = [
+        *mini_overrides(tmp_path),
+        f"cache_dir={shared_cache}",
+        "retriever.combine=score",
+        "retriever.normalize=zscore",
+        "retriever.method=combmnz",
+        "retriever.weights=[0.25,2]",
+    ]
+    result, _ = run_in_process(overrides, tmp_path)
+    checked = 0
+    for record in result.records:
+        pools = [record.stages["bm25"], record.stages["dense"]]
+        expected: dict[str, float] = {}
+        count: dict[str, int] = {}
+        for stage, weight in zip(pools, (0.25, 2.0), strict=True):
+            if not stage.ids:
+                continue
+            scores = np.asarray(stage.scores)
+            normalised = (scores - scores.mean()) / max(scores.std(), 1e-9)
+            for pid, value in zip(stage.ids, normalised.tolist(), strict=True):
+                expected[pid] = expected.get(pid, 0.0) + weight * value
+                count[pid] = count.get(pid, 0) + 1
+        fused = record.stages["fused"]
+        got = dict(zip(fused.ids, fused.scores, strict=True))
+        assert got == pytest.approx({p: s * count[p] for p, s in expected.items()}, abs=1e-12)
+        assert fused.pool_requested == len(expected)
+        checked += len(expected) > 0
+    assert checked > 5

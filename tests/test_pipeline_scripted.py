@@ -8,11 +8,13 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.filters import FilterConfig, PassageFilter
 from retrieval_bench.pipeline import Pipeline, QueryRecord, Strategy
 from retrieval_bench.query_parser import QueryParser
 from retrieval_bench.retrievers.base import Ranked
+from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
 from retrieval_bench.router import build_router
 
 CITIES = ["三亚", "海口", "三亚", "", "海口", "三亚", "", "海口", "三亚", ""]
@@ -29,8 +31,11 @@ class ScriptedArm:
         self.masks: list[np.ndarray | None] = []
         self.ks: list[int] = []
 
+    def info(self) -> dict[str, int]:
+        return {}
+
     def search(
-        self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
+        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
         out = []
         for mask in allowed:
@@ -61,7 +66,7 @@ def run(
         route=route,
         pool_size=pool_size,
         top_k=top_k,
-        rrf_k=rrf_k,
+        combiners={n: build_combiner(RetrieverConfig(rrf_k=rrf_k), n) for n in COMBINERS},
         baselines=baselines,
     )
     [record] = pipeline.run([EvalQuery("q1", query, "t", "reviewed", {"p0": 1})])

@@ -7,13 +7,15 @@ gives them: one small module per method, as ranx keeps its fusion methods.
 
 This module and the ones it imports need only numpy, so the config schema can import it to
 check names and weights. A new combiner is one module whose class has
-`from_config(cfg, weights)` and `combine(pools, tie_break)`, plus one line in COMBINERS.
+`from_config(cfg, weights)` and `combine(pools, tie_break)` (which starts with
+`pools.nothing_to_fuse`, as the pipeline hands every strategy's pools to its combiner, one arm's
+or all-empty ones included), plus one line in COMBINERS.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from retrieval_bench.errors import ConfigError, nearest_hint
@@ -34,6 +36,7 @@ __all__ = [
     "build_combiner",
     "check_combine",
     "check_fusion",
+    "check_strategy_weights",
 ]
 
 
@@ -76,6 +79,24 @@ def check_fusion(cfg: RetrieverConfig) -> None:
             raise ConfigError(f"retriever.weights[{i}]", f"must be >= 0 and finite, got {weight}")
     if not any(weight > 0 for weight in cfg.weights):
         raise ConfigError("retriever.weights", "at least one weight must be positive")
+
+
+def check_strategy_weights(
+    cfg: RetrieverConfig, strategies: Mapping[str, tuple[str, Sequence[str]]]
+) -> None:
+    """With `retriever.weights`, each router strategy that fuses with weights (name ->
+    (combine, arms)) must fuse the arms of `retriever.arms` in that order: the job builds one
+    combiner per combine name, for those arms. Refused naming `retriever.weights` otherwise."""
+    if not cfg.weights:
+        return
+    for name, (combine, arms) in strategies.items():
+        if combine != "fill" and len(arms) > 1 and list(arms) != list(cfg.arms):
+            raise ConfigError(
+                "retriever.weights",
+                f"router strategy '{name}' fuses {list(arms)}, but the weights are for "
+                f"retriever.arms {list(cfg.arms)}: fuse the same arms in the same order, or "
+                "give no weights",
+            )
 
 
 def arm_weights(cfg: RetrieverConfig, arms: Sequence[str]) -> tuple[float, ...] | None:
