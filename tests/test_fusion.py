@@ -269,3 +269,9 @@ def test_a_job_fuses_with_the_configured_method_and_weights(
         assert fused.pool_requested == len(expected)
         checked += len(expected) > 0
     assert checked > 5
+
+
+def test_a_router_strategy_with_a_misspelt_combiner_names_the_nearest() -> None:
+    with pytest.raises(ConfigError, match="unknown combiner 'scor'; did you mean 'score'") as error:
+        compose_config(["router=rules", "router.strategies.hybrid.combine=scor"])
+    assert error.value.key == "router.strategies.hybrid.combine"
