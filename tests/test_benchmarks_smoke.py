@@ -72,3 +72,10 @@ def test_fusion_benchmark_quick() -> None:
     combiners = ("rrf", "rrf weighted", "score minmax combsum", "score zscore combmnz weighted")
     for name in (*combiners, "fill"):
         assert re.search(rf"{name} \d+\.\d+%", line), (name, line)
+
+
+def test_service_benchmark_quick() -> None:
+    line = result_line(run_benchmark("bench_service.py", "--quick"), "service")
+    match = re.search(r"ranked in full (\d+)/(\d+), failed (\d+), unknown ids (\d+)$", line)
+    assert match, line
+    assert match.groups() == ("100", "100", "0", "0")

@@ -69,6 +69,12 @@ STRING_ALTERNATIVES = {
     "benchmark.baseline": "2025-12",
     "arms.bm25._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
     "arms.dense._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+    "service.url": "http://127.0.0.1:8080/search",
+    "service.results_path": "data.hits",
+    "service.id_field": "doc.id",
+    "service.score_field": "",
+    "service.on_error": "skip",
+    "arms.service._target_": "my_arms.OtherServiceSpec",
 }
 
 
