@@ -141,7 +141,7 @@ def run_job(
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
-        combiners={name: build_combiner(name, cfg.retriever.rrf_k) for name in combine_names},
+        combiners={name: build_combiner(cfg.retriever, name) for name in combine_names},
         baselines=baselines,
         rerank=rerank,
         context=context,
