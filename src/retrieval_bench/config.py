@@ -55,6 +55,9 @@ class ScoringConfig:
     # Fields to break every metric down by: meta.<field> (of the relevant passages), a query
     # field (user_role, ...) or query_length (see retrieval_bench.scoring.groups).
     group_by: list[str] = field(default_factory=list)
+    # Modules to import before anything is scored or validated: each registers its own
+    # measures (scoring.registry.register_measure), e.g. plugins=[my_metrics].
+    plugins: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -152,6 +155,10 @@ def check_corpus_size(cfg: RunConfig, passages: int, dataset: str) -> None:
 def validate(cfg: RunConfig) -> None:
     """What Hydra's types cannot check; the first bad key or value raises ConfigError."""
     check_known_keys(cfg)
+    # First: the measures plugins register are names compare and the gate may use.
+    from retrieval_bench.scoring.registry import load_plugins
+
+    load_plugins(cfg.scoring.plugins, "scoring.plugins")
     _positive("top_k", cfg.top_k)
     _positive("retriever.pool_size", cfg.retriever.pool_size)
     if cfg.retriever.pool_size < cfg.top_k:

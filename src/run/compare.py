@@ -17,6 +17,7 @@ from pathlib import Path
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.compare.jobs import is_job_dir
+from retrieval_bench.scoring.registry import load_plugins
 from run.exits import guarded
 
 
@@ -41,6 +42,14 @@ def _main(argv: Sequence[str] | None) -> int:
         help=f"METRIC@K (K = each job's top_k) or METRIC@N, ir_measures' spelling too (nDCG@10); "
         f"repeatable (default: "
         f"{' '.join(defaults.metrics)})",
+    )
+    parser.add_argument(
+        "--plugin",
+        dest="plugins",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first, for the measures it registers (a job's scoring.plugins)",
     )
     parser.add_argument("--stage", default=defaults.stage)
     parser.add_argument("--alpha", type=float, default=defaults.alpha)
@@ -76,6 +85,7 @@ def _main(argv: Sequence[str] | None) -> int:
     out = args.out
     if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):
         out = args.dirs[0]
+    load_plugins(args.plugins, "--plugin")
     cfg.validate()
     result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
     print(result.text)

@@ -44,7 +44,7 @@ from retrieval_bench.scoring.comparison import (
     ordered_types,
     verdict_cells,
 )
-from retrieval_bench.scoring.metrics import ideal_value
+from retrieval_bench.scoring.registry import ideal_value
 from retrieval_bench.scoring.significance import CORRECTIONS, SignificanceSettings, json_number
 
 
@@ -200,7 +200,7 @@ def _ideal_bound(
     values: Mapping[str, Mapping[str, float]],
     cell: Mapping[str, Any],
 ) -> float | None:
-    """The mean ideal value (`metrics.ideal_value`) of the cell's best configuration's metric
+    """The mean ideal value (`registry.ideal_value`) of the cell's best configuration's metric
     over the cell's paired queries: what a perfect ranking would score there."""
     means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
     if not means or not values:
