@@ -16,7 +16,7 @@ import pytest
 from conftest import compose_config, mini_overrides, run_in_process
 
 from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
-from retrieval_bench.benchmark.gate import run_gate
+from retrieval_bench.benchmark.gate import IMPROVED, REGRESSION, Check, decide, run_gate
 from retrieval_bench.benchmark.history import JobKey
 from retrieval_bench.compare.jobs import FinishedJob
 from retrieval_bench.errors import ConfigError
@@ -213,3 +213,25 @@ def test_every_reported_name_resolves_to_its_declaration() -> None:
     assert registry.lower_is_better("readable_hit_condensed@3") is False
     with pytest.raises(KeyError):
         registry.find("leak_condensed@3")  # only doc measures have condensed variants
+
+
+@pytest.mark.parametrize(
+    ("metric", "change", "status"),
+    [
+        ("recall@K", -0.5, REGRESSION),
+        ("recall@K", +0.5, IMPROVED),
+        ("leak_any@K", +0.5, REGRESSION),  # more leaks: worse, whatever the sign
+        ("leak_any@K", -0.5, IMPROVED),
+    ],
+)
+def test_the_gate_reads_each_measures_direction_from_the_registry(
+    metric: str, change: float, status: str
+) -> None:
+    gate = GateConfig(tolerances={metric: 0.02})
+    name = metric.replace("@K", "@6")
+    check = Check("synth", "bm25", metric, name, name, "all", 20, 0, 0.5, 0.5 + change, change,
+                  change, change, 1e-4, 1e-4, 0.02)  # fmt: skip
+    decide([check], gate, SignificanceSettings(), min_queries=5)
+    assert check.status == status
+    if status == REGRESSION:
+        assert "(drop 0.500 > tolerance 0.02;" in check.message()
