@@ -19,11 +19,13 @@ from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
 from retrieval_bench.benchmark.gate import IMPROVED, REGRESSION, Check, decide, run_gate
 from retrieval_bench.benchmark.history import JobKey
 from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.scoring import registry
 from retrieval_bench.scoring.aggregate import per_query_columns
 from retrieval_bench.scoring.significance import SignificanceSettings
 from run.compare import main as compare_main
+from run.score import main as score_main
 
 PLUGIN = "outside_metrics"
 PLUGIN_SOURCE = '''
@@ -235,3 +237,44 @@ def test_the_gate_reads_each_measures_direction_from_the_registry(
     assert check.status == status
     if status == REGRESSION:
         assert "(drop 0.500 > tolerance 0.02;" in check.message()
+
+
+def _teaching_files(tmp_path: Path) -> list[str]:
+    """Three queries: A finds a (rank 1), b (3), c (4) of a, b, c; B finds d at rank 2; C none."""
+    qrels = {"A": {"a": 1, "b": 1, "c": 1}, "B": {"d": 1}, "C": {"e": 1}}
+    run = {"A": ["a", "x", "b", "c"], "B": ["x", "d"], "C": ["x", "y"]}
+    write_qrels(tmp_path / "qrels.trec", qrels)
+    write_run(
+        tmp_path / "r.run", {q: [(d, 10.0 - i) for i, d in enumerate(r)] for q, r in run.items()}
+    )
+    return [str(tmp_path / "qrels.trec"), str(tmp_path / "r.run")]
+
+
+def test_run_score_prints_the_metrics_asked_for_plugins_included(
+    plugin: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*_teaching_files(tmp_path), "-k", "2", "-k", "4", "--json", "--plugin", plugin]
+    assert score_main([*args, "--metric", "RR@K", "--metric", "rr_squared@2"]) == 0
+    overall = json.loads(capsys.readouterr().out)["overall"]
+    # mrr per query @2: 1, 1/2, 0; @4 the same. rr_squared@2: 1, 1/4, 0.
+    assert overall == {
+        "n": 3,
+        "mrr@2": pytest.approx(0.5, abs=1e-15),
+        "mrr@4": pytest.approx(0.5, abs=1e-15),
+        "rr_squared@2": pytest.approx(1.25 / 3, abs=1e-15),
+    }
+
+
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        ("ndgc@2", "config key '--metric[0]': 'ndgc@2' is not a metric: did you mean 'ndcg@2'?"),
+        ("ndcg@3", "config key '--metric[0]': 'ndcg@3': cut-off 3 is not scored; add -k 3"),
+        ("leak@2", "config key '--metric[0]': leak@2 is not a doc metric run.score reports"),
+    ],
+)
+def test_run_score_refuses_an_unknown_metric_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], metric: str, message: str
+) -> None:
+    assert score_main([*_teaching_files(tmp_path), "-k", "2", "--metric", metric]) == 2
+    assert message in capsys.readouterr().err
