@@ -23,6 +23,8 @@ from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.scoring import registry
 from retrieval_bench.scoring.aggregate import per_query_columns
+from retrieval_bench.scoring.comparison import verdict_cells
+from retrieval_bench.scoring.registry import lower_is_better
 from retrieval_bench.scoring.significance import SignificanceSettings
 from run.compare import main as compare_main
 from run.score import main as score_main
@@ -278,3 +280,17 @@ def test_run_score_refuses_an_unknown_metric_with_exit_2(
 ) -> None:
     assert score_main([*_teaching_files(tmp_path), "-k", "2", "--metric", metric]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_comparison_takes_the_lowest_leak_as_best() -> None:
+    queries = [f"q{i:02d}" for i in range(20)]
+    values = {
+        "leaky": {"all": dict.fromkeys(queries, 0.5)},
+        "tight": {"all": dict.fromkeys(queries, 0.0)},
+    }
+    table = {(metric, "all"): {k: v["all"] for k, v in values.items()} for metric in ("leak@K",)}
+    sig = SignificanceSettings(n_resamples=1000)
+    cell = verdict_cells(table, sig, 5, lower_is_better=lambda key: lower_is_better(key[0]))[
+        ("leak@K", "all")
+    ]
+    assert (cell.best, cell.verdicts) == ("tight", {"tight": "win", "leaky": "lose"})
