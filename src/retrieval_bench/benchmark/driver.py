@@ -34,6 +34,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from retrieval_bench.answers import score_found_answers
 from retrieval_bench.benchmark.gate import (
     IMPROVED,
     OK,
@@ -60,13 +61,13 @@ from retrieval_bench.benchmark.history import (
     resolve_baseline,
     write_state,
 )
+from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.compare.build import compare_dirs, significance_settings
 from retrieval_bench.compare.jobs import FinishedJob
 from retrieval_bench.config import RunConfig, validate
 from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
-from retrieval_bench.reports.trend import write_trend
 from retrieval_bench.rescore import relabel_baseline
 
 # Command-line keys the driver owns; every other override is applied to each job.
@@ -271,6 +272,12 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
         for dataset, retrievers in todo.items():
             _launch(month_dir, dataset, folders[dataset], retrievers, cfg, overrides)
         finished = month_jobs(month_dir)
+        # A generator's answers.jsonl dropped beside a job: scored before compare and gate.
+        scored = score_found_answers([job.path for job in finished.values()])
+        for line in scored:
+            print(line, flush=True)
+        if scored:
+            finished = month_jobs(month_dir)
         done = planned_done(finished.values())
         absent = [
             f"{d}/{r}" for d in bench.datasets for r in bench.retrievers if (d, r) not in done

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_bench.experiment import JobResult
+from retrieval_bench.job_result import JobResult
 from retrieval_bench.reports.coverage import job_coverage_section
 from retrieval_bench.reports.families import (
     evidence_section,
@@ -15,6 +15,7 @@ from retrieval_bench.reports.families import (
     refusal_section,
 )
 from retrieval_bench.reports.router import router_section
+from retrieval_bench.reports.service import service_lines
 from retrieval_bench.reports.tables import (
     exclusions_line,
     markdown_table,
@@ -58,6 +59,7 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
                 title += f" ‡ deeper than this stage's lists ({deep['list_length']}): not measured"
             lines += paragraphs(title, *table) if table else []
         lines += family_tables(stage, cutoffs)
+    lines += service_lines(result.indexes)
     lines += [
         "## Timings (s)",
         "",

@@ -198,8 +198,12 @@ def find(metric: str) -> Measure:
 
 
 def lower_is_better(metric: str) -> bool:
-    """Whether `metric` (e.g. `leak_any@10`) is better when smaller."""
-    return not find(metric).higher_is_better
+    """Whether `metric` (e.g. `leak_any@10`) is better when smaller. A name no measure here
+    reports is not: the answer metrics (`answers.names`) are all higher-is-better."""
+    try:
+        return not find(metric).higher_is_better
+    except KeyError:
+        return False
 
 
 def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
