@@ -43,6 +43,8 @@ STRING_ALTERNATIVES = {
     "dataset.split": "dev",
     "retriever.name": "mine",
     "retriever.combine": "fill",
+    "retriever.normalize": "zscore",
+    "retriever.method": "combmnz",
     "encoder.kind": "flag",
     "encoder.model": "BAAI/bge-small-zh-v1.5",
     "encoder.pooling": "mean",

@@ -43,7 +43,7 @@ def result_rows(metrics: Mapping[str, Any], system: str) -> Iterator[tuple[Any, 
                     if _is_metric(metric, value):
                         yield (system, name, "query", qid, qtype, metric, value)
         groups = [("type", t, g) for t, g in stage.get("by_type", {}).items()]
-        for scope, qtype, group in [("overall", "", stage["overall"]), *groups]:
+        for scope, qtype, group in [("overall", "", stage.get("overall", {})), *groups]:
             for metric, value in group.items():
                 if "@" in metric and (value is None or _is_metric(metric, value)):
                     yield (system, name, scope, "", qtype, metric, value)
