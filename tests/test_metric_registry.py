@@ -188,6 +188,7 @@ def test_run_compare_refuses_a_plugin_it_cannot_import(
         ("leak_any", None, "measure name 'leak_any' is taken"),
         ("Bad-Name", None, "measure name 'Bad-Name': lower-case letters, digits and _ only"),
         ("rr2", "nDCG", "ir_measures spelling 'nDCG' is taken"),
+        ("source_coverage", None, "measure name 'source_coverage' is taken"),  # an answer metric
     ],
 )
 def test_a_registration_that_would_shadow_a_name_is_refused(
@@ -294,3 +295,9 @@ def test_the_comparison_takes_the_lowest_leak_as_best() -> None:
         ("leak@K", "all")
     ]
     assert (cell.best, cell.verdicts) == ("tight", {"tight": "win", "leaky": "lose"})
+
+
+def test_only_doc_measures_come_from_outside() -> None:
+    with pytest.raises(ValueError, match="'leak_max': only doc measures can be registered"):
+        registry.register_measure(registry.Measure("leak_max", family="leak"))
+    assert "leak_max" not in registry.known_metrics()

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retrieval_bench.answers.names import is_answer_metric
 from retrieval_bench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -62,8 +63,8 @@ class Measure:
     """One declared measure. `pooled` names the (numerator, denominator) per-query columns
     summed over a group (`{k}` stands for the cut-off): a pooled measure has no per-query
     value. `ideal(k, n_relevant)` is the per-query value of the ideal ranking (default 1 for
-    a higher-is-better measure, 0 otherwise); `headline` puts it in the terminal summary and
-    the first table of report.md."""
+    a higher-is-better measure, 0 otherwise); `headline` puts it in the terminal summary's
+    table (report.md's stage tables show every doc measure)."""
 
     name: str
     fn: RankedMeasure | None = None
@@ -100,10 +101,13 @@ def register_measure(
     """Declare a `doc` measure: `fn(rg)` returns one value per query of a
     `metrics.RankedGrades` cut to K (NaN only for a query with no relevant id). Returns the
     declaration. ValueError for a malformed name or one already taken (a built-in, a derived
-    `readable_`/`_condensed` name, or an ir_measures spelling); declaring the same measure
-    again (a module imported twice) is a no-op."""
+    `readable_`/`_condensed` name, an answer metric or an ir_measures spelling); declaring the
+    same measure again (a module imported twice) is a no-op. Only `doc` measures can come from
+    outside: the other families' columns are computed by their own modules."""
     if isinstance(name, Measure):
         measure = name
+        if measure.family != DOC:
+            raise ValueError(f"measure {measure.name!r}: only doc measures can be registered")
     else:
         if fn is None:
             raise ValueError(f"measure {name!r}: a function of RankedGrades is required")
@@ -117,6 +121,10 @@ def register_measure(
             headline=headline,
             description=description,
         )
+    return _add(measure)
+
+
+def _add(measure: Measure) -> Measure:
     _check_new(measure)
     _REGISTRY.setdefault(measure.name, measure)
     return measure
@@ -138,7 +146,7 @@ def _check_new(measure: Measure) -> None:
     if _REGISTRY.get(name) == measure:
         return
     derived = name.startswith(READABLE_PREFIX) or name.endswith(CONDENSED_SUFFIX)
-    if name in _REGISTRY or derived or name in known_metrics():
+    if name in _REGISTRY or derived or name in known_metrics() or is_answer_metric(name):
         raise ValueError(f"measure name {name!r} is taken (built in, derived or registered)")
     if measure.ir_measures is not None and measure.ir_measures in ir_measures_names():
         raise ValueError(f"ir_measures spelling {measure.ir_measures!r} is taken")
@@ -280,7 +288,7 @@ def _declare_builtins() -> None:
         Measure("evidence_any", family="evidence"),
     ]  # fmt: skip
     for measure in [*doc, *families]:
-        register_measure(measure)
+        _add(measure)
 
 
 _declare_builtins()
