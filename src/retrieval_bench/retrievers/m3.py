@@ -138,11 +138,9 @@ class M3Arm:
         elif self.mode == "sparse":
             if query.sparse_indptr[qi] == query.sparse_indptr[qi + 1]:
                 return _empty(k, NO_QUERY_TERMS)
-            scores = scorer.sparse(query, qi, candidates)
-            matched = scores > 0  # a passage sharing no token with the query is not retrieved
-            if not matched.any():
+            candidates, scores = self._sparse_pool(query, qi, candidates)
+            if not len(candidates):
                 return _empty(k, NO_MATCHING_TERMS)
-            candidates, scores = candidates[matched], scores[matched]
         else:
             if self.colbert_depth:
                 candidates = self._first_stage(query, qi, candidates)
@@ -158,13 +156,20 @@ class M3Arm:
         return Ranked(indices=indices, scores=top, requested=k)
 
     def _first_stage(self, query: M3Outputs, qi: int, candidates: np.ndarray) -> np.ndarray:
-        """The union of the dense and sparse top `colbert_depth` among `candidates`."""
-        pools = []
-        for score in (self.scorer.dense, self.scorer.sparse):
-            pools.append(
-                self.tie_break.top(candidates, score(query, qi, candidates), self.colbert_depth)[0]
-            )
-        return np.union1d(*pools)
+        """The union of the dense and sparse arms' top `colbert_depth` among `candidates`."""
+        depth = self.colbert_depth
+        dense = self.tie_break.top(candidates, self.scorer.dense(query, qi, candidates), depth)
+        sparse = self.tie_break.top(*self._sparse_pool(query, qi, candidates), depth)
+        return np.union1d(dense[0], sparse[0])
+
+    def _sparse_pool(
+        self, query: M3Outputs, qi: int, candidates: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The candidates sharing a token with the query (a passage that shares none is not
+        retrieved by lexical matching), and their scores."""
+        scores = self.scorer.sparse(query, qi, candidates)
+        matched = scores > 0
+        return candidates[matched], scores[matched]
 
     def info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"kind": "bge_m3", "mode": self.mode, **self.stats}
