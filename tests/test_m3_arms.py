@@ -18,7 +18,7 @@ from retrieval_bench.components import BuildContext
 from retrieval_bench.config import RunConfig
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.encoders.m3 import M3Cache, M3Encoder
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.errors import ConfigError, EncoderUnavailable
 from retrieval_bench.random_bge_m3 import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 from retrieval_bench.retrievers.base import FILTERED_OUT, shared_tie_break
 from retrieval_bench.retrievers.m3 import M3Arm, M3Spec, clear_m3_memo
@@ -273,6 +273,16 @@ def test_bad_m3_values_name_their_key(overrides: dict[str, Any], key: str) -> No
         M3Config(**overrides).validate()
     assert err.value.key == key
     assert key in str(err.value) and "encoder." not in str(err.value)
+
+
+def test_a_missing_model_names_the_m3_keys(tmp_path: Path) -> None:
+    ctx = _context(tmp_path / "no-such-model", tmp_path)
+    with pytest.raises(EncoderUnavailable) as err:
+        M3Spec("all").build("m3", ctx)
+    message = str(err.value)
+    assert f"m3 model '{tmp_path / 'no-such-model'}' cannot be loaded: no directory at" in message
+    assert "Set m3.model=/local/path/to/no-such-model" in message
+    assert "encoder" not in message
 
 
 def test_unknown_mode_is_refused() -> None:

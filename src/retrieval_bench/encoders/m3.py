@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.embedding_cache import ROLES, CacheEntryInvalid, CacheStats, cache_key
-from retrieval_bench.encoders.flag import BGEM3Encoder, _batches_reported, _pool_worker
+from retrieval_bench.encoders.flag import (
+    BGEM3Encoder,
+    ResolvedModel,
+    _batches_reported,
+    _pool_worker,
+)
+from retrieval_bench.errors import EncoderUnavailable
 from retrieval_bench.io import atomic_writer, file_lock, lock_path_for, remove_stale_temps
 
 logger = logging.getLogger(__name__)
@@ -43,6 +49,14 @@ _ARRAYS = (
     "colbert_vectors",
     "colbert_offsets",
 )
+
+_M3_WAYS_OUT = (
+    ("encoder model", "m3 model"),
+    ("encoder.model=", "m3.model="),
+    ("encoder.allow_download=", "m3.allow_download="),
+    ("use the offline encoder with encoder=use", "leave the m3 arms out of retriever.arms"),
+)
+"""flag.py's missing-model message names the `encoder:` node; these name the `m3:` node."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +149,16 @@ class M3Encoder(BGEM3Encoder):
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "outputs": "dense+sparse+colbert"}
+
+    def resolve(self) -> ResolvedModel:
+        """As BGEM3Encoder's, with the ways out named by the `m3:` node's keys."""
+        try:
+            return super().resolve()
+        except EncoderUnavailable as exc:
+            message = str(exc)
+            for old, new in _M3_WAYS_OUT:
+                message = message.replace(old, new)
+            raise EncoderUnavailable(message) from exc
 
     def encode_outputs(self, texts: list[str], role: str) -> M3Outputs:
         model = self.model
