@@ -64,3 +64,10 @@ def test_sweep_benchmark_quick() -> None:
         "bench_sweep.py", "--quick", "--values", "10", "--no-compare-run", "--repeat", "1"
     )
     assert "RESULT sweep:" in out and "x one job" in out
+
+
+def test_m3_benchmark_quick() -> None:
+    out = run_benchmark("bench_m3.py", "--quick")
+    match = re.search(r"max \|score diff\| sparse (\S+) colbert (\S+)$", result_line(out, "m3"))
+    assert match, out
+    assert float(match[1]) < 1e-6 and float(match[2]) < 1e-6

@@ -75,8 +75,9 @@ class M3Scorer:
         )
         self.lengths = np.diff(corpus.colbert_offsets)
 
+    # `candidates`: sorted distinct passage indices (so as many as the corpus means all of it).
     def dense(self, query: M3Outputs, qi: int, candidates: np.ndarray) -> np.ndarray:
-        return (self.corpus.dense[candidates] @ query.dense[qi]).astype(np.float64)
+        return (_rows(self.corpus.dense, candidates) @ query.dense[qi]).astype(np.float64)
 
     def sparse(self, query: M3Outputs, qi: int, candidates: np.ndarray) -> np.ndarray:
         start, end = query.sparse_indptr[qi], query.sparse_indptr[qi + 1]
@@ -84,9 +85,10 @@ class M3Scorer:
         known = tokens < self.vocab  # a token no passage has contributes nothing
         q = np.zeros(self.vocab, dtype=np.float32)
         q[tokens[known]] = weights[known]
-        return np.asarray(self.sparse_matrix[candidates] @ q, dtype=np.float64)
+        return np.asarray(_rows(self.sparse_matrix, candidates) @ q, dtype=np.float64)
 
     def colbert(self, query: M3Outputs, qi: int, candidates: np.ndarray) -> np.ndarray:
+        """Maxsim: each query token's best inner product with a passage token, averaged."""
         q = query.colbert(qi)
         if not len(candidates):
             return np.zeros(0, dtype=np.float64)
@@ -99,6 +101,11 @@ class M3Scorer:
             tokens = self.corpus.colbert_vectors[rows + np.arange(len(rows))]
         best = np.maximum.reduceat(tokens @ q.T, starts, axis=0)  # (passages, query tokens)
         return (best.sum(axis=1) / len(q)).astype(np.float64)
+
+
+def _rows(matrix: Any, candidates: np.ndarray) -> Any:
+    """The candidates' rows; the matrix itself (no copy) when they are all of it."""
+    return matrix if len(candidates) == matrix.shape[0] else matrix[candidates]
 
 
 @dataclass
