@@ -119,8 +119,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         **hash_record(result.dataset, str((config.get("dataset") or {}).get("format", "native"))),
         "tokenizer": result.tokenizer,
         "embeddings": result.embeddings,
-        "dense_index": result.indexes.get("dense"),
-        "bm25_index": result.indexes.get("bm25"),
+        # Each arm's own record (its index, cache use, latency, counts), by arm name.
+        "arms": result.indexes,
         "timings_s": result.timings,
         "packages": package_versions(),
         "git_revision": git_revision(),

@@ -1,4 +1,5 @@
-"""Each query through parse -> filter -> arms -> fuse -> cut, with every stage recorded."""
+"""Each query through parse -> filter -> arms -> combine -> rerank -> cut -> context, with
+every stage recorded under its own name (each arm's, `fused`, `rerank`, `final`, `context`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from retrieval_bench.components import Arm, Combiner, LaterStage
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.filters import FilterDecision, PassageFilter
 from retrieval_bench.query_parser import ParsedQuery
@@ -15,21 +17,18 @@ from retrieval_bench.retrievers.base import (
     FILTERED_OUT,
     NO_CANDIDATES,
     Ranked,
-    Retriever,
     shared_tie_break,
 )
-from retrieval_bench.retrievers.fusion import reciprocal_rank_fusion
-
-COMBINERS = ("rrf", "fill")
 
 
 @dataclass(frozen=True)
 class Strategy:
     """How one query is answered: which arms, and how their pools become one list.
 
-    `rrf` fuses all pools; `fill` keeps the first arm's pool in order and lets later arms
-    fill the places it leaves empty. `exclude` sends the parsed excluded entities to the filter,
-    so no arm ever ranks their passages (a strategy without it ignores exclusions).
+    `combine` names the combiner (retrievers.fusion: `rrf` fuses all pools; `fill` keeps the
+    first arm's pool in order and lets later arms fill the places it leaves empty). `exclude`
+    sends the parsed excluded entities to the filter, so no arm ever ranks their passages (a
+    strategy without it ignores exclusions).
     """
 
     name: str
@@ -154,15 +153,19 @@ class Pipeline:
     def __init__(
         self,
         passages: Sequence[Passage],
-        arms: Mapping[str, Retriever],
+        arms: Mapping[str, Arm],
         parse: Callable[[str], ParsedQuery],
         passage_filter: PassageFilter,
         route: Router,
         pool_size: int,
         top_k: int,
-        rrf_k: int,
+        combiners: Mapping[str, Combiner],
         baselines: Mapping[str, Strategy] | None = None,
+        rerank: LaterStage | None = None,
+        context: LaterStage | None = None,
     ) -> None:
+        """`combiners`: each combine name a strategy may use -> its combiner. `rerank` re-orders
+        each query's combined ranking before the top_k cut; `context` selects from `final`."""
         self.ids = [p.id for p in passages]
         self.arms = arms
         self.parse = parse
@@ -170,8 +173,10 @@ class Pipeline:
         self.route = route
         self.pool_size = pool_size
         self.top_k = top_k
-        self.rrf_k = rrf_k
+        self.combiners = combiners
         self.baselines = dict(baselines or {})
+        self.rerank = rerank
+        self.context = context
         self.tie_break = shared_tie_break(self.ids)
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
@@ -203,16 +208,30 @@ class Pipeline:
         searched = self._search([*queries, *(queries[i] for i in plain)], masks, wanted)
         pools = searched[: len(queries)]
         plain_pools = dict(zip(plain, searched[len(queries) :], strict=True))
+        stages: list[dict[str, StageRecord]] = []
+        ranked: list[Ranked] = []
+        for routing, arm_pools in zip(routed, pools, strict=True):
+            strategy = routing.strategy
+            recorded = {name: self._stage(arm_pools[name]) for name in strategy.arms}
+            combined = self._combine(strategy, [arm_pools[name] for name in strategy.arms])
+            if len(strategy.arms) > 1:
+                recorded["fused"] = self._stage(combined)
+            stages.append(recorded)
+            ranked.append(combined)
+        if self.rerank is not None:
+            ranked = self.rerank.apply(queries, ranked)
+            for recorded, result in zip(stages, ranked, strict=True):
+                recorded[self.rerank.name] = self._stage(result)
+        final = [self._cut(result) for result in ranked]
+        for recorded, result in zip(stages, final, strict=True):
+            recorded["final"] = self._stage(result)
+        if self.context is not None:
+            for recorded, result in zip(stages, self.context.apply(queries, final), strict=True):
+                recorded[self.context.name] = self._stage(result)
         records = []
         for i, (query, parse, routing, decision, arm_pools) in enumerate(
             zip(queries, parsed, routed, decisions, pools, strict=True)
         ):
-            strategy = routing.strategy
-            stages = {name: self._stage(arm_pools[name]) for name in strategy.arms}
-            combined = self._combine(strategy, [arm_pools[name] for name in strategy.arms])
-            if len(strategy.arms) > 1:
-                stages["fused"] = self._stage(combined)
-            stages["final"] = self._stage(self._cut(combined))
             base_pools = plain_pools.get(i, arm_pools)
             baselines = {
                 name: self._stage(self._cut(self._combine(s, [base_pools[a] for a in s.arms])))
@@ -225,7 +244,7 @@ class Pipeline:
                     strategy.name,
                     parse,
                     decision,
-                    stages,
+                    stages[i],
                     rule=routing.rule,
                     baselines=baselines,
                 )
@@ -245,7 +264,7 @@ class Pipeline:
             if not members:
                 continue
             ranked = arm.search(
-                [queries[i].query for i in members], self.pool_size, [masks[i] for i in members]
+                [queries[i] for i in members], self.pool_size, [masks[i] for i in members]
             )
             for i, result in zip(members, ranked, strict=True):
                 if not result.returned and result.empty_reason is None:
@@ -270,17 +289,7 @@ class Pipeline:
             # Every arm came back empty: the combination is empty for their reasons.
             reasons = dict.fromkeys(pool.empty_reason or NO_CANDIDATES for pool in pools)
             return replace(pools[0], requested=0, empty_reason="+".join(reasons))
-        if strategy.combine == "rrf":
-            return reciprocal_rank_fusion(pools, self.rrf_k, self.tie_break)
-        # "fill": the first arm leads; later arms add unseen passages after it. Scores are the
-        # rank-derived 1/(k + position) so the list stays score-descending as TREC needs.
-        seen: dict[int, None] = {}
-        for pool in pools:
-            for index in pool.indices.tolist():
-                seen.setdefault(index, None)
-        indices = np.fromiter(seen, dtype=np.int64, count=len(seen))
-        scores = 1.0 / (self.rrf_k + np.arange(1, len(indices) + 1, dtype=np.float64))
-        return Ranked(indices=indices, scores=scores, requested=len(indices))
+        return self.combiners[strategy.combine].combine(pools, self.tie_break)
 
     def _stage(self, ranked: Ranked) -> StageRecord:
         return StageRecord(

@@ -18,8 +18,9 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from retrieval_bench.errors import ConfigError, DataError, nearest_hint
-from retrieval_bench.pipeline import COMBINERS, Strategy
+from retrieval_bench.pipeline import Strategy
 from retrieval_bench.query_parser import NegationRules
+from retrieval_bench.retrievers.fusion import COMBINERS
 
 ROUTER_NAMES = ("none", "rules")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
