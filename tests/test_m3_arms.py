@@ -167,9 +167,15 @@ def test_arms_share_one_encode_and_the_cache_is_plain_arrays(
     ctx = _context(model_dir, tmp_path)
     arms = [_build(mode, ctx) for mode in ("dense", "sparse", "colbert", "all")]
     assert calls == [("passages", len(PASSAGES)), ("queries", len(QUERIES))]
-    counts = {"passages": {"encoded": 7, "cached": 0}, "queries": {"encoded": 4, "cached": 0}}
-    assert ctx.stats["m3"] == counts
-    assert arms[3].info()["embeddings"] == counts
+    counts = {"m3_passages": {"encoded": 7, "cached": 0}, "m3_queries": {"encoded": 4, "cached": 0}}
+    assert ctx.stats["embeddings"] == counts
+    assert arms[3].info() == {
+        "kind": "bge_m3",
+        "mode": "all",
+        "model": model_dir.name,
+        "weights": {"dense": 0.4, "sparse": 0.2, "colbert": 0.4},
+        "colbert_depth": "all",
+    }
 
     # The entry on disk: .npz arrays that load without pickles, and a JSON sidecar.
     entries = sorted((tmp_path / "m3").rglob("*.npz"))
@@ -195,9 +201,9 @@ def test_arms_share_one_encode_and_the_cache_is_plain_arrays(
     again = _context(model_dir, tmp_path)
     _build("all", again)
     assert calls == []
-    assert again.stats["m3"] == {
-        "passages": {"encoded": 0, "cached": 7},
-        "queries": {"encoded": 0, "cached": 4},
+    assert again.stats["embeddings"] == {
+        "m3_passages": {"encoded": 0, "cached": 7},
+        "m3_queries": {"encoded": 0, "cached": 4},
     }
 
 
@@ -288,3 +294,20 @@ def test_a_missing_model_names_the_m3_keys(tmp_path: Path) -> None:
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ConfigError, match="dense, sparse, colbert, all"):
         M3Spec("splade")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "says"),
+    [
+        ({"weights": [1.0, 2.0]}, "weights", "needs three weights"),
+        ({"colbert_depth": -2}, "colbert_depth", "positive depth"),
+        ({"wieghts": [1.0, 1.0, 1.0]}, "wieghts", "did you mean 'weights'?"),
+    ],
+)
+def test_an_arms_overrides_are_checked_with_their_key(
+    overrides: dict[str, Any], key: str, says: str
+) -> None:
+    """Keys of `arms.<name>` override the `m3:` node's fields; the app prefixes the arm's node."""
+    with pytest.raises(ConfigError) as err:
+        M3Spec("all", **overrides)
+    assert err.value.key == key and says in err.value.message

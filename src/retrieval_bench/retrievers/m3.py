@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
+from retrieval_bench.arms import with_overrides
 from retrieval_bench.components import BuildContext
 from retrieval_bench.data.records import EvalQuery
 from retrieval_bench.embedding_cache import CacheStats
@@ -49,7 +50,7 @@ from retrieval_bench.retrievers.base import (
     Ranked,
     TieBreak,
 )
-from retrieval_bench.retrievers.m3_config import M3_MODES, M3Config, check_weights
+from retrieval_bench.retrievers.m3_config import M3_MODES, M3Config
 
 CACHE_SUBDIR = "m3"
 _MEMO_SIZE = 4
@@ -197,48 +198,60 @@ def _empty(k: int, reason: str) -> Ranked:
 
 class M3Spec:
     """`arms.<name>: {_target_: retrieval_bench.retrievers.m3.M3Spec, mode: ...}`: one BGE-M3
-    arm over the `m3:` node's model; `weights` and `colbert_depth` override that node's."""
+    arm over the `m3:` node, whose fields the node's other keys override (`weights: [...]`,
+    `model: DIR`, `colbert_depth: N`), so differently weighted or different models can run
+    side by side."""
 
-    def __init__(
-        self, mode: str, weights: list[float] | None = None, colbert_depth: int | None = None
-    ) -> None:
+    def __init__(self, mode: str, **overrides: Any) -> None:
         if mode not in M3_MODES:
             raise ConfigError(
                 "mode", f"unknown BGE-M3 mode {mode!r}; choose one of {', '.join(M3_MODES)}"
             )
-        if weights is not None:
-            check_weights("weights", list(weights))
         self.mode = mode
-        self.weights = None if weights is None else list(weights)
-        self.colbert_depth = colbert_depth
+        self.overrides = overrides
+        try:
+            with_overrides(M3Config(), overrides).validate()
+        except ConfigError as error:  # keyed under the arm's node, not `m3.`
+            raise ConfigError(error.key.removeprefix("m3."), error.message) from error
+
+    def config(self, ctx: BuildContext) -> M3Config:
+        return with_overrides(ctx.cfg.m3, self.overrides)
+
+    def check(self, name: str, ctx: BuildContext) -> None:
+        """Find the model on disk (no load) before any arm of the job indexes or encodes."""
+        M3Encoder(self.config(ctx).encoder_config()).resolve()
 
     def build(self, name: str, ctx: BuildContext) -> M3Arm:
-        cfg: M3Config = ctx.cfg.m3
-        weights = self.weights if self.weights is not None else list(cfg.weights)
-        depth = self.colbert_depth if self.colbert_depth is not None else cfg.colbert_depth
+        cfg = self.config(ctx)
         encoder = M3Encoder(cfg.encoder_config())
         cache = M3Cache(Path(ctx.cache_dir) / CACHE_SUBDIR)
-        corpus, passage_stats = _shared_outputs(cache, encoder, ctx.texts, "passages")
+        corpus = _shared_outputs(ctx, cache, encoder, ctx.texts, "passages")
         query_texts = list(dict.fromkeys(q.query for q in ctx.queries))
-        queries, query_stats = _shared_outputs(cache, encoder, query_texts, "queries")
-        # The first arm of a job records what was encoded; the others found it in memory.
-        record = ctx.stats.setdefault(
-            "m3",
-            {
-                "passages": {"encoded": passage_stats.encoded, "cached": passage_stats.cached},
-                "queries": {"encoded": query_stats.encoded, "cached": query_stats.cached},
-            },
-        )
+        queries = _shared_outputs(ctx, cache, encoder, query_texts, "queries")
+        weights = cfg.weights
         return M3Arm(
             name=name,
             mode=self.mode,
             weights=(weights[0], weights[1], weights[2]),
-            colbert_depth=depth,
+            colbert_depth=cfg.colbert_depth,
             scorer=M3Scorer(corpus),
-            queries=_QueryOutputs(queries, query_texts, cache, encoder, record["queries"]),
+            queries=_QueryOutputs(queries, query_texts, cache, encoder, ctx),
             tie_break=ctx.tie_break,
-            stats={"model": encoder.identity()["model"], "embeddings": record},
+            stats={"model": encoder.identity()["model"]},
         )
+
+
+def _count(ctx: BuildContext, key: str, role: str, stats: CacheStats) -> None:
+    """Add to the manifest's `embeddings.m3_<role>` once per cache entry per job: the arms of a
+    job share one encode, so the second arm's memory hit is not counted again."""
+    counted: list[str] = ctx.stats.setdefault("m3_cache_keys", [])
+    if key in counted:
+        return
+    counted.append(key)
+    embeddings = ctx.stats.setdefault("embeddings", {})
+    totals = embeddings.setdefault(f"m3_{role}", {"encoded": 0, "cached": 0})
+    totals["encoded"] += stats.encoded
+    totals["cached"] += stats.cached
 
 
 class _QueryOutputs:
@@ -251,37 +264,38 @@ class _QueryOutputs:
         texts: list[str],
         cache: M3Cache,
         encoder: M3Encoder,
-        counts: dict[str, int],
+        ctx: BuildContext,
     ) -> None:
         self.sources = [known]
         self.rows = {text: (0, i) for i, text in enumerate(texts)}
-        self.cache, self.encoder, self.counts = cache, encoder, counts
+        self.cache, self.encoder, self.ctx = cache, encoder, ctx
 
     def lookup(self, texts: Sequence[str]) -> list[tuple[M3Outputs, int]]:
         """For each text: the outputs holding it and its row there."""
         missing = [t for t in dict.fromkeys(texts) if t not in self.rows]
         if missing:
             outputs, stats = self.cache.encode(self.encoder, missing, "queries")
-            self.counts["encoded"] += stats.encoded
-            self.counts["cached"] += stats.cached
+            _count(self.ctx, stats.key, "queries", stats)
             self.sources.append(outputs)
             self.rows.update({t: (len(self.sources) - 1, i) for i, t in enumerate(missing)})
         return [(self.sources[s], row) for s, row in (self.rows[t] for t in texts)]
 
 
 def _shared_outputs(
-    cache: M3Cache, encoder: M3Encoder, texts: list[str], role: str
-) -> tuple[M3Outputs, CacheStats]:
+    ctx: BuildContext, cache: M3Cache, encoder: M3Encoder, texts: list[str], role: str
+) -> M3Outputs:
     """Outputs from the per-process memo (counted as cached), else the disk cache or the
     model; the arms of a job, and the jobs of a multirun, encode each text list once."""
     key = cache.key(encoder, texts, role)
     with _MEMO_LOCK:
         found = _MEMO.get(key)
     if found is not None:
-        return found, CacheStats(0, len(texts), key)
+        _count(ctx, key, role, CacheStats(0, len(texts), key))
+        return found
     outputs, stats = cache.encode(encoder, texts, role)
+    _count(ctx, key, role, stats)
     _remember(key, outputs)
-    return outputs, stats
+    return outputs
 
 
 def _remember(key: str, outputs: M3Outputs) -> None:
