@@ -74,9 +74,7 @@ def test_retriever_m3_runs_and_reads_the_cache_the_second_time(
     assert [r.stages["m3"].ids for r in again.records] == first
 
 
-def test_m3_scores_are_the_weighted_sum_of_the_three_arms(
-    model_dir: Path, tmp_path: Path
-) -> None:
+def test_m3_scores_are_the_weighted_sum_of_the_three_arms(model_dir: Path, tmp_path: Path) -> None:
     """One job with all four arms over the whole corpus (pool_size 12 = every passage): for each
     passage the m3 arm ranks, its score is (0.5 dense + 0.2 sparse + 0.3 colbert) / 1.0 of the
     single arms' scores (sparse 0 where the sparse arm did not retrieve it)."""
