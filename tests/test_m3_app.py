@@ -13,6 +13,7 @@ import pytest
 from conftest import FIXTURE, mini_overrides, run_in_process
 
 from retrieval_bench.data.jsonl import read_jsonl
+from retrieval_bench.errors import EncoderUnavailable
 from retrieval_bench.random_bge_m3 import TINY, build_random_bge_m3
 from retrieval_bench.retrievers.m3 import clear_m3_memo
 
@@ -107,3 +108,15 @@ def test_m3_scores_are_the_weighted_sum_of_the_three_arms(model_dir: Path, tmp_p
             assert score == pytest.approx(expected, abs=1e-6)
         assert sorted(stages["m3"]["ids"]) == sorted(single["m3_dense"])
     assert sparse_hits > 0
+
+
+def test_a_missing_model_fails_before_any_arm_is_built(tmp_path: Path) -> None:
+    missing = tmp_path / "no-bge-m3"
+    with pytest.raises(EncoderUnavailable, match=r"Set m3\.model=/local/path/to/no-bge-m3"):
+        run_in_process(
+            [*mini_overrides(tmp_path), f"m3.model={missing}", "retriever.arms=[bm25,m3]"],
+            tmp_path,
+        )
+    assert not (tmp_path / "cache" / "tokens").exists() or not any(
+        (tmp_path / "cache" / "tokens").rglob("*.npz")
+    )  # the BM25 arm tokenised nothing: the m3 arm's check ran first
