@@ -21,7 +21,7 @@ from retrieval_bench.encoders.m3 import M3Cache, M3Encoder
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
 from retrieval_bench.random_bge_m3 import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 from retrieval_bench.retrievers.base import FILTERED_OUT, shared_tie_break
-from retrieval_bench.retrievers.m3 import M3Arm, M3Spec, clear_m3_memo
+from retrieval_bench.retrievers.m3 import M3Arm, M3Scorer, M3Spec, clear_m3_memo
 from retrieval_bench.retrievers.m3_config import M3Config
 
 MAX_LENGTH = 64
@@ -311,3 +311,27 @@ def test_an_arms_overrides_are_checked_with_their_key(
     with pytest.raises(ConfigError) as err:
         M3Spec("all", **overrides)
     assert err.value.key == key and says in err.value.message
+
+
+@pytest.mark.slow
+def test_a_zero_weight_skips_its_output(
+    model_dir: Path, reference: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """weights [1, 1, 0]: FlagEmbedding's `sparse+dense`, and ColBERT is never computed."""
+    ctx = _context(model_dir, tmp_path, weights=[1.0, 1.0, 0.0])
+    arm = _build("all", ctx)
+
+    def no_colbert(*args: Any) -> Any:
+        raise AssertionError("ColBERT scored with a zero weight")
+
+    monkeypatch.setattr(M3Scorer, "colbert", no_colbert)
+    for query in QUERIES:
+        expected = reference.compute_score(
+            [(query.query, p.text) for p in PASSAGES],
+            batch_size=1,
+            weights_for_different_modes=[1.0, 1.0, 0.0],
+        )["sparse+dense"]
+        [ranked] = arm.search([query], len(PASSAGES), [None])
+        np.testing.assert_allclose(
+            ranked.scores, np.asarray(expected)[ranked.indices], rtol=0, atol=1e-6
+        )

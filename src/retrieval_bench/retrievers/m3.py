@@ -152,13 +152,16 @@ class M3Arm:
         else:
             if self.colbert_depth:
                 candidates = self._first_stage(query, qi, candidates)
-            scores = scorer.colbert(query, qi, candidates)
-            if self.mode == "all":
-                w_dense, w_sparse, w_colbert = self.weights
-                scores = (
-                    w_colbert * scores
-                    + w_sparse * scorer.sparse(query, qi, candidates)
-                    + w_dense * scorer.dense(query, qi, candidates)
+            if self.mode == "colbert":
+                scores = scorer.colbert(query, qi, candidates)
+            else:
+                # A zero weight skips its score (weights [1, 1, 0]: no ColBERT cost at all).
+                terms = zip(
+                    self.weights, (scorer.dense, scorer.sparse, scorer.colbert), strict=True
+                )
+                scores = sum(
+                    (w * score(query, qi, candidates) for w, score in terms if w),
+                    np.zeros(len(candidates)),
                 ) / sum(self.weights)
         indices, top = self.tie_break.top(candidates, scores, k)
         return Ranked(indices=indices, scores=top, requested=k)
