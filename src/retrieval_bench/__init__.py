@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "compose": "retrieval_bench.api",
     "evaluate": "retrieval_bench.api",
-    "JobResult": "retrieval_bench.experiment",
+    "JobResult": "retrieval_bench.job_result",
     "write_job": "retrieval_bench.outputs",
     "RunConfig": "retrieval_bench.config",
     "Dataset": "retrieval_bench.data.records",
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from retrieval_bench.components import Arm, ArmSpec, BuildContext
     from retrieval_bench.config import RunConfig
     from retrieval_bench.data.records import Dataset, EvalQuery, Passage
-    from retrieval_bench.experiment import JobResult
+    from retrieval_bench.job_result import JobResult
     from retrieval_bench.outputs import write_job
     from retrieval_bench.retrievers.base import Ranked
 

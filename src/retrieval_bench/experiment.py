@@ -7,7 +7,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from retrieval_bench.embedding_shards import encode_shard, shard_bounds
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.filters import PassageFilter
 from retrieval_bench.io import writable_dir
+from retrieval_bench.job_result import JobResult
 from retrieval_bench.pipeline import (
     Pipeline,
     QueryRecord,
@@ -42,19 +43,6 @@ from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.text import cached_tokenizer, lexicon_of
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class JobResult:
-    dataset: Dataset
-    judgements: Judgements
-    records: list[QueryRecord]
-    metrics: dict[str, Any]
-    timings: dict[str, float] = field(default_factory=dict)
-    embeddings: dict[str, dict[str, int]] = field(default_factory=dict)
-    tokenizer: dict[str, Any] = field(default_factory=dict)
-    # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
-    indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Timer:
