@@ -71,3 +71,18 @@ def test_m3_benchmark_quick() -> None:
     match = re.search(r"max \|score diff\| sparse (\S+) colbert (\S+)$", result_line(out, "m3"))
     assert match, out
     assert float(match[1]) < 1e-6 and float(match[2]) < 1e-6
+
+
+def test_fusion_benchmark_quick() -> None:
+    out = run_benchmark("bench_fusion.py", "--quick")
+    line = result_line(out, "fusion")
+    combiners = ("rrf", "rrf weighted", "score minmax combsum", "score zscore combmnz weighted")
+    for name in (*combiners, "fill"):
+        assert re.search(rf"{name} \d+\.\d+%", line), (name, line)
+
+
+def test_service_benchmark_quick() -> None:
+    line = result_line(run_benchmark("bench_service.py", "--quick"), "service")
+    match = re.search(r"ranked in full (\d+)/(\d+), failed (\d+), unknown ids (\d+)$", line)
+    assert match, line
+    assert match.groups() == ("100", "100", "0", "0")

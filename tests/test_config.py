@@ -43,6 +43,8 @@ STRING_ALTERNATIVES = {
     "dataset.split": "dev",
     "retriever.name": "mine",
     "retriever.combine": "fill",
+    "retriever.normalize": "zscore",
+    "retriever.method": "combmnz",
     "encoder.kind": "flag",
     "encoder.model": "BAAI/bge-small-zh-v1.5",
     "encoder.pooling": "mean",
@@ -77,6 +79,12 @@ STRING_ALTERNATIVES = {
     "arms.m3_sparse.mode": "colbert",
     "arms.m3_colbert.mode": "all",
     "arms.m3.mode": "dense",
+    "service.url": "http://127.0.0.1:8080/search",
+    "service.results_path": "data.hits",
+    "service.id_field": "doc.id",
+    "service.score_field": "",
+    "service.on_error": "skip",
+    "arms.service._target_": "my_arms.OtherServiceSpec",
 }
 
 

@@ -18,8 +18,9 @@ from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.filters import FilterConfig
 from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_config import DenseIndexConfig
-from retrieval_bench.retrievers.fusion import COMBINERS
+from retrieval_bench.retrievers.fusion import check_fusion, check_strategy_weights
 from retrieval_bench.retrievers.m3_config import M3Config
+from retrieval_bench.retrievers.service_config import ServiceConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.refusal import RefusalConfig
@@ -36,6 +37,7 @@ BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "m3_sparse": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "sparse"},
     "m3_colbert": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "colbert"},
     "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
+    "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
 }
 DATASET_FORMATS = ("native", "beir")
 
@@ -56,9 +58,15 @@ class DatasetConfig:
 class RetrieverConfig:
     name: str = "hybrid"
     arms: list[str] = field(default_factory=lambda: ["bm25", "dense"])
+    # How the arms' pools become one ranking (retrieval_bench.retrievers.fusion): rrf, score or
+    # fill. rrf_k is RRF's k (and fill's); normalize and method are score fusion's.
     combine: str = "rrf"
     pool_size: int = 10
     rrf_k: int = 60
+    normalize: str = "minmax"  # none, minmax, zscore
+    method: str = "combsum"  # combsum, combmnz
+    # One weight per arm of `arms`, in its order (rrf and score); empty: all 1.
+    weights: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -81,6 +89,8 @@ class RunConfig:
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
     # BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`.
     m3: M3Config = field(default_factory=M3Config)
+    # An external retriever over HTTP (retriever=service service.url=URL).
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
@@ -204,7 +214,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
             )
     if len(set(cfg.retriever.arms)) != len(cfg.retriever.arms):
         raise ConfigError("retriever.arms", f"an arm is listed twice: {list(cfg.retriever.arms)}")
-    _one_of("retriever.combine", cfg.retriever.combine, tuple(COMBINERS))
+    check_fusion(cfg.retriever)
     for i, cutoff in enumerate(cfg.scoring.cutoffs):
         _positive(f"scoring.cutoffs[{i}]", cutoff)
     for name in cfg.scoring.group_by:
@@ -222,8 +232,17 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.encoder.validate()
     cfg.dense.validate()
     cfg.m3.validate()
+    cfg.service.validate()
     cfg.compare.validate()
     cfg.benchmark.validate()
     check_arm_specs(cfg)
     # router=rules: its rules, routes, strategies and cues
-    load_rule_set(cfg.router, (*cfg.arms, *given_arms))
+    rule_set = load_rule_set(cfg.router, (*cfg.arms, *given_arms))
+    if rule_set is not None:
+        check_strategy_weights(
+            cfg.retriever,
+            {
+                r.strategy.name: (r.strategy.combine, r.strategy.arms)
+                for r in rule_set.routes.values()
+            },
+        )
