@@ -19,6 +19,7 @@ from retrieval_bench.filters import FilterConfig
 from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_config import DenseIndexConfig
 from retrieval_bench.retrievers.fusion import check_fusion, check_strategy_weights
+from retrieval_bench.retrievers.m3_config import M3Config
 from retrieval_bench.retrievers.service_config import ServiceConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
@@ -31,6 +32,11 @@ from retrieval_bench.text import TextConfig
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
+    # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
+    "m3_dense": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "dense"},
+    "m3_sparse": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "sparse"},
+    "m3_colbert": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "colbert"},
+    "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
     "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
 }
 DATASET_FORMATS = ("native", "beir")
@@ -84,6 +90,8 @@ class RunConfig:
     bm25: BM25Config = field(default_factory=BM25Config)
     # Dense index: FAISS factory string (Flat = exact) and its search settings.
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
+    # BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`.
+    m3: M3Config = field(default_factory=M3Config)
     # An external retriever over HTTP (retriever=service service.url=URL).
     service: ServiceConfig = field(default_factory=ServiceConfig)
     text: TextConfig = field(default_factory=TextConfig)
@@ -230,6 +238,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.text.resolved_workers()
     cfg.encoder.validate()
     cfg.dense.validate()
+    cfg.m3.validate()
     cfg.service.validate()
     cfg.compare.validate()
     cfg.benchmark.validate()
