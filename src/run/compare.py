@@ -19,6 +19,7 @@ from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.compare.jobs import is_job_dir
 from retrieval_bench.scoring.registry import load_plugins
 from run.exits import guarded
+from run.options import add_plugin_option
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,14 +44,7 @@ def _main(argv: Sequence[str] | None) -> int:
         f"repeatable (default: "
         f"{' '.join(defaults.metrics)})",
     )
-    parser.add_argument(
-        "--plugin",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first, for the measures it registers (a job's scoring.plugins)",
-    )
+    add_plugin_option(parser)
     parser.add_argument("--stage", default=defaults.stage)
     parser.add_argument("--alpha", type=float, default=defaults.alpha)
     parser.add_argument("--min-queries", type=int, default=defaults.min_queries)

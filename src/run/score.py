@@ -35,6 +35,7 @@ from retrieval_bench.scoring.labels import NOT_IN_RUN, Judgements, judge, judge_
 from retrieval_bench.scoring.measure_names import canonical_metric
 from retrieval_bench.scoring.registry import load_plugins
 from run.exits import guarded
+from run.options import add_plugin_option
 
 # counts key of the labelled queries `--complete` scored as empty rankings.
 SCORED_ZERO = "not_in_run_scored_0"
@@ -153,14 +154,7 @@ def _main(argv: Sequence[str] | None) -> int:
         default=[],
         help="print only METRIC@N (N: a -k cut-off) or METRIC@K (every -k); repeatable",
     )
-    parser.add_argument(
-        "--plugin",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first, for the measures it registers",
-    )
+    add_plugin_option(parser)
     args = parser.parse_args(argv)
     load_plugins(args.plugins, "--plugin")
     names = selected_metrics(args.metrics, args.cutoffs)
