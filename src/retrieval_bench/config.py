@@ -19,6 +19,7 @@ from retrieval_bench.filters import FilterConfig
 from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_config import DenseIndexConfig
 from retrieval_bench.retrievers.fusion import check_fusion, check_strategy_weights
+from retrieval_bench.retrievers.m3_config import M3Config
 from retrieval_bench.retrievers.service_config import ServiceConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
@@ -32,6 +33,11 @@ from retrieval_bench.text import TextConfig
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
+    # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
+    "m3_dense": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "dense"},
+    "m3_sparse": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "sparse"},
+    "m3_colbert": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "colbert"},
+    "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
     "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
 }
 DATASET_FORMATS = ("native", "beir")
@@ -71,6 +77,9 @@ class ScoringConfig:
     # Fields to break every metric down by: meta.<field> (of the relevant passages), a query
     # field (user_role, ...) or query_length (see retrieval_bench.scoring.groups).
     group_by: list[str] = field(default_factory=list)
+    # Modules to import before anything is scored or validated: each registers its own
+    # measures (scoring.registry.register_measure), e.g. plugins=[my_metrics].
+    plugins: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -82,6 +91,8 @@ class RunConfig:
     bm25: BM25Config = field(default_factory=BM25Config)
     # Dense index: FAISS factory string (Flat = exact) and its search settings.
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
+    # BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`.
+    m3: M3Config = field(default_factory=M3Config)
     # An external retriever over HTTP (retriever=service service.url=URL).
     service: ServiceConfig = field(default_factory=ServiceConfig)
     text: TextConfig = field(default_factory=TextConfig)
@@ -187,6 +198,10 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     """What Hydra's types cannot check; the first bad key or value raises ConfigError.
     `given_arms`: arm names a library caller passes as objects (not under `arms`)."""
     check_known_keys(cfg)
+    # First: the measures plugins register are names compare and the gate may use.
+    from retrieval_bench.scoring.registry import load_plugins
+
+    load_plugins(cfg.scoring.plugins, "scoring.plugins")
     _positive("top_k", cfg.top_k)
     _positive("retriever.pool_size", cfg.retriever.pool_size)
     if cfg.retriever.pool_size < cfg.top_k:
@@ -229,6 +244,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.text.resolved_workers()
     cfg.encoder.validate()
     cfg.dense.validate()
+    cfg.m3.validate()
     cfg.service.validate()
     cfg.compare.validate()
     cfg.benchmark.validate()
