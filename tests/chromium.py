@@ -215,7 +215,8 @@ def chromium(width: int = 1400, height: int = 1000, timeout_s: float = 30.0) -> 
 
 
 # What the explorer shows, read back from the page: the query list after filtering, and for
-# the opened query each system's stages (ids in order, those marked relevant, the metric line).
+# the opened query each system's stages (ids in order, those marked relevant, the metric line)
+# and where its labelled passages were lost, and each system's lost-at table (overall).
 _READ_PAGE = """(() => {
   const rows = [...document.querySelectorAll('#query-list tr[data-qid]')];
   const detail = {};
@@ -229,7 +230,14 @@ _READ_PAGE = """(() => {
       };
     }
     const fates = [...side.querySelectorAll('ul.fates li')].map((e) => e.textContent);
-    detail[side.dataset.system] = {stages, fates};
+    const lost_at = Object.fromEntries([...side.querySelectorAll('ul.fates li')].map((e) =>
+      [e.textContent.slice(0, e.textContent.indexOf(': ')), e.dataset.stage]));
+    detail[side.dataset.system] = {stages, fates, lost_at};
+  }
+  const loss_tables = {};
+  for (const table of document.querySelectorAll('table.fates')) {
+    loss_tables[table.dataset.system] = Object.fromEntries([...table.querySelectorAll(
+      'tr[data-stage]')].map((r) => [r.dataset.stage, Number(r.children[1].textContent)]));
   }
   const head = document.querySelector('#query-detail h3');
   return {
@@ -238,6 +246,7 @@ _READ_PAGE = """(() => {
     cells: rows.map((r) => [...r.children].map((c) => c.textContent)),
     opened: head ? head.dataset.qid : null,
     detail,
+    loss_tables,
     text: [...document.querySelectorAll('.ptext')].map((e) => e.textContent),
     left_out: [...document.querySelectorAll('.left-out')].map((e) => e.textContent),
   };

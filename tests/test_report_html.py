@@ -72,7 +72,21 @@ def test_report_html_embeds_the_recorded_rankings_labels_and_metrics(mini_job: P
         row = metrics["stages"]["final"]["per_query"].get(record["query_id"])
         shown = system["values"]["final"]["recall@3"][qi]
         assert shown == (None if row is None else float(f"{row['recall@3']:.4g}"))
-    assert system["arms"] == ["bm25"]
+    # Where labelled passages were lost: metrics.json's stage_loss, per query over the ids.
+    loss = metrics["stage_loss"]
+    assert {k: system["loss"][k] for k in ("checkpoints", "overall", "by_type")} == {
+        k: loss[k] for k in ("checkpoints", "overall", "by_type")
+    }
+    shown_lost = {
+        qid: {pids[i]: stage for i, stage in lost}
+        for qid, lost in zip(data["queries"]["ids"], system["loss"]["per_query"], strict=True)
+        if lost is not None
+    }
+    assert set(shown_lost) == set(qrels)  # every scored query, and only those
+    assert shown_lost == {
+        qid: {pid: stage for stage, ids in loss["per_query"].get(qid, {}).items() for pid in ids}
+        for qid in qrels
+    }
     assert data["meta"]["left_out"] == []
     assert data["meta"]["text_note"] == ""  # 12 short passages: nothing cut
 
@@ -92,10 +106,14 @@ def test_stage_names_come_from_the_records() -> None:
         "stages": {s: {"overall": {"n": 1}, "per_query": {}} for s in stages},
         "baselines": {"bm25": {"overall": {"n": 1, "recall@2": 0.5}}},
     }
-    system = SystemRun("x", "/x", 2, metrics, [record], arms=["sparse"])
+    system = SystemRun("x", "/x", 2, metrics, [record])
     payload = explorer_payload("t", "job", [system], {"q1": {"p1": 1}}, lambda pid: None)
     assert payload["systems"][0]["stages"] == list(stages)
-    assert payload["systems"][0]["arms"] == ["sparse"]
+    # No stage_loss in this metrics.json (a folder from before it): computed by the same
+    # function from the rankings; p1 is in every stage, so kept.
+    loss = payload["systems"][0]["loss"]
+    assert (loss["checkpoints"], loss["per_query"]) == (["pool", *stages[1:]], [[]])
+    assert loss["overall"]["lost_at"] == {"pool": 0, **dict.fromkeys(stages[1:], 0), "kept": 1}
     aggregates = payload["systems"][0]["aggregates"]
     assert list(aggregates) == [*stages, "baselines/bm25"]  # a router's baselines beside them
     assert aggregates["baselines/bm25"]["overall"] == {"recall@2": 0.5, "n": 1}
@@ -203,7 +221,7 @@ def test_explorer_in_chromium(chromium_or_skip: None, tmp_path: Path, shared_cac
     assert shown["opened"] == opened
     record = next(r for r in records if r["query_id"] == opened)
     relevant = {p for p, g in read_qrels(job / "qrels.trec")[opened].items() if g > 0}
-    [side] = shown["detail"].values()
+    [(side_name, side)] = shown["detail"].items()
     assert list(side["stages"]) == list(record["stages"])
     for stage, recorded in record["stages"].items():
         assert side["stages"][stage]["ids"] == recorded["ids"]
@@ -211,13 +229,14 @@ def test_explorer_in_chromium(chromium_or_skip: None, tmp_path: Path, shared_cac
         value = metrics["stages"][stage]["per_query"][opened]["recall@6"]
         assert f"recall@6 {value:.3f}" in side["stages"][stage]["line"]
 
-    # Where each labelled passage ended up: bm25 is the candidate pool, final the cut after it.
-    def fate(pid: str) -> str:
-        if pid not in record["stages"]["bm25"]["ids"]:
-            return "not in any candidate pool"
-        return "kept" if pid in record["stages"]["final"]["ids"] else "lost at final"
-
-    assert sorted(side["fates"]) == sorted(f"{pid}: {fate(pid)}" for pid in relevant)
+    # Where each labelled passage was lost: exactly metrics.json's stage_loss, per passage of
+    # the opened query and in the overall table.
+    loss = metrics["stage_loss"]
+    lost = {pid: stage for stage, ids in loss["per_query"].get(opened, {}).items() for pid in ids}
+    assert side["lost_at"] == {pid: lost.get(pid, "kept") for pid in relevant}
+    assert shown["loss_tables"] == {side_name: loss["overall"]["lost_at"]}
+    # bm25 alone is the candidate pool, final the cut after it.
+    assert loss["checkpoints"] == ["pool", "final"]
     clicked = next(
         pid for recorded in record["stages"].values() for pid in recorded["ids"] if pid in relevant
     )
@@ -236,7 +255,7 @@ def test_deep_rankings_are_cut_and_labelled_passages_below_keep_their_rank() -> 
         "stages": {"bm25": {"ids": ids, "scores": [float(-i) for i in range(1000)]}},
     }
     metrics = {"stages": {"bm25": {"overall": {"n": 1}, "per_query": {}}}}
-    system = SystemRun("x", "/x", 10, metrics, [record], arms=["bm25"])
+    system = SystemRun("x", "/x", 10, metrics, [record])
     payload = explorer_payload(
         "t", "job", [system], {"q1": {"p500": 1, "p3": 1}}, lambda pid: None, max_depth=100
     )

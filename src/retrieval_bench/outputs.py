@@ -16,7 +16,7 @@ from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.experiment import JobResult, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
 from retrieval_bench.pipeline import StageRecord
-from retrieval_bench.reports.explorer_data import SystemRun, arm_names, explorer_payload, read_plots
+from retrieval_bench.reports.explorer_data import SystemRun, explorer_payload, read_plots
 from retrieval_bench.reports.html import JOB_HTML, write_html
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
@@ -65,9 +65,7 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     write_results(job_dir, result.metrics, tag)
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
     plots = write_plots(job_dir, result.metrics, top_k)
-    system = SystemRun(
-        tag, str(job_dir), top_k, result.metrics, rankings, arm_names(config, job_manifest)
-    )
+    system = SystemRun(tag, str(job_dir), top_k, result.metrics, rankings)
     system.plots = read_plots(job_dir)
     by_id = {p.id: p for p in result.dataset.passages}
     payload = explorer_payload(

@@ -20,7 +20,6 @@ from retrieval_bench.errors import BenchError
 from retrieval_bench.reports.explorer_data import (
     SystemRun,
     TextOf,
-    arm_names,
     explorer_payload,
     read_plots,
     read_rankings,
@@ -60,7 +59,6 @@ def system_run(job: FinishedJob) -> SystemRun:
         top_k=job.top_k,
         metrics=job.metrics,
         rankings=read_rankings(job.path / "rankings.jsonl"),
-        arms=arm_names(job.config, job.manifest),
         plots=read_plots(job.path),
     )
 

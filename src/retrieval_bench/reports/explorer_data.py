@@ -13,10 +13,16 @@ Layout (columnar, so 3 jobs x 1,000 queries stay a few MB):
 * `queries`: `ids`, `text`, `type`, `labels` ([[passage index, grade], ...] per query, from
   qrels.trec) and `excluded` (the reason a query was not scored, or null).
 * `systems`: per job: its label, folder, top_k, the stage names in pipeline order as
-  rankings.jsonl recorded them (never a fixed list), which of them are arms (candidate pools),
-  per stage each query's ranking as passage indices and scores (4 significant digits), the
-  per-query values of the core metrics, the overall and per-type aggregates, the route per
-  query, and the plots as base64 PNG.
+  rankings.jsonl recorded them (never a fixed list), per stage each query's ranking as passage
+  indices and scores (4 significant digits), the per-query values of the core metrics, the
+  overall and per-type aggregates, the route per query, where labelled passages were lost
+  (`loss`, below), and the plots as base64 PNG.
+* `loss` (per system): metrics.json's `stage_loss` as recorded (`checkpoints`, `overall`,
+  `by_type`), with its `per_query` as a column over `queries.ids`: null for a query the job did
+  not score, else [[passage index, checkpoint], ...] for each labelled passage it lost (the
+  others were kept). The explorer shows these and decides nothing itself, so the page and
+  metrics.json agree. A job folder written before `stage_loss` existed gets it computed here
+  by the same function (`scoring.stage_loss`) from its rankings and labels.
 * `comparison`: a sweep's comparison record (verdicts, tests, family) for one dataset, or null.
 """
 
@@ -28,6 +34,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from retrieval_bench.scoring.labels import Judgements
+from retrieval_bench.scoring.stage_loss import stage_loss
 
 # Total UTF-8 bytes of passage text one HTML file may embed, and the cap on any one text.
 TEXT_BUDGET_BYTES = 2_000_000
@@ -52,7 +61,6 @@ class SystemRun:
     top_k: int
     metrics: Mapping[str, Any]
     rankings: Sequence[Mapping[str, Any]]
-    arms: Sequence[str] = ()
     plots: Mapping[str, bytes] = field(default_factory=dict)
 
 
@@ -71,20 +79,6 @@ def read_plots(job_dir: Path) -> dict[str, bytes]:
     if not folder.is_dir():
         return {}
     return {f"{PLOT_DIR}/{p.name}": p.read_bytes() for p in sorted(folder.glob("*.png"))}
-
-
-def arm_names(config: Mapping[str, Any], manifest: Mapping[str, Any] | None = None) -> list[str]:
-    """The stage names that are arms (each a candidate pool), as the job's config and manifest
-    name them: `retriever.arms`, the `arms` registry's keys and the manifest's `arms` record."""
-    names: dict[str, None] = {}
-    retriever = config.get("retriever") or {}
-    for name in retriever.get("arms") or ():
-        names.setdefault(str(name), None)
-    for source in (config.get("arms"), (manifest or {}).get("arms")):
-        if isinstance(source, Mapping):
-            for name in source:
-                names.setdefault(str(name), None)
-    return list(names)
 
 
 def _round(value: Any) -> Any:
@@ -199,6 +193,39 @@ def _aggregates(stage: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any
     return {"overall": pick(stage.get("overall") or {}), "by_type": by_type}
 
 
+def _loss(
+    system: SystemRun,
+    qrels: Mapping[str, Mapping[str, int]],
+    qids: Sequence[str],
+    index: Callable[[str], int],
+) -> dict[str, Any]:
+    """The system's `loss` record (layout: the module's docstring)."""
+    loss = system.metrics.get("stage_loss")
+    if loss is None:
+        recorded = {
+            str(r["query_id"]): {n: s["ids"] for n, s in (r.get("stages") or {}).items()}
+            for r in system.rankings
+        }
+        types = {str(r["query_id"]): str(r.get("query_type", "unknown")) for r in system.rankings}
+        labels = {q: dict(qrels[q]) for q in recorded if q in qrels}
+        loss = stage_loss(recorded, Judgements(qrels=labels, query_types=types))
+    # The queries stage_loss counted: the scored ones (those with labels) this job ranked.
+    ranked = {str(r["query_id"]) for r in system.rankings}
+    lost = loss.get("per_query") or {}
+    column = [
+        [[index(pid), stage] for stage, pids in (lost.get(q) or {}).items() for pid in pids]
+        if q in qrels and q in ranked
+        else None
+        for q in qids
+    ]
+    return {
+        "checkpoints": list(loss["checkpoints"]),
+        "overall": loss["overall"],
+        "by_type": loss["by_type"],
+        "per_query": column,
+    }
+
+
 def explorer_payload(
     title: str,
     kind: str,
@@ -284,7 +311,7 @@ def explorer_payload(
                 "path": system.path,
                 "top_k": system.top_k,
                 "stages": stages,
-                "arms": [name for name in system.arms if name in stage_names],
+                "loss": _loss(system, qrels, qids, index),
                 "metric_names": names,
                 "route": [(by_query.get(q) or {}).get("route") for q in qids],
                 "rankings": rankings,

@@ -118,41 +118,26 @@
     }
     $("stage-tables").innerHTML = html;
   }
-  // Where each labelled relevant passage ends up: kept to the last stage, lost at a stage
-  // (the first later stage without it), or never in any candidate pool.
+  // Where each labelled relevant passage ends up, as metrics.json's stage_loss recorded it (the
+  // page decides nothing itself): the checkpoint that lost it, "kept", or null for a query the
+  // job did not score.
   function fate(sys, qi, pid) {
-    const arms = new Set(sys.arms);
-    let pool = sys.stages.filter((s) => arms.has(s));
-    let chain = sys.stages.filter((s) => !arms.has(s));
-    if (!pool.length && chain.length) { pool = [chain[0]]; chain = chain.slice(1); }
-    const has = (s) => {
-      const r = sys.rankings[s][qi];
-      if (!r) return -2;  // the stage did not run for this query
-      const at = r.indexOf(pid);
-      if (at >= 0) return at;
-      const below = (sys.deep[s] || [])[qi] || [];
-      const hit = below.find((d) => d[1] === pid);
-      return hit ? hit[0] - 1 : -1;
-    };
-    if (!pool.some((s) => has(s) >= 0) && !chain.some((s) => has(s) >= 0)) return "not in any candidate pool";
-    for (const s of chain) { if (has(s) === -1) return `lost at ${s}`; }
-    return "kept";
+    const lost = sys.loss.per_query[qi];
+    if (!lost) return null;
+    const hit = lost.find(([p]) => p === pid);
+    return hit ? hit[1] : "kept";
+  }
+  function fateText(stage) {
+    if (stage === "kept") return "kept";
+    return stage === "pool" ? "lost at pool (in no arm's candidate pool)" : `lost at ${stage}`;
   }
   function lostTable(sys, t) {
-    const counts = {};
-    for (let qi = 0; qi < Q.ids.length; qi++) {
-      if (Q.excluded[qi] || (t && Q.type[qi] !== t)) continue;
-      if (!sys.stages.some((s) => sys.rankings[s][qi])) continue;
-      for (const [pid, grade] of Q.labels[qi]) {
-        if (grade <= 0) continue;
-        const f = fate(sys, qi, pid);
-        counts[f] = (counts[f] || 0) + 1;
-      }
-    }
-    const keys = Object.keys(counts).sort();
-    if (!keys.length) return "";
-    return `<table class="fates" data-system="${esc(sys.label)}"><tr><th class="l">labelled relevant passages</th><th>count</th></tr>`
-      + keys.map((k) => `<tr><td class="l">${esc(k)}</td><td>${counts[k]}</td></tr>`).join("") + "</table>";
+    const group = t ? sys.loss.by_type[t] : sys.loss.overall;
+    if (!group || !group.labelled) return "";
+    const rows = [...sys.loss.checkpoints, "kept"].map((k) =>
+      `<tr data-stage="${esc(k)}"><td class="l">${esc(fateText(k))}</td><td>${group.lost_at[k] || 0}</td></tr>`);
+    return `<table class="fates" data-system="${esc(sys.label)}"><tr><th class="l">labelled relevant passages (${group.labelled} in ${group.queries} queries)</th><th>count</th></tr>`
+      + rows.join("") + "</table>";
   }
 
   // ---- plots
@@ -235,10 +220,10 @@
     for (const sys of S) {
       html += `<div class="side" data-system="${esc(sys.label)}"><h3>${esc(sys.label)}</h3>`;
       if (sys.route[qi] !== null && sys.route[qi] !== undefined) html += `<p>route: <b>${esc(sys.route[qi])}</b></p>`;
-      const fates = rel.map(([p]) => [p, fate(sys, qi, p)]);
+      const fates = rel.map(([p]) => [p, fate(sys, qi, p)]).filter(([, f]) => f !== null);
       if (fates.length) {
         html += '<ul class="fates">' + fates.map(([p, f]) =>
-          `<li class="${f === "kept" ? "kept" : "lost"}" data-pid="${p}">${esc(P.ids[p])}: ${esc(f)}</li>`).join("") + "</ul>";
+          `<li class="${f === "kept" ? "kept" : "lost"}" data-pid="${p}" data-stage="${esc(f)}">${esc(P.ids[p])}: ${esc(fateText(f))}</li>`).join("") + "</ul>";
       }
       for (const s of sys.stages) {
         const ids = sys.rankings[s][qi];
