@@ -22,6 +22,7 @@ from typing import Any
 from retrieval_bench.compare.jobs import FinishedJob
 from retrieval_bench.data.trec import read_qrels
 from retrieval_bench.errors import BenchError
+from retrieval_bench.scoring.stage_loss import split_pool
 
 log = logging.getLogger(__name__)
 
@@ -182,19 +183,32 @@ def drilldown(
 
 
 def _cell(ranks: Mapping[str, int | None] | None, stage: str) -> str:
+    """One configuration's cell: the item's rank in `stage`; then in brackets its rank in each
+    arm's pool (which arm retrieved it: with several arms, or when `stage` lacks it), and, when
+    `stage` lacks it, its rank in each stage after the pools and before `stage` that still held
+    it (`fused 7, rerank 12`: where it fell out). Arms are told from later stages by the
+    pipeline's recorded order, the rule `stage_loss` uses (`split_pool`), so a reranker or the
+    context is never shown as an arm; stages after `stage` (the context after `final`) say
+    nothing about `stage`'s rank and are left out."""
     if ranks is None:
         return "n/a"
-    final = ranks.get(stage)
-    text = "–" if final is None else str(final)
-    arms = [(name, r) for name, r in ranks.items() if name not in (stage, "fused")]
-    if len(arms) > 1 or (arms and final is None and arms[0][1] is not None):
-        text += " (" + ", ".join(f"{n} {'–' if r is None else r}" for n, r in arms) + ")"
-    return text
+    found = ranks.get(stage)
+    text = "–" if found is None else str(found)
+    pools, later = split_pool(list(ranks))
+    arms = [(name, ranks[name]) for name in pools if name != stage]
+    parts = []
+    if len(arms) > 1 or (arms and found is None and arms[0][1] is not None):
+        parts.append(", ".join(f"{n} {'–' if r is None else r}" for n, r in arms))
+    if found is None and stage in later:
+        held = [(n, ranks[n]) for n in later[: later.index(stage)] if ranks[n] is not None]
+        if held:
+            parts.append(", ".join(f"{n} {r}" for n, r in held))
+    return text + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def to_markdown(report: Mapping[str, Any], title: str) -> str:
-    """badcases.md: per type, flips first; a cell is the rank in the final top K, with each
-    arm's rank in its pool in brackets (`–`: not there)."""
+    """badcases.md: per type, flips first; a cell is the rank in the compared stage's list
+    (`_cell` says what its brackets hold)."""
     labels: list[str] = list(report["configurations"])
     stage = report["stage"]
     primary, hit = report["primary"], report["hit"]
@@ -202,7 +216,9 @@ def to_markdown(report: Mapping[str, Any], title: str) -> str:
         f"# Bad cases: {title}",
         "",
         f"Rank of each expected passage / entity in each configuration's `{stage}` ranking "
-        "(its arms' pool ranks in brackets; `–` = not retrieved). `flip`: one configuration "
+        "(in brackets: its rank in each arm's pool, `–` = not retrieved there; where the "
+        f"`{stage}` ranking lacks it, also its rank in the stages before `{stage}` that still "
+        "held it, e.g. `rerank 12`). `flip`: one configuration "
         f"finds a relevant passage in its top K ({hit}) and another finds none. "
         f"{report['fully_found']} queries found in full by every configuration are not listed.",
         "",
