@@ -251,7 +251,7 @@ def _flag_version() -> str:
 
 
 @contextlib.contextmanager
-def _batches_reported(model: Any, desc: str, unit: str, total: int) -> Iterator[None]:
+def batches_reported(model: Any, desc: str, unit: str, total: int) -> Iterator[None]:
     """Report FlagEmbedding's batch loop through progress.py while `model` encodes.
 
     FlagEmbedding sorts the texts by length and loops over batches inside one `encode` call,
@@ -352,7 +352,7 @@ def _stop_pool(model: Any) -> None:
 atexit.register(clear_loaded_models)
 
 
-def _pool_worker(device: str, model: Any, inputs: Any, outputs: Any) -> None:
+def pool_worker(device: str, model: Any, inputs: Any, outputs: Any) -> None:
     """FlagEmbedding's own pool worker, with torch's threads shared out among the CPU workers.
 
     With `encoder.devices=[cpu, cpu]` each worker process would otherwise start one thread per
@@ -373,6 +373,8 @@ class _FlagEncoderBase:
     """Shared resolution, identity, memo and post-processing for both FlagEmbedding kinds."""
 
     kind: str = ""
+    # The config node the model comes from, named by every missing-model message.
+    role: ModelRole = ENCODER_ROLE
 
     def __init__(self, cfg: EncoderConfig) -> None:
         self.cfg = cfg
@@ -383,7 +385,7 @@ class _FlagEncoderBase:
     def resolve(self) -> ResolvedModel:
         """Locate the model on disk (memoised); raises EncoderUnavailable when it is not there."""
         if self._resolved is None:
-            self._resolved = resolve_model(self.model_id, self.cfg.allow_download)
+            self._resolved = resolve_model(self.model_id, self.cfg.allow_download, self.role)
         return self._resolved
 
     def _pooling(self) -> str:
@@ -446,7 +448,7 @@ class _FlagEncoderBase:
             resolved,
             self.kind,
             self.cfg.allow_download,
-            ENCODER_ROLE,
+            self.role,
             lambda: self._load(resolved),
         )
 
@@ -480,15 +482,22 @@ class _FlagEncoderBase:
         instruction = self.cfg.query_instruction or None
         return self._encode(texts, instruction, f"encoding queries ({self.kind})", "query")
 
+    @contextlib.contextmanager
+    def _encoding(self, model: Any, desc: str, unit: str, total: int) -> Iterator[None]:
+        """Around one `encode` call of `model`: its device workers started first (several
+        `devices`), outside the progress swap, which then reports its batches."""
+        if len(self.cfg.devices) > 1 and model.pool is None:
+            model.pool = model.start_multi_process_pool(pool_worker)
+        with batches_reported(model, desc, unit, total):
+            yield
+
     def _encode(
         self, texts: list[str], instruction: str | None, desc: str, unit: str
     ) -> np.ndarray:
         model = self.model
         if not texts:
             return np.zeros((0, self._dim(model)), dtype=np.float32)
-        if len(self.cfg.devices) > 1 and model.pool is None:
-            model.pool = model.start_multi_process_pool(_pool_worker)
-        with _batches_reported(model, desc, unit, len(texts)):
+        with self._encoding(model, desc, unit, len(texts)):
             vectors = np.asarray(self._dense(model, list(texts), instruction), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise RuntimeError(

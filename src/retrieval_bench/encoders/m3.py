@@ -29,13 +29,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.embedding_cache import ROLES, CacheEntryInvalid, CacheStats, cache_key
-from retrieval_bench.encoders.flag import (
-    BGEM3Encoder,
-    ResolvedModel,
-    _batches_reported,
-    _pool_worker,
-)
-from retrieval_bench.errors import EncoderUnavailable
+from retrieval_bench.encoders.flag import BGEM3Encoder, ModelRole
 from retrieval_bench.io import atomic_writer, file_lock, lock_path_for, remove_stale_temps
 
 logger = logging.getLogger(__name__)
@@ -50,13 +44,8 @@ _ARRAYS = (
     "colbert_offsets",
 )
 
-_M3_WAYS_OUT = (
-    ("encoder model", "m3 model"),
-    ("encoder.model=", "m3.model="),
-    ("encoder.allow_download=", "m3.allow_download="),
-    ("use the offline encoder with encoder=use", "leave the m3 arms out of retriever.arms"),
-)
-"""flag.py's missing-model message names the `encoder:` node; these name the `m3:` node."""
+M3_ROLE = ModelRole("m3", "leave the m3 arms out of retriever.arms")
+"""The BGE-M3 arms' model comes from the `m3:` node: missing-model messages name its keys."""
 
 
 @dataclass(frozen=True)
@@ -145,20 +134,12 @@ class M3Outputs:
 
 class M3Encoder(BGEM3Encoder):
     """BGE-M3 returning all three outputs of one forward pass (loading, identity and the
-    per-process model memo are BGEM3Encoder's)."""
+    per-process model memo are BGEM3Encoder's; its model is the `m3:` node's)."""
+
+    role = M3_ROLE
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "outputs": "dense+sparse+colbert"}
-
-    def resolve(self) -> ResolvedModel:
-        """As BGEM3Encoder's, with the ways out named by the `m3:` node's keys."""
-        try:
-            return super().resolve()
-        except EncoderUnavailable as exc:
-            message = str(exc)
-            for old, new in _M3_WAYS_OUT:
-                message = message.replace(old, new)
-            raise EncoderUnavailable(message) from exc
 
     def encode_outputs(self, texts: list[str], role: str) -> M3Outputs:
         model = self.model
@@ -167,9 +148,7 @@ class M3Encoder(BGEM3Encoder):
             return M3Outputs.from_flag(
                 {"dense_vecs": [], "lexical_weights": [], "colbert_vecs": []}, dim
             )
-        if len(self.cfg.devices) > 1 and model.pool is None:
-            model.pool = model.start_multi_process_pool(_pool_worker)
-        with _batches_reported(
+        with self._encoding(
             model, f"encoding {role} (bge_m3 dense+sparse+colbert)", role, len(texts)
         ):
             out = model.encode(

@@ -23,7 +23,7 @@ from retrieval_bench.data.records import EvalQuery
 from retrieval_bench.encoders.flag import (
     ModelRole,
     ResolvedModel,
-    _batches_reported,
+    batches_reported,
     load_offline,
     load_shared,
     resolve_model,
@@ -96,7 +96,7 @@ class CrossEncoderReranker:
             # Started here, outside the progress swap below (which reports batches, not the
             # workers' start-up); the workers score their share of the pairs each call.
             model.pool = model.start_multi_process_pool()
-        with _batches_reported(model, "reranking", "pair", len(pairs)):
+        with batches_reported(model, "reranking", "pair", len(pairs)):
             scores = model.compute_score(
                 pairs,
                 batch_size=self.cfg.batch_size,
