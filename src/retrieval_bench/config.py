@@ -18,6 +18,7 @@ from retrieval_bench.filters import FilterConfig
 from retrieval_bench.pipeline import COMBINERS
 from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_index import DenseIndexConfig
+from retrieval_bench.retrievers.run_file_config import RunFileConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.refusal import RefusalConfig
@@ -66,6 +67,8 @@ class RunConfig:
     bm25: BM25Config = field(default_factory=BM25Config)
     # Dense index: FAISS factory string (Flat = exact) and its search settings.
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
+    # A TREC run from another system as an arm (retriever=run_file run_file.path=RUN).
+    run_file: RunFileConfig = field(default_factory=RunFileConfig)
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
@@ -187,6 +190,7 @@ def validate(cfg: RunConfig) -> None:
     cfg.text.resolved_workers()
     cfg.encoder.validate()
     cfg.dense.validate()
+    cfg.run_file.validate(required="run_file" in cfg.retriever.arms)
     cfg.compare.validate()
     cfg.benchmark.validate()
     load_rule_set(cfg.router, ARMS)  # router=rules: its rules, routes, strategies and cues
