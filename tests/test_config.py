@@ -56,6 +56,8 @@ STRING_ALTERNATIVES = {
     "router.default_route": "multi_hop",
     "bm25.impl": "rank_bm25",
     "dense.index": "HNSW16",
+    "run_file.path": "other_system.run",
+    "scoring.unit": "doc",
     "refusal.score_stage": "final",
     "cache_dir": "elsewhere/cache",
     "compare.stage": "fused",

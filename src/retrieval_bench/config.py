@@ -22,6 +22,7 @@ from retrieval_bench.retrievers.run_file_config import RunFileConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.refusal import RefusalConfig
+from retrieval_bench.scoring.units import DOC, UNITS
 from retrieval_bench.text import TextConfig
 
 ARMS = ("bm25", "dense")
@@ -56,6 +57,9 @@ class ScoringConfig:
     # Fields to break every metric down by: meta.<field> (of the relevant passages), a query
     # field (user_role, ...) or query_length (see retrieval_bench.scoring.groups).
     group_by: list[str] = field(default_factory=list)
+    # What one ranked item is: "passage", or "doc" (rankings and labels read by document:
+    # retrieval_bench.scoring.units).
+    unit: str = "passage"
 
 
 @dataclass
@@ -176,8 +180,20 @@ def validate(cfg: RunConfig) -> None:
     _one_of("retriever.combine", cfg.retriever.combine, COMBINERS)
     for i, cutoff in enumerate(cfg.scoring.cutoffs):
         _positive(f"scoring.cutoffs[{i}]", cutoff)
+    if cfg.scoring.unit not in UNITS:
+        raise ConfigError(
+            "scoring.unit",
+            f"unknown unit {cfg.scoring.unit!r}; {nearest_hint(cfg.scoring.unit, UNITS)}",
+        )
     for name in cfg.scoring.group_by:
         check_field(name)
+        if cfg.scoring.unit == DOC and name.startswith("meta."):
+            # meta.<field> reads the relevant passages; document labels name no passage.
+            raise ConfigError(
+                "scoring.group_by",
+                f"{name!r} groups by the relevant passages' metadata, which scoring.unit=doc "
+                "does not have; group by a query field instead",
+            )
     cfg.refusal.validate()
     _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)
     if cfg.dataset.format == "beir" and not cfg.dataset.path:

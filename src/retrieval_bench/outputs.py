@@ -12,12 +12,13 @@ from typing import Any
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
 from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
-from retrieval_bench.experiment import JobResult, git_revision
+from retrieval_bench.experiment import JobResult, doc_stage, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
 from retrieval_bench.pipeline import StageRecord
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
 from retrieval_bench.reports.results_table import write_results
+from retrieval_bench.scoring.units import DOC, PASSAGE, passage_docs
 
 PACKAGES = (
     "retrieval-bench",
@@ -47,13 +48,20 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     tag = str(config.get("retriever", {}).get("name", "run"))
     if config.get("router", {}).get("name", "none") != "none":
         tag = f"router-{config['router']['name']}"
-    # metrics.json's stages are every recorded stage, in order, "final" last.
+    # metrics.json's stages are every recorded stage, in order, "final" last. The TREC files
+    # hold what was scored: with scoring.unit=doc, document rankings (rankings.jsonl keeps the
+    # passages each stage returned).
     qrels = result.judgements.qrels
+    doc_of = passage_docs(result.dataset.passages) if result.metrics.get("unit") == DOC else None
+
+    def scored(stage: StageRecord | None) -> StageRecord | None:
+        return stage if stage is None or doc_of is None else doc_stage(stage, doc_of)
+
     for name in result.metrics["stages"]:
-        stages = {r.query.query_id: r.stages.get(name) for r in result.records}
+        stages = {r.query.query_id: scored(r.stages.get(name)) for r in result.records}
         _export(job_dir / "trec", name, stages, qrels, tag)
     for name in result.metrics.get("baselines", {}):
-        stages = {r.query.query_id: r.baselines.get(name) for r in result.records}
+        stages = {r.query.query_id: scored(r.baselines.get(name)) for r in result.records}
         _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
     write_qrels(job_dir / "qrels.trec", qrels)
     atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
@@ -117,6 +125,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         },
         # labels.hash, queries.hash, corpus.hash: what `python -m run.rescore` checks.
         **hash_record(result.dataset, str((config.get("dataset") or {}).get("format", "native"))),
+        # What one scored item was (scoring.unit): "passage" or "doc".
+        "scoring_unit": result.metrics.get("unit", PASSAGE),
         "tokenizer": result.tokenizer,
         "embeddings": result.embeddings,
         "dense_index": result.indexes.get("dense"),

@@ -22,6 +22,7 @@ from retrieval_bench.reports.tables import (
     paragraphs,
     per_type_table,
 )
+from retrieval_bench.scoring.units import DOC, PASSAGE
 
 
 def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] = ()) -> str:
@@ -37,6 +38,8 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         "Metrics are macro means over scored queries unless named `pooled` "
         "(sum of hits / sum of relevant). `recall_bound` is the best recall any ranking could "
         "reach at that depth. Per-query values: `rankings.jsonl`, `metrics.json`.",
+        "",
+        unit_line(result.metrics.get("unit", PASSAGE)),
         "",
     ]
     top_k = int(config.get("top_k", cutoffs[0]))
@@ -65,3 +68,15 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         "",
     ]
     return "\n".join(lines)
+
+
+def unit_line(unit: str) -> str:
+    """What one scored item was (`scoring.unit`)."""
+    if unit == DOC:
+        return (
+            "Scored unit: **document** (`scoring.unit=doc`): each ranking scored as its "
+            "passages' documents, first occurrence; a document's grade is the highest of its "
+            "labels. `rankings.jsonl` keeps the passages; `trec/` and `qrels.trec` hold "
+            "documents."
+        )
+    return "Scored unit: **passage**."
