@@ -17,7 +17,6 @@ from retrieval_bench.retrievers.run_file import (
     NOT_IN_RUN,
     RunFileArm,
     RunFileArmSpec,
-    bad_input_summary,
 )
 
 IDS = ["p1", "p2", "p3", "p4", "p5"]
@@ -62,11 +61,13 @@ def test_each_bad_input_is_counted_and_named(tmp_path: Path) -> None:
         "kind": "run_file",
         "lines": 6,
         "queries": 3,
-        "unknown_ids": 2,
-        "duplicates": 1,
-        "queries_not_in_evalset": 1,
-        "queries_not_in_run": 1,
-        "queries_without_known_ids": 1,
+        "bad_input": {
+            "unknown_ids": 2,
+            "duplicates": 1,
+            "queries_not_in_evalset": 1,
+            "queries_not_in_run": 1,
+            "queries_without_known_ids": 1,
+        },
     }
     assert info["examples"] == {
         "unknown_ids": ["q1 ghost", "q2 nowhere"],
@@ -74,10 +75,6 @@ def test_each_bad_input_is_counted_and_named(tmp_path: Path) -> None:
         "queries_not_in_evalset": ["q9"],
         "queries_not_in_run": ["q3"],
     }
-    assert bad_input_summary(info) == (
-        "unknown_ids 2, duplicates 1, queries_not_in_evalset 1, queries_not_in_run 1, "
-        "queries_without_known_ids 1"
-    )
     queries = [EvalQuery(q, "", "t", "reviewed") for q in ("q1", "q2", "q3")]
     q1, q2, q3 = arm.search(queries, 10, [None, None, None])
     assert [IDS[i] for i in q1.indices.tolist()] == ["p1", "p2"]
@@ -90,7 +87,7 @@ def test_each_bad_input_is_counted_and_named(tmp_path: Path) -> None:
 def test_a_clean_run_has_nothing_to_report(tmp_path: Path) -> None:
     run = _write(tmp_path, [f"{q} Q0 p1 1 1.0 sys" for q in ("q1", "q2", "q3")])
     arm = RunFileArmSpec().build("run_file", _context(tmp_path, str(run)))
-    assert bad_input_summary(arm.info()) == ""
+    assert not any(arm.info()["bad_input"].values())
 
 
 def test_ties_follow_trec_eval_order_and_the_cut_is_k(tmp_path: Path) -> None:

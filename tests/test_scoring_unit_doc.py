@@ -84,17 +84,23 @@ def test_a_document_takes_the_highest_grade_of_its_labels() -> None:
 
 def test_doc_metrics_match_the_hand_computed_values() -> None:
     stage = _score("doc")["stages"]["final"]  # type: ignore[index]
+    _check_hand_values(stage)
+
+
+LOG3 = math.log2(3)
+EXPECTED = {
+    # q1: A(1), C, B(2); ideal B(2), A(1).
+    "q1": {"recall@2": 0.5, "recall@3": 1.0, "mrr@3": 1.0, "ndcg@3": 2 / (2 + 1 / LOG3)},
+    # q2: solo(1), A, C(1); ideal solo, C.
+    "q2": {"recall@2": 0.5, "recall@3": 1.0, "mrr@3": 1.0, "ndcg@3": 1.5 / (1 + 1 / LOG3)},
+    # q3: B, A(2); one relevant document, found at rank 2.
+    "q3": {"recall@2": 1.0, "recall@3": 1.0, "mrr@3": 0.5, "ndcg@3": (2 / LOG3) / 2},
+}
+
+
+def _check_hand_values(stage: dict) -> None:
     per_query = stage["per_query"]
-    log3 = math.log2(3)
-    expected = {
-        # q1: A(1), C, B(2); ideal B(2), A(1).
-        "q1": {"recall@2": 0.5, "recall@3": 1.0, "mrr@3": 1.0, "ndcg@3": 2 / (2 + 1 / log3)},
-        # q2: solo(1), A, C(1); ideal solo, C.
-        "q2": {"recall@2": 0.5, "recall@3": 1.0, "mrr@3": 1.0, "ndcg@3": 1.5 / (1 + 1 / log3)},
-        # q3: B, A(2); one relevant document, found at rank 2.
-        "q3": {"recall@2": 1.0, "recall@3": 1.0, "mrr@3": 0.5, "ndcg@3": (2 / log3) / 2},
-    }
-    for qid, values in expected.items():
+    for qid, values in EXPECTED.items():
         for name, value in values.items():
             assert per_query[qid][name] == pytest.approx(value, abs=1e-12), (qid, name)
     assert stage["overall"]["recall@2"] == pytest.approx(2 / 3, abs=1e-12)
@@ -236,3 +242,27 @@ def test_a_passage_job_says_passage(tmp_path: Path) -> None:
     _, job = run_in_process([*write_dataset(tmp_path), "retriever=bm25"], tmp_path)
     assert json.loads((job / "metrics.json").read_text(encoding="utf-8"))["unit"] == "passage"
     assert "Scored unit: **passage**." in (job / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_doc_job_over_a_hand_made_run_gives_the_hand_computed_values(tmp_path: Path) -> None:
+    """The same rankings through a whole job (as a run_file arm) and scoring.unit=doc."""
+    run = tmp_path / "hand.run"
+    run.write_text(
+        "".join(
+            f"{qid} Q0 {pid} {rank} {1.0 - 0.1 * rank} hand\n"
+            for qid, ids in RANKINGS.items()
+            for rank, pid in enumerate(ids)
+        ),
+        encoding="utf-8",
+    )
+    overrides = [
+        *write_dataset(tmp_path),
+        "retriever=run_file",
+        f"run_file.path={run}",
+        "scoring.unit=doc",
+        "scoring.cutoffs=[2]",
+    ]
+    _, job = run_in_process(overrides, tmp_path)
+    metrics = json.loads((job / "metrics.json").read_text(encoding="utf-8"))
+    # The arm keeps the whole run (pool_size 10): its documents are the hand-worked ones.
+    _check_hand_values(metrics["stages"]["run_file"])

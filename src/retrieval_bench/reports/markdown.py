@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_bench.experiment import JobResult
@@ -80,3 +80,18 @@ def unit_line(unit: str) -> str:
             "documents."
         )
     return "Scored unit: **passage**."
+
+
+def arm_input_section(arms: Mapping[str, Mapping[str, Any] | None]) -> list[str]:
+    """One line per arm that reads outside input (a run file, a service) with what it counted
+    in it (`info()["bad_input"]`), zeros included, so the report shows it was checked."""
+    lines = []
+    for name, info in arms.items():
+        counts = (info or {}).get("bad_input")
+        if counts is not None:
+            detail = ", ".join(f"{key} {n}" for key, n in counts.items())
+            lines.append(f"- `{name}`: {detail}")
+    if not lines:
+        return []
+    note = "Counted, never dropped silently; examples in `manifest.json` (`arms.<name>`):"
+    return ["## Arm input", "", note, "", *lines, ""]

@@ -102,11 +102,14 @@ class RunFileArm:
             "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "lines": sum(map(len, run.values())) + len(duplicates),
             "queries": len(run),
-            "unknown_ids": len(unknown),
-            "duplicates": len(duplicates),
-            "queries_not_in_evalset": len(not_in_evalset),
-            "queries_not_in_run": len(not_in_run),
-            "queries_without_known_ids": len([q for q in without_known if q in asked]),
+            # What the report lists for every arm that reads outside input (`bad_input`).
+            "bad_input": {
+                "unknown_ids": len(unknown),
+                "duplicates": len(duplicates),
+                "queries_not_in_evalset": len(not_in_evalset),
+                "queries_not_in_run": len(not_in_run),
+                "queries_without_known_ids": len([q for q in without_known if q in asked]),
+            },
             "examples": {
                 "unknown_ids": unknown[:EXAMPLES],
                 "duplicates": [f"{path}:{line} {q} {d}" for q, d, line in duplicates[:EXAMPLES]],
@@ -114,9 +117,11 @@ class RunFileArm:
                 "queries_not_in_run": not_in_run[:EXAMPLES],
             },
         }
-        problems = bad_input_summary(counts)
+        problems = {name: n for name, n in counts["bad_input"].items() if n}
         if problems:
-            log.warning("run file %s: %s", path, problems)
+            log.warning(
+                "run file %s: %s", path, ", ".join(f"{name} {n}" for name, n in problems.items())
+            )
         return cls(path, rankings, ctx.tie_break, counts)
 
     def search(
@@ -146,19 +151,6 @@ class RunFileArm:
 
     def info(self) -> dict[str, Any]:
         return self.counts
-
-
-def bad_input_summary(counts: Mapping[str, Any]) -> str:
-    """`unknown_ids 3, duplicates 1, ...` for the counts that are not 0 ('' when the run
-    matched the corpus and the evaluation set exactly): the log and the report line."""
-    names = (
-        "unknown_ids",
-        "duplicates",
-        "queries_not_in_evalset",
-        "queries_not_in_run",
-        "queries_without_known_ids",
-    )
-    return ", ".join(f"{name} {counts[name]}" for name in names if counts.get(name))
 
 
 def _empty(k: int, reason: str) -> Ranked:
