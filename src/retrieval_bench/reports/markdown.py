@@ -42,6 +42,7 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         unit_line(result.metrics.get("unit", PASSAGE)),
         "",
     ]
+    lines += arm_input_section(result.indexes)
     top_k = int(config.get("top_k", cutoffs[0]))
     if "router" in result.metrics:
         lines += router_section(result.metrics["router"], top_k)

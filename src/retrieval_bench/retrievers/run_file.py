@@ -53,8 +53,16 @@ class RunFileArmSpec:
 
     path: str | None = None
 
+    def _path(self, name: str, ctx: BuildContext) -> tuple[str, str]:
+        """(the run's path, the config key that set it)."""
+        return (self.path, f"arms.{name}.path") if self.path else (ctx.cfg.run_file.path, KEY)
+
+    def check(self, name: str, ctx: BuildContext) -> None:
+        """Before any arm builds: the run file exists (ConfigError naming its key)."""
+        check_run_path(*self._path(name, ctx))
+
     def build(self, name: str, ctx: BuildContext) -> RunFileArm:
-        path, key = (self.path, f"arms.{name}.path") if self.path else (ctx.cfg.run_file.path, KEY)
+        path, key = self._path(name, ctx)
         check_run_path(path, key)
         return RunFileArm.read(resolve_path(path), ctx)
 
