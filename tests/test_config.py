@@ -67,6 +67,9 @@ STRING_ALTERNATIVES = {
     "benchmark.root": "elsewhere/benchmarks",
     "benchmark.launcher": "parallel",
     "benchmark.baseline": "2025-12",
+    "arms.bm25._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
+    "arms.dense._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+    "arms.run_file._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
 }
 
 
@@ -128,7 +131,7 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
         ("top_k=0", "top_k"),
         ("retriever.pool_size=-3", "retriever.pool_size"),
         ("retriever.rrf_k=-1", "retriever.rrf_k"),
-        ("retriever.arms=[bm25,sparse]", "retriever.arms"),
+        ("retriever.arms=[bm25,sparse]", "retriever.arms[1]"),
         ("bm25.b=1.5", "bm25.b"),
         ("scoring.cutoffs=[10,0]", "scoring.cutoffs[1]"),
     ],

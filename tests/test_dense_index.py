@@ -126,7 +126,7 @@ def test_job_records_the_dense_index_in_the_manifest(tmp_path: Path) -> None:
     overrides = [*mini_overrides(tmp_path), "retriever=dense", "dense.index=HNSW8"]
     _, run_dir = run_in_process(overrides, tmp_path)
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    info = manifest["dense_index"]
+    info = manifest["arms"]["dense"]
     assert info["factory"] == "HNSW8" and info["exact"] is False
     # 12 passages: the graph reaches every one, so it finds what exact search finds.
     assert info["recall_vs_exact@10"] == 1.0 and info["recall_queries"] == 9

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from conftest import compose_config, mini_overrides
 
+from retrieval_bench.components import passage_text
 from retrieval_bench.config import register_configs
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 from retrieval_bench.encoders.precomputed import load_precomputed
 from retrieval_bench.errors import ConfigError, DataError
-from retrieval_bench.experiment import passage_text, run_job
+from retrieval_bench.experiment import run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 register_configs()

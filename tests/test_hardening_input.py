@@ -25,7 +25,8 @@ from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.experiment import run_job
 from retrieval_bench.outputs import write_job
 from retrieval_bench.retrievers.base import Ranked, shared_tie_break
-from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config, BM25Retriever
+from retrieval_bench.retrievers.bm25 import BM25Retriever
+from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.scoring.labels import judge
 
 register_configs()
@@ -319,11 +320,13 @@ def test_empty_rankings_name_their_reason_in_rankings_and_report(empty_query_job
 
 def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
     from retrieval_bench.pipeline import Pipeline, Strategy
+    from retrieval_bench.retrievers.fusion import RRF
 
     empty = Ranked(np.empty(0, np.int64), np.empty(0), 10, "no_query_terms")
     other = Ranked(np.array([1]), np.array([0.5]), 10)
     pipeline = Pipeline.__new__(Pipeline)
-    pipeline.rrf_k, pipeline.tie_break = 60, shared_tie_break(["a", "b"])
+    pipeline.combiners = {"rrf": RRF(60)}
+    pipeline.tie_break = shared_tie_break(["a", "b"])
     hybrid = Strategy("hybrid", ("bm25", "dense"))
     assert pipeline._combine(hybrid, [empty, other]).indices.tolist() == [1]
     both = pipeline._combine(hybrid, [empty, replace(empty, empty_reason="filtered_out")])

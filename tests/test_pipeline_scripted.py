@@ -13,6 +13,7 @@ from retrieval_bench.filters import FilterConfig, PassageFilter
 from retrieval_bench.pipeline import Pipeline, QueryRecord, Strategy
 from retrieval_bench.query_parser import QueryParser
 from retrieval_bench.retrievers.base import Ranked
+from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
 from retrieval_bench.router import build_router
 
 CITIES = ["三亚", "海口", "三亚", "", "海口", "三亚", "", "海口", "三亚", ""]
@@ -29,8 +30,11 @@ class ScriptedArm:
         self.masks: list[np.ndarray | None] = []
         self.ks: list[int] = []
 
+    def info(self) -> dict[str, int]:
+        return {}
+
     def search(
-        self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
+        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
         out = []
         for mask in allowed:
@@ -61,7 +65,7 @@ def run(
         route=route,
         pool_size=pool_size,
         top_k=top_k,
-        rrf_k=rrf_k,
+        combiners={n: build_combiner(n, rrf_k) for n in COMBINERS},
         baselines=baselines,
     )
     [record] = pipeline.run([EvalQuery("q1", query, "t", "reviewed", {"p0": 1})])

@@ -14,9 +14,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from retrieval_bench.benchmark.history import FAILED, PASSED
+from retrieval_bench.benchmark.trend import _plot, trend_figure
 from retrieval_bench.reports import fonts
 from retrieval_bench.reports.plots import PER_TYPE_PNG, per_type_figure, write_plots
-from retrieval_bench.reports.trend import _plot, trend_figure
 
 K = 10
 TYPES = ["负向实体", "多跳推理", "精确匹配"]

@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
 from retrieval_bench.benchmark.driver import gate_month
 from retrieval_bench.benchmark.history import month_jobs
+from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.config import RunConfig, register_configs, validate
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.hashes import labels_hash, short
@@ -30,7 +31,6 @@ from retrieval_bench.data.records import Dataset
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.experiment import run_job
 from retrieval_bench.outputs import write_job
-from retrieval_bench.reports.trend import write_trend
 from retrieval_bench.rescore import (
     RESCORE_NOTE,
     RESCORED_METRICS,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from retrieval_bench.config import ARMS
+from retrieval_bench.config import BUILTIN_ARMS
 from retrieval_bench.data.passages import load_lexicon
 from retrieval_bench.data.records import Entity, EvalQuery
 from retrieval_bench.errors import ConfigError, DataError
@@ -42,7 +42,7 @@ def preset(**overrides: object) -> RouterConfig:
 
 
 def rule_set(**overrides: object) -> RuleSet:
-    loaded = load_rule_set(preset(**overrides), ARMS)
+    loaded = load_rule_set(preset(**overrides), tuple(BUILTIN_ARMS))
     assert loaded is not None
     return loaded
 
@@ -96,7 +96,7 @@ def test_routes_carry_their_strategies() -> None:
 
 
 def test_router_none_has_no_rule_set() -> None:
-    assert load_rule_set(RouterConfig(), ARMS) is None
+    assert load_rule_set(RouterConfig(), tuple(BUILTIN_ARMS)) is None
 
 
 @pytest.mark.parametrize(
@@ -128,7 +128,7 @@ def test_bad_router_config_is_refused_naming_the_key(
     overrides: dict[str, object], key: str, text: str
 ) -> None:
     with pytest.raises(ConfigError) as err:
-        load_rule_set(preset(**overrides), ARMS)
+        load_rule_set(preset(**overrides), tuple(BUILTIN_ARMS))
     assert err.value.key == key
     assert text in str(err.value)
 
@@ -168,14 +168,14 @@ def test_bad_rules_file_is_refused_naming_file_and_entry(
     path = tmp_path / "domain_rules.yaml"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(DataError) as err:
-        load_rule_set(preset(rules_file=str(path)), ARMS)
+        load_rule_set(preset(rules_file=str(path)), tuple(BUILTIN_ARMS))
     assert str(path) in str(err.value)
     assert entry in str(err.value)
 
 
 def test_missing_rules_file_names_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"router\.rules_file"):
-        load_rule_set(preset(rules_file=str(tmp_path / "absent.yaml")), ARMS)
+        load_rule_set(preset(rules_file=str(tmp_path / "absent.yaml")), tuple(BUILTIN_ARMS))
 
 
 def test_alias_claimed_by_two_entities_is_refused_with_file_and_line(tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ def test_readme_new_domain_example(tmp_path: Path) -> None:
     rules_path.write_text(_readme_block("router-example-rules"), encoding="utf-8")
     lexicon_path = tmp_path / "lexicon.jsonl"
     lexicon_path.write_text(_readme_block("router-example-lexicon"), encoding="utf-8")
-    rules = load_rule_set(preset(rules_file=str(rules_path)), ARMS)
+    rules = load_rule_set(preset(rules_file=str(rules_path)), tuple(BUILTIN_ARMS))
     assert rules is not None and rules.source == str(rules_path)
     parser = QueryParser([], load_lexicon(lexicon_path), rules.negation)
     router = RuleRouter(rules)

@@ -14,7 +14,7 @@ from conftest import FIXTURE, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.config import ARMS, RunConfig, register_configs, validate
+from retrieval_bench.config import BUILTIN_ARMS, RunConfig, register_configs, validate
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.experiment import run_job
 from retrieval_bench.outputs import write_job
@@ -157,17 +157,19 @@ def rules(**overrides: Any) -> RouterConfig:
 
 
 def test_tuned_settings_are_read_and_typos_refused() -> None:
-    loaded = load_rule_set(rules(tuned_on_evalset=["short_query_length", "negation.max_gap"]), ARMS)
+    loaded = load_rule_set(
+        rules(tuned_on_evalset=["short_query_length", "negation.max_gap"]), tuple(BUILTIN_ARMS)
+    )
     assert loaded is not None
     assert loaded.tuned == {"short_query_length": 12, "negation.max_gap": 4}
     with pytest.raises(ConfigError) as error:
-        load_rule_set(rules(tuned_on_evalset=["negation.max_gapp"]), ARMS)
+        load_rule_set(rules(tuned_on_evalset=["negation.max_gapp"]), tuple(BUILTIN_ARMS))
     assert str(error.value) == (
         "config key 'router.tuned_on_evalset[0]': unknown router key 'negation.max_gapp'; "
         "did you mean 'negation.max_gap'?"
     )
     with pytest.raises(ConfigError, match=r"'router\.ceiling_folds': must be at least 2, got 1"):
-        load_rule_set(rules(ceiling_folds=1), ARMS)
+        load_rule_set(rules(ceiling_folds=1), tuple(BUILTIN_ARMS))
 
 
 def test_settings_lines_say_which_numbers_are_optimistic() -> None:

@@ -21,6 +21,7 @@ from retrieval_bench.filters import FilterConfig, PassageFilter
 from retrieval_bench.pipeline import Pipeline, Routing, Strategy
 from retrieval_bench.query_parser import ParsedQuery
 from retrieval_bench.retrievers.base import Ranked
+from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
 from retrieval_bench.scoring import metrics
 from retrieval_bench.scoring.aggregate import (
     CodedLabels,
@@ -190,8 +191,11 @@ class _RandomArm:
     def __init__(self, name: str, seed: int, n: int) -> None:
         self.name, self.rng, self.n = name, np.random.default_rng(seed), n
 
+    def info(self) -> dict[str, int]:
+        return {}
+
     def search(
-        self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
+        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
         out = []
         for _ in queries:
@@ -223,7 +227,7 @@ def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatc
         route=lambda q, p: Routing(None, strategy),
         pool_size=20,
         top_k=8,
-        rrf_k=60,
+        combiners={n: build_combiner(n, 60) for n in COMBINERS},
         baselines={"a": Strategy("a", ("a",))},
     )
     records = pipeline.run(queries)

@@ -12,6 +12,7 @@ from retrieval_bench.filters import FilterConfig, PassageFilter
 from retrieval_bench.pipeline import Pipeline, Routing, Strategy
 from retrieval_bench.query_parser import ParsedQuery
 from retrieval_bench.retrievers.base import Ranked
+from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
 from retrieval_bench.scoring.labels import judge_qrels
 from retrieval_bench.scoring.permissions import (
     NO_READABLE_RELEVANT,
@@ -96,8 +97,11 @@ class _RankAll:
 
     name = "all"
 
+    def info(self) -> dict[str, int]:
+        return {}
+
     def search(
-        self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
+        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
         out = []
         for mask in allowed:
@@ -128,7 +132,7 @@ def test_permission_filter_makes_leak_exactly_zero(permissions: bool) -> None:
         route=lambda q, p: Routing(None, strategy),
         pool_size=4,
         top_k=4,
-        rrf_k=60,
+        combiners={n: build_combiner(n, 60) for n in COMBINERS},
     )
     records = pipeline.run(queries)
     rankings = {r.query.query_id: r.stages["final"].ids for r in records}

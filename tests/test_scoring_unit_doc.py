@@ -20,8 +20,8 @@ from retrieval_bench.errors import ConfigError
 from retrieval_bench.experiment import score_records
 from retrieval_bench.filters import FilterDecision
 from retrieval_bench.io import jsonl_text
-from retrieval_bench.pipeline import QueryRecord, StageRecord
 from retrieval_bench.query_parser import ParsedQuery
+from retrieval_bench.rankings import QueryRecord, StageRecord
 from retrieval_bench.scoring.labels import GOLD_MISSING
 from retrieval_bench.scoring.units import doc_labels, doc_ranking, judge_in_unit, passage_docs
 

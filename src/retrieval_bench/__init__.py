@@ -1,3 +1,69 @@
-"""Compare retrievers on labelled evaluation sets, per query type, stage by stage."""
+"""Compare retrievers on labelled evaluation sets, per query type, stage by stage.
+
+The library API (the Hydra app `python -m run` is a thin layer over it)::
+
+    from retrieval_bench import compose, evaluate
+    result = evaluate(compose(["retriever=bm25"]))          # the shipped travel set
+    result.metrics["stages"]["final"]["overall"]["ndcg@6"]
+    result.to_dataframe()                                    # pandas, long format
+
+`evaluate(cfg, dataset=..., arms={...})` runs a job on your own `Dataset` (of `Passage` and
+`EvalQuery` records) with your own arms: any object with `search(queries, k, allowed) ->
+list[Ranked]` and `info()` (the `Arm` protocol), or an `ArmSpec` whose `build(name, ctx)` makes
+one from the corpus (`BuildContext`). Names are loaded on first use, so importing the package
+(or its config schema) loads no retriever, model or index library.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it
+_EXPORTS = {
+    "compose": "retrieval_bench.api",
+    "evaluate": "retrieval_bench.api",
+    "JobResult": "retrieval_bench.job_result",
+    "write_job": "retrieval_bench.outputs",
+    "RunConfig": "retrieval_bench.config",
+    "Dataset": "retrieval_bench.data.records",
+    "Passage": "retrieval_bench.data.records",
+    "EvalQuery": "retrieval_bench.data.records",
+    "Arm": "retrieval_bench.components",
+    "ArmSpec": "retrieval_bench.components",
+    "BuildContext": "retrieval_bench.components",
+    "Ranked": "retrieval_bench.retrievers.base",
+}
+__all__ = [
+    "Arm",
+    "ArmSpec",
+    "BuildContext",
+    "Dataset",
+    "EvalQuery",
+    "JobResult",
+    "Passage",
+    "Ranked",
+    "RunConfig",
+    "compose",
+    "evaluate",
+    "write_job",
+]
+
+if TYPE_CHECKING:
+    from retrieval_bench.api import compose, evaluate
+    from retrieval_bench.components import Arm, ArmSpec, BuildContext
+    from retrieval_bench.config import RunConfig
+    from retrieval_bench.data.records import Dataset, EvalQuery, Passage
+    from retrieval_bench.job_result import JobResult
+    from retrieval_bench.outputs import write_job
+    from retrieval_bench.retrievers.base import Ranked
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'retrieval_bench' has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from retrieval_bench.data.records import EvalQuery, Passage
+from retrieval_bench.data.records import Entity, EvalQuery, Passage
 from retrieval_bench.retrievers.base import Ranked, TieBreak
 
 if TYPE_CHECKING:
@@ -45,6 +45,11 @@ class BuildContext:
     cfg: RunConfig
     tie_break: TieBreak
     cache_dir: Path
+    # The dataset's entities (their names and aliases join the tokenizer's lexicon).
+    entities: Sequence[Entity] = ()
+    # The filters that may apply to some query (filters.PassageFilter.possible): an index that
+    # cannot take them fails before any work.
+    possible_filters: tuple[str, ...] = ()
     stats: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
@@ -81,7 +86,9 @@ class Arm(Protocol):
 class ArmSpec(Protocol):
     """What `arms.<name>._target_` names: built from the node's keys when the config is read
     (so a bad key fails before any work), then `build` makes the arm once the corpus is
-    loaded."""
+    loaded. A spec may also define `check(name, ctx) -> None`, called for every arm of the job
+    before any arm builds, for what can fail without building anything (a model that is not on
+    disk, an index that cannot take the job's filters)."""
 
     def build(self, name: str, ctx: BuildContext) -> Arm: ...
 

@@ -5,8 +5,9 @@ its key."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -15,9 +16,9 @@ from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.encoders.config import EncoderConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.filters import FilterConfig
-from retrieval_bench.pipeline import COMBINERS
-from retrieval_bench.retrievers.bm25 import BM25_IMPLS, BM25Config
-from retrieval_bench.retrievers.dense_index import DenseIndexConfig
+from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
+from retrieval_bench.retrievers.dense_config import DenseIndexConfig
+from retrieval_bench.retrievers.fusion import COMBINERS
 from retrieval_bench.retrievers.run_file_config import RunFileConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
@@ -25,7 +26,14 @@ from retrieval_bench.scoring.refusal import RefusalConfig
 from retrieval_bench.scoring.units import DOC, UNITS
 from retrieval_bench.text import TextConfig
 
-ARMS = ("bm25", "dense")
+# The arms every job can name in `retriever.arms` without a config file of its own: name -> the
+# ArmSpec class (retrieval_bench.components) Hydra instantiates. A config adds more under
+# `arms.<name>` (a class anywhere on the path, plus its keyword arguments): no list to edit.
+BUILTIN_ARMS: dict[str, dict[str, Any]] = {
+    "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
+    "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
+    "run_file": {"_target_": "retrieval_bench.retrievers.run_file.RunFileArmSpec"},
+}
 DATASET_FORMATS = ("native", "beir")
 
 
@@ -81,6 +89,10 @@ class RunConfig:
     top_k: int = 6
     # Embedding cache shared by every job (relative paths resolve against the project root).
     cache_dir: str = "outputs/cache"
+    # Arm name -> its spec: `_target_` (an ArmSpec class) and the spec's keyword arguments.
+    arms: dict[str, Any] = field(
+        default_factory=lambda: {name: dict(node) for name, node in BUILTIN_ARMS.items()}
+    )
     # How a multirun's jobs are compared when it ends (retrieval_bench.compare).
     compare: CompareConfig = field(default_factory=CompareConfig)
     # The monthly benchmark job (python -m run experiment=monthly).
@@ -156,8 +168,18 @@ def check_corpus_size(cfg: RunConfig, passages: int, dataset: str) -> None:
         )
 
 
-def validate(cfg: RunConfig) -> None:
-    """What Hydra's types cannot check; the first bad key or value raises ConfigError."""
+def check_arm_specs(cfg: RunConfig) -> None:
+    """Each `arms.<name>` node names a class by `_target_`; its other keys are that class's
+    keyword arguments, checked when the spec is instantiated (`instantiate_arm`), so only the
+    shape is checked here, without importing any implementation."""
+    for name, node in cfg.arms.items():
+        if not isinstance(node, Mapping) or not isinstance(node.get("_target_"), str):
+            raise ConfigError(f"arms.{name}", "needs a `_target_`: the ArmSpec class to build")
+
+
+def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
+    """What Hydra's types cannot check; the first bad key or value raises ConfigError.
+    `given_arms`: arm names a library caller passes as objects (not under `arms`)."""
     check_known_keys(cfg)
     _positive("top_k", cfg.top_k)
     _positive("retriever.pool_size", cfg.retriever.pool_size)
@@ -173,11 +195,16 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("retriever.rrf_k", f"must be >= 0, got {cfg.retriever.rrf_k}")
     if not cfg.retriever.arms:
         raise ConfigError("retriever.arms", "needs at least one arm")
-    for arm in cfg.retriever.arms:
-        _one_of("retriever.arms", arm, ARMS)
+    for i, arm in enumerate(cfg.retriever.arms):
+        if arm not in cfg.arms and arm not in given_arms:
+            raise ConfigError(
+                f"retriever.arms[{i}]",
+                f"unknown arm '{arm}'; {nearest_hint(arm, list(cfg.arms))} (a new arm is an "
+                f"`arms.{arm}` node naming its class in _target_)",
+            )
     if len(set(cfg.retriever.arms)) != len(cfg.retriever.arms):
         raise ConfigError("retriever.arms", f"an arm is listed twice: {list(cfg.retriever.arms)}")
-    _one_of("retriever.combine", cfg.retriever.combine, COMBINERS)
+    _one_of("retriever.combine", cfg.retriever.combine, tuple(COMBINERS))
     for i, cutoff in enumerate(cfg.scoring.cutoffs):
         _positive(f"scoring.cutoffs[{i}]", cutoff)
     if cfg.scoring.unit not in UNITS:
@@ -209,4 +236,6 @@ def validate(cfg: RunConfig) -> None:
     cfg.run_file.validate(required="run_file" in cfg.retriever.arms)
     cfg.compare.validate()
     cfg.benchmark.validate()
-    load_rule_set(cfg.router, ARMS)  # router=rules: its rules, routes, strategies and cues
+    check_arm_specs(cfg)
+    # router=rules: its rules, routes, strategies and cues
+    load_rule_set(cfg.router, (*cfg.arms, *given_arms))

@@ -36,6 +36,7 @@ class ConfigError(BenchError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"config key '{key}': {message}")
         self.key = key
+        self.message = message
 
 
 class EncoderUnavailable(BenchError):

@@ -7,20 +7,21 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.config import ARMS, RunConfig, check_corpus_size
+from retrieval_bench.arms import build_arms
+from retrieval_bench.components import Arm, ArmSpec, BuildContext, passage_text
+from retrieval_bench.config import RunConfig, check_corpus_size
 from retrieval_bench.data.loader import load_dataset
-from retrieval_bench.data.records import Dataset, Passage
+from retrieval_bench.data.records import Dataset
 from retrieval_bench.embedding_cache import CacheStats, EmbeddingCache
-from retrieval_bench.embedding_shards import encode_shard, encode_sharded, shard_bounds
+from retrieval_bench.embedding_shards import encode_shard, shard_bounds
 from retrieval_bench.encoders import build_encoder
-from retrieval_bench.encoders.base import Encoder
-from retrieval_bench.encoders.precomputed import PrecomputedVectors, load_precomputed
 from retrieval_bench.filters import PassageFilter
 from retrieval_bench.io import writable_dir
+from retrieval_bench.job_result import JobResult
 from retrieval_bench.pipeline import (
     Pipeline,
     QueryRecord,
@@ -29,10 +30,8 @@ from retrieval_bench.pipeline import (
     empty_rankings,
 )
 from retrieval_bench.query_parser import NegationRules, QueryParser
-from retrieval_bench.retrievers.base import Retriever
-from retrieval_bench.retrievers.bm25 import BM25Retriever
-from retrieval_bench.retrievers.dense import DenseRetriever
-from retrieval_bench.retrievers.dense_index import check_index_fits
+from retrieval_bench.retrievers.base import shared_tie_break
+from retrieval_bench.retrievers.fusion import build_combiner
 from retrieval_bench.router import build_router
 from retrieval_bench.router_config import PROJECT_ROOT, RuleSet, load_rule_set, resolve_path
 from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
@@ -43,26 +42,8 @@ from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_r
 from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.scoring.units import DOC, PASSAGE, doc_ranking, judge_in_unit, passage_docs
 from retrieval_bench.text import cached_tokenizer, lexicon_of
-from retrieval_bench.token_cache import tokenize_corpus
 
 log = logging.getLogger(__name__)
-
-
-def passage_text(passage: Passage) -> str:
-    return f"{passage.title}\n{passage.text}" if passage.title else passage.text
-
-
-@dataclass
-class JobResult:
-    dataset: Dataset
-    judgements: Judgements
-    records: list[QueryRecord]
-    metrics: dict[str, Any]
-    timings: dict[str, float] = field(default_factory=dict)
-    embeddings: dict[str, dict[str, int]] = field(default_factory=dict)
-    tokenizer: dict[str, Any] = field(default_factory=dict)
-    # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
-    indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Timer:
@@ -97,66 +78,57 @@ def _load(cfg: RunConfig) -> Dataset:
     return dataset
 
 
-def run_job(cfg: RunConfig) -> JobResult:
+def run_job(
+    cfg: RunConfig,
+    dataset: Dataset | None = None,
+    arms: Mapping[str, Arm | ArmSpec] | None = None,
+) -> JobResult:
+    """One job: `cfg`'s dataset (or `dataset`, records built by the caller) through the
+    pipeline, every stage recorded and scored. `arms` adds arms by name beside `cfg.arms`
+    (ready Arm objects, or specs built against the corpus); `retriever.arms` picks among both."""
     writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
     with timer.phase("load"):
-        dataset, judgements, groups = load_labelled(cfg)
-    embeddings: dict[str, dict[str, int]] = {}
-    texts = [passage_text(p) for p in dataset.passages]
-    ids = [p.id for p in dataset.passages]
+        dataset, judgements, groups = load_labelled(cfg, dataset)
     tokenizer = cached_tokenizer(cfg.text, *lexicon_of(dataset.entities))
-    tokenizer_identity = tokenizer.identity()
-    rule_set = load_rule_set(cfg.router, ARMS)
-    # With a router every arm is built: strategies pick among them, and each runs alone as a
-    # baseline for the routed-vs-single comparison.
-    arm_names = list(ARMS) if rule_set else list(cfg.retriever.arms)
-    passage_filter = PassageFilter(dataset.passages, cfg.filters)
-    dense: Encoder | PrecomputedVectors | None = None
-    if "dense" in arm_names:
-        if cfg.encoder.kind == "precomputed":
-            with timer.phase("load"):  # checked before any tokenising or retrieval
-                dense = load_precomputed(
-                    cfg.encoder, ids, [(q.query_id, q.query) for q in dataset.queries]
-                )
-            dimension: int | None = dense.passages.shape[1]
-        else:
-            dense = build_encoder(cfg.encoder)
-            dimension = dense.dimension()
-        # a dense.index this job cannot use fails before any work
-        filters = passage_filter.possible(dataset.queries, exclusions=rule_set is not None)
-        check_index_fits(cfg.dense, len(dataset.passages), dimension, filters)
-    arms: dict[str, Retriever] = {}
-    for arm in arm_names:
-        with timer.phase(f"index_{arm}"):
-            if arm == "bm25":
-                tokens = tokenize_corpus(
-                    texts,
-                    tokenizer.tokenize,
-                    tokenizer_identity,
-                    resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[0],
-                    cfg.text.resolved_workers(),
-                )
-                arms[arm] = BM25Retriever(ids, tokens, tokenizer.tokenize, cfg.bm25)
-            elif dense is not None:
-                arms[arm] = _dense_arm(cfg, dense, ids, texts, embeddings)
+    rule_set = load_rule_set(cfg.router, tuple(cfg.arms))
     strategy = Strategy(
         name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
     )
+    # With a router every arm a strategy names is built, and each runs alone as a baseline for
+    # the routed-vs-single comparison.
+    arm_names = list(cfg.retriever.arms)
+    if rule_set:
+        for served in rule_set.routes.values():
+            arm_names.extend(a for a in served.strategy.arms if a not in arm_names)
+    passage_filter = PassageFilter(dataset.passages, cfg.filters)
+    ctx = BuildContext(
+        passages=dataset.passages,
+        queries=dataset.queries,
+        cfg=cfg,
+        tie_break=shared_tie_break([p.id for p in dataset.passages]),
+        cache_dir=resolve_path(cfg.cache_dir),
+        entities=dataset.entities,
+        possible_filters=passage_filter.possible(dataset.queries, exclusions=rule_set is not None),
+    )
+    built = build_arms(arm_names, cfg.arms, ctx, timer.phase, given=arms)
     cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
     parser = QueryParser(
         cities, dataset.entities, rule_set.negation if rule_set else NegationRules()
     )
     route, baselines = build_router(rule_set, strategy, arm_names)
+    combine_names = {strategy.combine, *(s.combine for s in baselines.values())}
+    if rule_set:
+        combine_names.update(served.strategy.combine for served in rule_set.routes.values())
     pipeline = Pipeline(
         dataset.passages,
-        arms,
+        built,
         parse=parser.parse,
         passage_filter=passage_filter,
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
-        rrf_k=cfg.retriever.rrf_k,
+        combiners={name: build_combiner(name, cfg.retriever.rrf_k) for name in combine_names},
         baselines=baselines,
     )
     with timer.phase("retrieve"):
@@ -170,20 +142,22 @@ def run_job(cfg: RunConfig) -> JobResult:
         records,
         metrics,
         timer.timings,
-        embeddings,
-        tokenizer_identity,
-        indexes={
-            name: arm.index_info() for name, arm in arms.items() if hasattr(arm, "index_info")
-        },
+        ctx.stats.get("embeddings", {}),
+        tokenizer.identity(),
+        indexes={name: arm.info() for name, arm in built.items()},
     )
 
 
 def load_labelled(
-    cfg: RunConfig,
+    cfg: RunConfig, dataset: Dataset | None = None
 ) -> tuple[Dataset, Judgements, dict[str, dict[str, str]]]:
-    """The dataset, its judgements and the group_by lookups: everything scoring reads besides
-    the rankings (also what `rescore` loads to score stored rankings against current labels)."""
-    dataset = _load(cfg)
+    """The dataset (`cfg.dataset`'s, or `dataset` as given), its judgements and the group_by
+    lookups: everything scoring reads besides the rankings (also what `rescore` loads to score
+    stored rankings against current labels)."""
+    if dataset is None:
+        dataset = _load(cfg)
+    else:
+        check_corpus_size(cfg, len(dataset.passages), dataset.name)
     judgements = judge_in_unit(
         cfg.scoring.unit, dataset.queries, dataset.passages, dataset.unjudged
     )
@@ -230,41 +204,6 @@ def _note_empty_rankings(records: list[QueryRecord]) -> None:
         log.warning("empty rankings (scored 0): %s", "; ".join(parts))
 
 
-def _dense_arm(
-    cfg: RunConfig,
-    dense: Encoder | PrecomputedVectors,
-    ids: list[str],
-    texts: list[str],
-    embeddings: dict[str, dict[str, int]],
-) -> DenseRetriever:
-    if isinstance(dense, PrecomputedVectors):
-        embeddings["passages"] = {"encoded": 0, "cached": 0, "precomputed": len(ids)}
-        return DenseRetriever(ids, dense.passages, dense.encode_queries, cfg.dense, dense.key)
-    encoder = dense
-    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
-    if cfg.encoder.shards > 1 or cfg.encoder.require_shards:
-        vectors, stats = encode_sharded(
-            cache, encoder, texts, cfg.encoder.shards, cfg.encoder.require_shards
-        )
-    else:
-        vectors, stats = cache.encode(encoder, texts, "passages")
-    embeddings["passages"] = {"encoded": stats.encoded, "cached": stats.cached}
-
-    def encode_queries(queries: list[str]) -> Any:
-        # A batch may hold a text twice (a query ranked under two filters): encode it once.
-        unique = list(dict.fromkeys(queries))
-        query_vectors, query_stats = cache.encode(encoder, unique, "queries")
-        counts = embeddings.setdefault("queries", {"encoded": 0, "cached": 0})
-        counts["encoded"] += query_stats.encoded
-        counts["cached"] += query_stats.cached
-        if len(unique) == len(queries):
-            return query_vectors
-        row = {text: i for i, text in enumerate(unique)}
-        return query_vectors[[row[text] for text in queries]]
-
-    return DenseRetriever(ids, vectors, encode_queries, cfg.dense, stats.key)
-
-
 @dataclass(frozen=True)
 class ShardResult:
     """What a shard job (`encoder.shard_only=i`) did."""
@@ -294,12 +233,21 @@ def run_shard_job(cfg: RunConfig) -> ShardResult:
 
 
 def stage_names(records: list[QueryRecord]) -> list[str]:
-    names: dict[str, None] = {}
+    """Every recorded stage in pipeline order: those before the top_k cut (arms, fused,
+    rerank) as first seen, then `final`, then those after it (context). A router's queries
+    record different arms, so the order is taken across all records."""
+    before: dict[str, None] = {}
+    after: dict[str, None] = {}
     for record in records:
+        seen_final = False
         for name in record.stages:
-            if name != "final":
-                names.setdefault(name, None)
-    return [*names, "final"]
+            if name == "final":
+                seen_final = True
+            elif seen_final:
+                after.setdefault(name, None)
+            else:
+                before.setdefault(name, None)
+    return [*before, "final", *after]
 
 
 def score_records(

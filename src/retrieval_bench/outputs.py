@@ -129,8 +129,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         "scoring_unit": result.metrics.get("unit", PASSAGE),
         "tokenizer": result.tokenizer,
         "embeddings": result.embeddings,
-        "dense_index": result.indexes.get("dense"),
-        "bm25_index": result.indexes.get("bm25"),
+        # Each arm's own record (its index, cache use, latency, counts), by arm name.
+        "arms": result.indexes,
         "timings_s": result.timings,
         "packages": package_versions(),
         "git_revision": git_revision(),

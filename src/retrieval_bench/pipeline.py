@@ -1,168 +1,49 @@
-"""Each query through parse -> filter -> arms -> fuse -> cut, with every stage recorded."""
+"""Each query through parse -> filter -> arms -> combine -> rerank -> cut -> context, with
+every stage recorded under its own name (each arm's, `fused`, `rerank`, `final`, `context`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from dataclasses import replace
 
 import numpy as np
 
+from retrieval_bench.components import Arm, Combiner, LaterStage
 from retrieval_bench.data.records import EvalQuery, Passage
-from retrieval_bench.filters import FilterDecision, PassageFilter
+from retrieval_bench.filters import PassageFilter
 from retrieval_bench.query_parser import ParsedQuery
+from retrieval_bench.rankings import QueryRecord, StageRecord, empty_rankings
 from retrieval_bench.retrievers.base import (
     FILTERED_OUT,
     NO_CANDIDATES,
     Ranked,
-    Retriever,
     shared_tie_break,
 )
-from retrieval_bench.retrievers.fusion import reciprocal_rank_fusion
+from retrieval_bench.router_config import Routing, Strategy
 
-COMBINERS = ("rrf", "fill")
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """How one query is answered: which arms, and how their pools become one list.
-
-    `rrf` fuses all pools; `fill` keeps the first arm's pool in order and lets later arms
-    fill the places it leaves empty. `exclude` sends the parsed excluded entities to the filter,
-    so no arm ever ranks their passages (a strategy without it ignores exclusions).
-    """
-
-    name: str
-    arms: tuple[str, ...]
-    combine: str = "rrf"
-    exclude: bool = False
-
-
-class Routing(NamedTuple):
-    """A router's answer for one query: the route (None without a router), its strategy, and
-    the rule that chose it, recorded so every routing decision can be explained."""
-
-    route: str | None
-    strategy: Strategy
-    rule: str | None = None
-
-
-@dataclass(frozen=True)
-class StageRecord:
-    ids: list[str]
-    scores: list[float]
-    pool_requested: int
-    pool_returned: int
-    # The same ranking as passage indices (`ids[i] == passage_ids[indices[i]]`), which the
-    # job scores through the integer core; None for a record built without a corpus at hand.
-    # Unique by construction (TieBreak.top, RRF and "fill" emit each index once); the scorer
-    # still checks, as the check is one vectorised sort.
-    indices: np.ndarray | None = field(default=None, repr=False, compare=False)
-    # Why the ranking is empty (retrievers.base: no_query_terms, ...); None when it is not.
-    empty_reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "ids": self.ids,
-            "scores": self.scores,
-            "pool_requested": self.pool_requested,
-            "pool_returned": self.pool_returned,
-        }
-        if self.empty_reason is not None:
-            out["empty_reason"] = self.empty_reason
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], positions: Mapping[str, int]) -> StageRecord:
-        """Back from `to_json`, with the passage indices of the corpus order `positions`
-        (passage id -> index), so stored rankings score through the job's own path."""
-        ids = list(data["ids"])
-        return cls(
-            ids=ids,
-            scores=[float(s) for s in data["scores"]],
-            pool_requested=int(data["pool_requested"]),
-            pool_returned=int(data["pool_returned"]),
-            indices=np.fromiter((positions[pid] for pid in ids), dtype=np.int64, count=len(ids)),
-            empty_reason=data.get("empty_reason"),
-        )
-
-
-@dataclass(frozen=True)
-class QueryRecord:
-    query: EvalQuery
-    route: str | None
-    strategy: str
-    parsed: ParsedQuery
-    filter: FilterDecision
-    stages: dict[str, StageRecord] = field(default_factory=dict)
-    rule: str | None = None
-    # With a router: each single retriever cut to top_k on the same query, filtered as without
-    # a router (no exclusions), so routed and unrouted are compared on identical queries.
-    baselines: dict[str, StageRecord] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "query_id": self.query.query_id,
-            "query": self.query.query,
-            "query_type": self.query.query_type,
-            "label_status": self.query.label_status,
-            "route": self.route,
-            "rule": self.rule,
-            "strategy": self.strategy,
-            "parsed": self.parsed.to_json(),
-            "filter": {"applied": list(self.filter.applied), "allowed": self.filter.allowed},
-            "stages": {name: stage.to_json() for name, stage in self.stages.items()},
-            "baselines": {name: stage.to_json() for name, stage in self.baselines.items()},
-        }
-
-    @classmethod
-    def from_json(
-        cls, data: dict[str, Any], query: EvalQuery, positions: Mapping[str, int]
-    ) -> QueryRecord:
-        """Back from `to_json` (one line of rankings.jsonl) for `query` as the labels now
-        describe it; the filter's mask is not stored (scoring reads only what it applied)."""
-        return cls(
-            query=query,
-            route=data["route"],
-            strategy=data["strategy"],
-            parsed=ParsedQuery.from_json(data["parsed"]),
-            filter=FilterDecision(None, tuple(data["filter"]["applied"])),
-            stages={n: StageRecord.from_json(s, positions) for n, s in data["stages"].items()},
-            rule=data["rule"],
-            baselines={
-                n: StageRecord.from_json(s, positions) for n, s in data["baselines"].items()
-            },
-        )
-
-
+# Given a query and its parse, the route that answers it (router.build_router).
 Router = Callable[[EvalQuery, ParsedQuery], Routing]
 
-
-def empty_rankings(stages: Sequence[StageRecord | None]) -> dict[str, int]:
-    """How many of one stage's rankings are empty, by `empty_reason`: such a query is still
-    scored (0: the system was asked and returned nothing), and this says why it returned
-    nothing."""
-    counts: dict[str, int] = {}
-    for stage in stages:
-        if stage is not None and not stage.ids:
-            reason = stage.empty_reason or NO_CANDIDATES
-            counts[reason] = counts.get(reason, 0) + 1
-    return dict(sorted(counts.items()))
+__all__ = ["Pipeline", "QueryRecord", "Router", "StageRecord", "Strategy", "empty_rankings"]
 
 
 class Pipeline:
     def __init__(
         self,
         passages: Sequence[Passage],
-        arms: Mapping[str, Retriever],
+        arms: Mapping[str, Arm],
         parse: Callable[[str], ParsedQuery],
         passage_filter: PassageFilter,
         route: Router,
         pool_size: int,
         top_k: int,
-        rrf_k: int,
+        combiners: Mapping[str, Combiner],
         baselines: Mapping[str, Strategy] | None = None,
+        rerank: LaterStage | None = None,
+        context: LaterStage | None = None,
     ) -> None:
+        """`combiners`: each combine name a strategy may use -> its combiner. `rerank` re-orders
+        each query's combined ranking before the top_k cut; `context` selects from `final`."""
         self.ids = [p.id for p in passages]
         self.arms = arms
         self.parse = parse
@@ -170,8 +51,10 @@ class Pipeline:
         self.route = route
         self.pool_size = pool_size
         self.top_k = top_k
-        self.rrf_k = rrf_k
+        self.combiners = combiners
         self.baselines = dict(baselines or {})
+        self.rerank = rerank
+        self.context = context
         self.tie_break = shared_tie_break(self.ids)
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
@@ -203,16 +86,30 @@ class Pipeline:
         searched = self._search([*queries, *(queries[i] for i in plain)], masks, wanted)
         pools = searched[: len(queries)]
         plain_pools = dict(zip(plain, searched[len(queries) :], strict=True))
+        stages: list[dict[str, StageRecord]] = []
+        ranked: list[Ranked] = []
+        for routing, arm_pools in zip(routed, pools, strict=True):
+            strategy = routing.strategy
+            recorded = {name: self._stage(arm_pools[name]) for name in strategy.arms}
+            combined = self._combine(strategy, [arm_pools[name] for name in strategy.arms])
+            if len(strategy.arms) > 1:
+                recorded["fused"] = self._stage(combined)
+            stages.append(recorded)
+            ranked.append(combined)
+        if self.rerank is not None:
+            ranked = self.rerank.apply(queries, ranked)
+            for recorded, result in zip(stages, ranked, strict=True):
+                recorded[self.rerank.name] = self._stage(result)
+        final = [self._cut(result) for result in ranked]
+        for recorded, result in zip(stages, final, strict=True):
+            recorded["final"] = self._stage(result)
+        if self.context is not None:
+            for recorded, result in zip(stages, self.context.apply(queries, final), strict=True):
+                recorded[self.context.name] = self._stage(result)
         records = []
         for i, (query, parse, routing, decision, arm_pools) in enumerate(
             zip(queries, parsed, routed, decisions, pools, strict=True)
         ):
-            strategy = routing.strategy
-            stages = {name: self._stage(arm_pools[name]) for name in strategy.arms}
-            combined = self._combine(strategy, [arm_pools[name] for name in strategy.arms])
-            if len(strategy.arms) > 1:
-                stages["fused"] = self._stage(combined)
-            stages["final"] = self._stage(self._cut(combined))
             base_pools = plain_pools.get(i, arm_pools)
             baselines = {
                 name: self._stage(self._cut(self._combine(s, [base_pools[a] for a in s.arms])))
@@ -225,7 +122,7 @@ class Pipeline:
                     strategy.name,
                     parse,
                     decision,
-                    stages,
+                    stages[i],
                     rule=routing.rule,
                     baselines=baselines,
                 )
@@ -245,7 +142,7 @@ class Pipeline:
             if not members:
                 continue
             ranked = arm.search(
-                [queries[i].query for i in members], self.pool_size, [masks[i] for i in members]
+                [queries[i] for i in members], self.pool_size, [masks[i] for i in members]
             )
             for i, result in zip(members, ranked, strict=True):
                 if not result.returned and result.empty_reason is None:
@@ -270,17 +167,7 @@ class Pipeline:
             # Every arm came back empty: the combination is empty for their reasons.
             reasons = dict.fromkeys(pool.empty_reason or NO_CANDIDATES for pool in pools)
             return replace(pools[0], requested=0, empty_reason="+".join(reasons))
-        if strategy.combine == "rrf":
-            return reciprocal_rank_fusion(pools, self.rrf_k, self.tie_break)
-        # "fill": the first arm leads; later arms add unseen passages after it. Scores are the
-        # rank-derived 1/(k + position) so the list stays score-descending as TREC needs.
-        seen: dict[int, None] = {}
-        for pool in pools:
-            for index in pool.indices.tolist():
-                seen.setdefault(index, None)
-        indices = np.fromiter(seen, dtype=np.int64, count=len(seen))
-        scores = 1.0 / (self.rrf_k + np.arange(1, len(indices) + 1, dtype=np.float64))
-        return Ranked(indices=indices, scores=scores, requested=len(indices))
+        return self.combiners[strategy.combine].combine(pools, self.tie_break)
 
     def _stage(self, ranked: Ranked) -> StageRecord:
         return StageRecord(

@@ -36,7 +36,7 @@ from retrieval_bench.compare.jobs import (
     find_job_dirs,
     is_finished,
 )
-from retrieval_bench.config import ARMS, DatasetConfig, RunConfig
+from retrieval_bench.config import DatasetConfig, RunConfig
 from retrieval_bench.data.hashes import CORPUS_FILES, hash_record, short
 from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.errors import BenchError, ConfigError
@@ -138,7 +138,9 @@ def rescore_job(
                 "re-run it instead"
             )
     records = _records(job_dir / "rankings.jsonl", data.queries, [p.id for p in data.passages])
-    metrics = score_job(cfg, data, judgements, groups, records, load_rule_set(cfg.router, ARMS))
+    metrics = score_job(
+        cfg, data, judgements, groups, records, load_rule_set(cfg.router, tuple(cfg.arms))
+    )
     return Rescored(job_dir, metrics, before, after, cfg.dataset, dict(data.hashes))
 
 

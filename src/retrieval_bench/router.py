@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from retrieval_bench.data.records import EvalQuery
-from retrieval_bench.pipeline import Router, Routing, Strategy
+from retrieval_bench.pipeline import Router
 from retrieval_bench.query_parser import ParsedQuery
-from retrieval_bench.router_config import Rule, RuleSet
-
-DEFAULT_RULE = "default"
+from retrieval_bench.router_config import DEFAULT_RULE, Routing, Rule, RuleSet, Strategy
 
 
 def holds(rule: Rule, parsed: ParsedQuery, short_query_length: int) -> bool:

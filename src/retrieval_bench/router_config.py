@@ -12,16 +12,45 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from retrieval_bench.errors import ConfigError, DataError, nearest_hint
-from retrieval_bench.pipeline import COMBINERS, Strategy
 from retrieval_bench.query_parser import NegationRules
+from retrieval_bench.retrievers.fusion import COMBINERS
 
 ROUTER_NAMES = ("none", "rules")
+# The rule recorded for a query no rule matched.
+DEFAULT_RULE = "default"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How one query is answered: which arms, and how their pools become one list.
+
+    `combine` names the combiner (retrievers.fusion: `rrf` fuses all pools; `fill` keeps the
+    first arm's pool in order and lets later arms fill the places it leaves empty). `exclude`
+    sends the parsed excluded entities to the filter, so no arm ever ranks their passages (a
+    strategy without it ignores exclusions).
+    """
+
+    name: str
+    arms: tuple[str, ...]
+    combine: str = "rrf"
+    exclude: bool = False
+
+
+class Routing(NamedTuple):
+    """A router's answer for one query: the route (None without a router), its strategy, and
+    the rule that chose it, recorded so every routing decision can be explained."""
+
+    route: str | None
+    strategy: Strategy
+    rule: str | None = None
+
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 

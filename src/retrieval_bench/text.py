@@ -12,12 +12,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import jieba
-
 from retrieval_bench.data.records import Entity
 from retrieval_bench.errors import ConfigError
 
-jieba.setLogLevel(logging.WARNING)
+
+@lru_cache(maxsize=1)
+def _jieba() -> Any:
+    """jieba, imported on first tokenisation (not with the config schema that holds
+    TextConfig), its start-up chatter silenced."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
 
 _ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -83,7 +90,7 @@ class Tokenizer:
         self.lexicon_words = tuple(sorted(set(lexicon_words))) if config.use_lexicon else ()
         use_canonical = config.use_lexicon and config.canonical_entities
         self.canonical = dict(sorted(canonical)) if use_canonical else {}
-        self._jieba = jieba.Tokenizer()
+        self._jieba = _jieba().Tokenizer()
         for word in self.lexicon_words:
             self._jieba.add_word(word)
 
@@ -104,7 +111,7 @@ class Tokenizer:
         digest = hashlib.sha256(json.dumps(lexicon, ensure_ascii=False).encode())
         return {
             "tokenizer": "jieba",
-            "jieba_version": getattr(jieba, "__version__", "unknown"),
+            "jieba_version": getattr(_jieba(), "__version__", "unknown"),
             "use_lexicon": self.config.use_lexicon,
             "hmm": self.config.hmm,
             "drop_punctuation": self.config.drop_punctuation,

@@ -60,13 +60,13 @@ from retrieval_bench.benchmark.history import (
     resolve_baseline,
     write_state,
 )
+from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.compare.build import compare_dirs, significance_settings
 from retrieval_bench.compare.jobs import FinishedJob
 from retrieval_bench.config import RunConfig, validate
 from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.reports.tables import markdown_table
-from retrieval_bench.reports.trend import write_trend
 from retrieval_bench.rescore import relabel_baseline
 
 # Command-line keys the driver owns; every other override is applied to each job.

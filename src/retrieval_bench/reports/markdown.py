@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_bench.experiment import JobResult
+from retrieval_bench.job_result import JobResult
 from retrieval_bench.reports.coverage import job_coverage_section
 from retrieval_bench.reports.families import (
     evidence_section,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+
+from retrieval_bench.data.records import EvalQuery
 
 # Why a ranking is empty (`Ranked.empty_reason`), counted per stage in metrics.json: the query
 # has no term once tokenised (only punctuation), none of its terms is in the corpus, the filter
@@ -88,3 +90,28 @@ def shared_tie_break(ids: Sequence[str]) -> TieBreak:
     """The one TieBreak for a corpus: the pipeline and every arm of a job (and every job of a
     multirun) order the same ids, and building one sorts every id (about 1 s at 1M passages)."""
     return _tie_break_for(tuple(ids))
+
+
+class TextRetriever(Protocol):
+    """A retriever that reads only a query's text (BM25, dense): `TextArm` makes it an Arm."""
+
+    def search(
+        self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]: ...
+
+
+class TextArm:
+    """An Arm (retrieval_bench.components) over a retriever that ranks query texts; its manifest
+    record is the retriever's `index_info()` when it has one."""
+
+    def __init__(self, retriever: TextRetriever) -> None:
+        self.retriever = retriever
+
+    def search(
+        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]:
+        return self.retriever.search([q.query for q in queries], k, allowed)
+
+    def info(self) -> dict[str, Any]:
+        index_info = getattr(self.retriever, "index_info", None)
+        return dict(index_info()) if index_info is not None else {}

@@ -12,31 +12,24 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 
+from retrieval_bench.arms import with_overrides
+from retrieval_bench.components import Arm, BuildContext
 from retrieval_bench.progress import progress
 from retrieval_bench.retrievers.base import (
     FILTERED_OUT,
     NO_MATCHING_TERMS,
     NO_QUERY_TERMS,
     Ranked,
+    TextArm,
     shared_tie_break,
 )
+from retrieval_bench.retrievers.bm25_config import BM25Config
 from retrieval_bench.token_cache import TokenizedCorpus
-
-BM25_IMPLS = ("sparse", "rank_bm25")
-
-
-@dataclass  # not frozen: Hydra overrides (bm25.k1=1.2) must be able to set it
-class BM25Config:
-    k1: float = 1.5
-    b: float = 0.75
-    epsilon: float = 0.25
-    impl: str = "sparse"
 
 
 class SparseBM25:
@@ -214,3 +207,28 @@ class BM25Retriever:
             indices, top = self.tie_break.top(matched, scores[matched], k)
             results.append(Ranked(indices=indices, scores=top, requested=k, empty_reason=reason))
         return results
+
+
+class BM25ArmSpec:
+    """`arms.<name>` of a BM25 arm over jieba tokens: the job's `bm25` and `text` settings, with
+    keyword overrides of `bm25` (k1, b, impl) so two BM25 arms can differ. Tokens come from the
+    token cache under `cache_dir`."""
+
+    def __init__(self, **overrides: Any) -> None:
+        self.overrides = overrides
+        with_overrides(BM25Config(), overrides)  # an unknown key fails when the config is read
+
+    def build(self, name: str, ctx: BuildContext) -> Arm:
+        from retrieval_bench.text import cached_tokenizer, lexicon_of
+        from retrieval_bench.token_cache import tokenize_corpus
+
+        config = with_overrides(ctx.cfg.bm25, self.overrides)
+        tokenizer = cached_tokenizer(ctx.cfg.text, *lexicon_of(ctx.entities))
+        tokens = tokenize_corpus(
+            ctx.texts,
+            tokenizer.tokenize,
+            tokenizer.identity(),
+            ctx.cache_dir / "tokens",
+            ctx.cfg.text.resolved_workers(),
+        )
+        return TextArm(BM25Retriever(ctx.ids, tokens, tokenizer.tokenize, config))

@@ -15,9 +15,17 @@ from typing import Any
 import faiss
 import numpy as np
 
+from retrieval_bench.arms import with_overrides
+from retrieval_bench.components import Arm, BuildContext
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.progress import progress
-from retrieval_bench.retrievers.base import Ranked, shared_tie_break
-from retrieval_bench.retrievers.dense_index import DenseIndexConfig, FaissIndex, build_index
+from retrieval_bench.retrievers.base import Ranked, TextArm, shared_tie_break
+from retrieval_bench.retrievers.dense_index import (
+    DenseIndexConfig,
+    FaissIndex,
+    build_index,
+    check_index_fits,
+)
 
 
 class DenseRetriever:
@@ -123,3 +131,96 @@ class DenseRetriever:
             [s[v].astype(np.float64) for s, v in zip(scores, valid, strict=True)],
             [i[v].astype(np.int64) for i, v in zip(indices, valid, strict=True)],
         )
+
+
+class DenseArmSpec:
+    """`arms.<name>` of a dense arm: the job's `encoder` and `dense` (index) settings, with
+    keyword overrides of each (`encoder: {kind: minilm, ...}`, `index: {index: HNSW32}`) so two
+    encoders can run, and be fused, in one job. Passage vectors come from the embedding cache
+    (or `encoder=precomputed` files); each query is encoded once per job."""
+
+    def __init__(
+        self, encoder: dict[str, Any] | None = None, index: dict[str, Any] | None = None
+    ) -> None:
+        from retrieval_bench.encoders.config import EncoderConfig
+
+        self.encoder_overrides = dict(encoder or {})
+        self.index_overrides = dict(index or {})
+        for key, schema, overrides in (
+            ("encoder", EncoderConfig(), self.encoder_overrides),
+            ("index", DenseIndexConfig(), self.index_overrides),
+        ):
+            try:
+                with_overrides(schema, overrides)
+            except ConfigError as error:
+                raise ConfigError(f"{key}.{error.key}", error.message) from error
+        self._source: Any = None
+
+    def check(self, name: str, ctx: BuildContext) -> None:
+        """Load precomputed vectors, or make the encoder, and refuse an index that cannot take
+        this job's filters: before any arm tokenises or encodes."""
+        from retrieval_bench.encoders import build_encoder
+        from retrieval_bench.encoders.precomputed import load_precomputed
+
+        encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder_overrides)
+        index_cfg = with_overrides(ctx.cfg.dense, self.index_overrides)
+        if encoder_cfg.kind == "precomputed":
+            self._source = load_precomputed(
+                encoder_cfg, ctx.ids, [(q.query_id, q.query) for q in ctx.queries]
+            )
+            dimension: int | None = self._source.passages.shape[1]
+        else:
+            self._source = build_encoder(encoder_cfg)
+            dimension = self._source.dimension()
+        check_index_fits(index_cfg, len(ctx.ids), dimension, ctx.possible_filters)
+
+    def build(self, name: str, ctx: BuildContext) -> Arm:
+        from retrieval_bench.embedding_cache import EmbeddingCache
+        from retrieval_bench.embedding_shards import encode_sharded
+        from retrieval_bench.encoders.precomputed import PrecomputedVectors
+
+        if self._source is None:
+            self.check(name, ctx)
+        encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder_overrides)
+        index_cfg = with_overrides(ctx.cfg.dense, self.index_overrides)
+        # Encode counts of every dense arm of the job, added up (manifest `embeddings`).
+        embeddings: dict[str, dict[str, int]] = ctx.stats.setdefault("embeddings", {})
+        if isinstance(self._source, PrecomputedVectors):
+            source = self._source
+            _add(embeddings, "passages", {"encoded": 0, "cached": 0, "precomputed": len(ctx.ids)})
+            return TextArm(
+                DenseRetriever(
+                    ctx.ids, source.passages, source.encode_queries, index_cfg, source.key
+                )
+            )
+        encoder = self._source
+        cache = EmbeddingCache(ctx.cache_dir / "embeddings")
+        if encoder_cfg.shards > 1 or encoder_cfg.require_shards:
+            vectors, stats = encode_sharded(
+                cache, encoder, ctx.texts, encoder_cfg.shards, encoder_cfg.require_shards
+            )
+        else:
+            vectors, stats = cache.encode(encoder, ctx.texts, "passages")
+        _add(embeddings, "passages", {"encoded": stats.encoded, "cached": stats.cached})
+
+        def encode_queries(queries: list[str]) -> Any:
+            # A batch may hold a text twice (a query ranked under two filters): encode it once.
+            unique = list(dict.fromkeys(queries))
+            query_vectors, query_stats = cache.encode(encoder, unique, "queries")
+            _add(
+                embeddings,
+                "queries",
+                {"encoded": query_stats.encoded, "cached": query_stats.cached},
+            )
+            if len(unique) == len(queries):
+                return query_vectors
+            row = {text: i for i, text in enumerate(unique)}
+            return query_vectors[[row[text] for text in queries]]
+
+        return TextArm(DenseRetriever(ctx.ids, vectors, encode_queries, index_cfg, stats.key))
+
+
+def _add(record: dict[str, dict[str, int]], key: str, counts: dict[str, int]) -> None:
+    totals = record.setdefault(key, {})
+    for name, count in counts.items():
+        totals[name] = totals.get(name, 0) + count

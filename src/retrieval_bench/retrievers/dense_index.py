@@ -25,7 +25,6 @@ import tempfile
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import faiss
@@ -33,6 +32,7 @@ import numpy as np
 
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.progress import progress
+from retrieval_bench.retrievers.dense_config import DenseIndexConfig
 
 log = logging.getLogger(__name__)
 
@@ -41,35 +41,6 @@ _ADD_CHUNK = 20_000  # vectors per index.add call: an HNSW graph grows slowly en
 _IVF_RE = re.compile(r"IVF(\d+)")
 _PQ_RE = re.compile(r"PQ(\d+)(?:x(\d+))?")
 _MEMO: OrderedDict[tuple[Any, ...], FaissIndex] = OrderedDict()
-
-
-@dataclass
-class DenseIndexConfig:
-    """The `dense:` config node (not frozen: Hydra overrides must be able to set it)."""
-
-    # FAISS index_factory string; anything but "Flat" is approximate.
-    index: str = "Flat"
-    # IVF: inverted lists probed per query (more: slower, closer to exact).
-    nprobe: int = 16
-    # HNSW: candidate list size at search time (raised to the fetch size when smaller).
-    ef_search: int = 128
-    # For an approximate index, also search exact Flat and report recall@k against it.
-    recall_vs_exact: bool = True
-    # IVF/PQ training: at most this many vectors (a seeded sample); 0 lets FAISS subsample
-    # (up to 256 per IVF list, which at a million passages means minutes of k-means).
-    train_size: int = 0
-
-    def validate(self) -> None:
-        if not self.index.strip():
-            raise ConfigError("dense.index", "needs a FAISS factory string, e.g. Flat or HNSW32")
-        if self.nprobe < 1:
-            raise ConfigError("dense.nprobe", f"must be a positive integer, got {self.nprobe}")
-        if self.ef_search < 1:
-            raise ConfigError(
-                "dense.ef_search", f"must be a positive integer, got {self.ef_search}"
-            )
-        if self.train_size < 0:
-            raise ConfigError("dense.train_size", f"must be >= 0, got {self.train_size}")
 
 
 def _core(index: faiss.Index) -> faiss.Index:

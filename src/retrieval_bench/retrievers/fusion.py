@@ -19,3 +19,39 @@ def reciprocal_rank_fusion(pools: Sequence[Ranked], k: int, tie_break: TieBreak)
     scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
     ordered, ordered_scores = tie_break.top(indices, scores, len(indices))
     return Ranked(indices=ordered, scores=ordered_scores, requested=len(indices))
+
+
+class RRF:
+    """`retriever.combine=rrf`: reciprocal_rank_fusion with the configured `rrf_k`."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
+        return reciprocal_rank_fusion(pools, self.k, tie_break)
+
+
+class Fill:
+    """`retriever.combine=fill`: the first arm leads; later arms add unseen passages after it.
+    Scores are the rank-derived 1/(k + position) so the list stays score-descending as TREC
+    needs."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
+        seen: dict[int, None] = {}
+        for pool in pools:
+            for index in pool.indices.tolist():
+                seen.setdefault(index, None)
+        indices = np.fromiter(seen, dtype=np.int64, count=len(seen))
+        scores = 1.0 / (self.k + np.arange(1, len(indices) + 1, dtype=np.float64))
+        return Ranked(indices=indices, scores=scores, requested=len(indices))
+
+
+# `retriever.combine` (and a router strategy's `combine`) -> its combiner, given rrf_k.
+COMBINERS: dict[str, type[RRF] | type[Fill]] = {"rrf": RRF, "fill": Fill}
+
+
+def build_combiner(name: str, rrf_k: int) -> RRF | Fill:
+    return COMBINERS[name](rrf_k)

@@ -23,17 +23,17 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retrieval_bench.arms import with_overrides
 from retrieval_bench.components import BuildContext
 from retrieval_bench.data.records import EvalQuery
 from retrieval_bench.data.trec import read_run
 from retrieval_bench.retrievers.base import FILTERED_OUT, Ranked, TieBreak
-from retrieval_bench.retrievers.run_file_config import KEY, check_run_path
+from retrieval_bench.retrievers.run_file_config import KEY, RunFileConfig, check_run_path
 from retrieval_bench.router_config import resolve_path
 
 log = logging.getLogger(__name__)
@@ -45,17 +45,19 @@ NO_KNOWN_IDS = "no_known_ids"
 EXAMPLES = 5
 
 
-@dataclass
 class RunFileArmSpec:
     """`arms.<name>: {_target_: retrieval_bench.retrievers.run_file.RunFileArmSpec}` reads
-    `run_file.path`; `path: RUN2` in the node overrides it, so two run files can run (and be
-    fused) as two arms."""
+    `run_file`; keyword overrides of it (`path: RUN2`) let two run files run, and be fused, as
+    two arms."""
 
-    path: str | None = None
+    def __init__(self, **overrides: Any) -> None:
+        self.overrides = overrides
+        with_overrides(RunFileConfig(), overrides)  # an unknown key fails when the config is read
 
     def _path(self, name: str, ctx: BuildContext) -> tuple[str, str]:
         """(the run's path, the config key that set it)."""
-        return (self.path, f"arms.{name}.path") if self.path else (ctx.cfg.run_file.path, KEY)
+        config = with_overrides(ctx.cfg.run_file, self.overrides)
+        return config.path, f"arms.{name}.path" if "path" in self.overrides else KEY
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """Before any arm builds: the run file exists (ConfigError naming its key)."""

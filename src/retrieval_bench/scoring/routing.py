@@ -30,9 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_bench.data.records import Passage
-from retrieval_bench.pipeline import QueryRecord
-from retrieval_bench.router import DEFAULT_RULE
-from retrieval_bench.router_config import RuleSet
+from retrieval_bench.rankings import QueryRecord
+from retrieval_bench.router_config import DEFAULT_RULE, RuleSet
 from retrieval_bench.scoring.ceiling import routing_ceiling
 
 ROUTED = "routed"

@@ -1,0 +1,55 @@
+"""The library entry: compose a config as the app would, and run a job from Python.
+
+`python -m run` is this plus Hydra's command line, folders and launchers; a notebook uses it
+directly, with its own dataset and arms, and gets the records and metrics back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import cast
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from omegaconf import OmegaConf
+
+from retrieval_bench.components import Arm, ArmSpec
+from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.data.records import Dataset
+from retrieval_bench.experiment import JobResult, run_job
+from retrieval_bench.router_config import PROJECT_ROOT
+
+CONF_DIR = PROJECT_ROOT / "conf"
+
+
+def compose(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> RunConfig:
+    """The typed config `python -m run <overrides>` would run (the shipped `conf/`, or
+    `config_dir`), validated: a bad key raises ConfigError naming it. Arms from a user config
+    folder are reached with `hydra.searchpath=[file://DIR]` among the overrides."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(Path(config_dir or CONF_DIR)), version_base="1.3"):
+        composed = hydra_compose(config_name="config", overrides=list(overrides))
+    cfg = cast(RunConfig, OmegaConf.to_object(composed))
+    validate(cfg)
+    return cfg
+
+
+def evaluate(
+    cfg: RunConfig | None = None,
+    *,
+    dataset: Dataset | None = None,
+    arms: Mapping[str, Arm | ArmSpec] | None = None,
+) -> JobResult:
+    """Run one job and return its records and metrics (nothing is written; `write_job` writes
+    the job folder). `dataset` replaces the configured one; `arms` are your own arms by name
+    (Arm objects, or ArmSpecs built against the corpus): when given, `retriever.arms` is set
+    to them in order unless it already names only arms you passed or configured."""
+    cfg = cfg if cfg is not None else compose()
+    if arms:
+        known = {*cfg.arms, *arms}
+        if not all(name in arms for name in cfg.retriever.arms) or not all(
+            name in known for name in cfg.retriever.arms
+        ):
+            cfg.retriever.arms = list(arms)
+    validate(cfg, tuple(arms or ()))
+    return run_job(cfg, dataset, arms)

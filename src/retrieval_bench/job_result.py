@@ -1,0 +1,24 @@
+"""A finished job in memory: its dataset, labels, every query's records and the metrics; what
+reports and outputs read (they import this, never the experiment that ran the job)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval_bench.data.records import Dataset
+from retrieval_bench.rankings import QueryRecord
+from retrieval_bench.scoring.labels import Judgements
+
+
+@dataclass
+class JobResult:
+    dataset: Dataset
+    judgements: Judgements
+    records: list[QueryRecord]
+    metrics: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+    embeddings: dict[str, dict[str, int]] = field(default_factory=dict)
+    tokenizer: dict[str, Any] = field(default_factory=dict)
+    # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
+    indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
