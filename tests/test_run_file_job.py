@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import mini_overrides, run_in_process
+from conftest import mini_overrides, run_app, run_in_process
 
 from retrieval_bench.data.trec import read_run
+from retrieval_bench.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +115,53 @@ def test_bad_input_is_counted_in_the_manifest_and_the_report(tmp_path: Path) -> 
     ) in report
     empty = _metrics(job)["stages"]["final"]["counts"]["empty_rankings"]
     assert empty == {"not_in_run": evalset_size - 1}
+
+
+def test_two_run_files_run_and_fuse_as_two_arms(
+    bm25_job: tuple[Path, dict], tmp_path: Path
+) -> None:
+    """`run_file.path` for one arm, an `arms.<name>` node with its own `path` for the other."""
+    job, _ = bm25_job
+    other = tmp_path / "other.run"
+    other.write_text("m01 Q0 sy-wzz-dive 1 9.0 other\n", encoding="utf-8")
+    spec = "retrieval_bench.retrievers.run_file.RunFileArmSpec"
+    overrides = [
+        *mini_overrides(tmp_path),
+        f"run_file.path={job / 'trec' / 'final.run'}",
+        f"+arms.other={{_target_: {spec}, path: '{other}'}}",
+        "retriever.arms=[run_file,other]",
+        "top_k=3",
+    ]
+    _, fused = run_in_process(overrides, tmp_path)
+    assert list(_metrics(fused)["stages"]) == ["run_file", "other", "fused", "final"]
+    arms = _manifest(fused)["arms"]
+    assert (arms["run_file"]["path"], arms["other"]["path"]) == (
+        str(job / "trec" / "final.run"),
+        str(other),
+    )
+    assert arms["other"]["lines"] == 1
+    assert read_run(fused / "trec" / "other.run") == {"m01": [("sy-wzz-dive", 9.0)]}
+    assert "sy-wzz-dive" in [d for d, _ in read_run(fused / "trec" / "fused.run")["m01"]]
+
+
+def test_a_missing_arm_path_names_its_key(tmp_path: Path) -> None:
+    spec = "retrieval_bench.retrievers.run_file.RunFileArmSpec"
+    overrides = [
+        *mini_overrides(tmp_path),
+        f"+arms.other={{_target_: {spec}, path: '{tmp_path / 'absent.run'}'}}",
+        "retriever.arms=[bm25,other]",
+    ]
+    with pytest.raises(ConfigError, match=r"'arms\.other\.path': run file .* does not exist"):
+        run_in_process(overrides, tmp_path)
+
+
+@pytest.mark.slow
+def test_the_app_refuses_a_malformed_or_missing_run_with_exit_2(tmp_path: Path) -> None:
+    run = tmp_path / "bad.run"
+    run.write_text("m01 Q0 sy-wzz-tickets 1 1.0 x\nm01 Q0 sy-wzz-dive one 1.0 x\n", "utf-8")
+    malformed = run_app([*mini_overrides(tmp_path), "retriever=run_file", f"run_file.path={run}"])
+    assert malformed.returncode == 2
+    assert f"{run}:2: rank 'one' is not an integer" in malformed.stderr
+    missing = run_app([*mini_overrides(tmp_path), "retriever=run_file"])
+    assert missing.returncode == 2
+    assert "config key 'run_file.path': a run_file arm needs a TREC run" in missing.stderr
