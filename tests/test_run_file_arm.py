@@ -133,10 +133,12 @@ def test_a_malformed_line_names_file_and_line(tmp_path: Path) -> None:
         RunFileArmSpec().build("run_file", _context(tmp_path, str(run)))
 
 
-def test_validate_requires_the_path_only_when_the_arm_runs(tmp_path: Path) -> None:
+def test_validate_requires_the_path_only_when_an_arm_reads_it(tmp_path: Path) -> None:
     cfg = RunConfig()
-    cfg.run_file.validate()  # not used: an empty path is fine
+    cfg.run_file.validate([cfg.arms["bm25"]])  # no run_file arm: an empty path is fine
     with pytest.raises(ConfigError, match=r"'run_file\.path'"):
-        cfg.run_file.validate(required=True)
+        cfg.run_file.validate([cfg.arms["bm25"], cfg.arms["run_file"]])
+    # An arm with a path of its own does not read run_file.path (its spec checks its own).
+    cfg.run_file.validate([{**cfg.arms["run_file"], "path": "elsewhere.run"}])
     cfg.run_file.path = str(_write(tmp_path, ["q1 Q0 p1 1 1.0 s"]))
-    cfg.run_file.validate(required=True)
+    cfg.run_file.validate([cfg.arms["run_file"]])

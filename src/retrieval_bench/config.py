@@ -19,6 +19,7 @@ from retrieval_bench.filters import FilterConfig
 from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_config import DenseIndexConfig
 from retrieval_bench.retrievers.fusion import COMBINERS
+from retrieval_bench.retrievers.run_file_config import SPEC as RUN_FILE_SPEC
 from retrieval_bench.retrievers.run_file_config import RunFileConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
@@ -32,7 +33,7 @@ from retrieval_bench.text import TextConfig
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
-    "run_file": {"_target_": "retrieval_bench.retrievers.run_file.RunFileArmSpec"},
+    "run_file": {"_target_": RUN_FILE_SPEC},
 }
 DATASET_FORMATS = ("native", "beir")
 
@@ -233,7 +234,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.text.resolved_workers()
     cfg.encoder.validate()
     cfg.dense.validate()
-    cfg.run_file.validate(required="run_file" in cfg.retriever.arms)
+    cfg.run_file.validate([cfg.arms.get(arm) for arm in cfg.retriever.arms])
     cfg.compare.validate()
     cfg.benchmark.validate()
     check_arm_specs(cfg)

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from retrieval_bench.errors import ConfigError
 
 KEY = "run_file.path"
+SPEC = "retrieval_bench.retrievers.run_file.RunFileArmSpec"
 
 
 @dataclass
@@ -17,11 +20,17 @@ class RunFileConfig:
     # the corpus's passage ids.
     path: str = ""
 
-    def validate(self, required: bool = False) -> None:
-        """`required`: a `run_file` arm is among the arms that run, so the file must exist
-        before any work starts."""
-        if required:
+    def validate(self, arms: Sequence[Any] = ()) -> None:
+        """`arms`: the config nodes of the arms that run (`arms.<name>` of each name in
+        `retriever.arms`). When one is a run_file arm without a `path` of its own, this
+        `path` must name an existing file before any work starts."""
+        if any(reads_run_file_path(node) for node in arms):
             check_run_path(self.path, KEY)
+
+
+def reads_run_file_path(node: Any) -> bool:
+    """Whether the arm node `node` is a run_file arm reading `run_file.path`."""
+    return isinstance(node, Mapping) and node.get("_target_") == SPEC and "path" not in node
 
 
 def check_run_path(path: str, key: str) -> None:
