@@ -3,8 +3,8 @@ system's rankings are scored, fused and compared like the built-in arms.
 
 The run is read once with the project's TREC reader (`data.trec.read_run`: malformed lines fail
 with file:line; the rank column is ignored and each query re-sorted as trec_eval does). What a
-run from elsewhere gets wrong is counted, never silently dropped: `info()` (the manifest's
-`arms.<name>`) and the report say how many
+run from elsewhere gets wrong is counted, never silently dropped: `info()["bad_input"]` (the
+manifest's `arms.<name>`, with examples) and report.md's "Arm input" line say how many
 
 - `unknown_ids`: lines whose docid is not a passage of the corpus (left out of the ranking);
 - `duplicates`: repeats of a (qid, docid) pair (the first line's score is kept);
