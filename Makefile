@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test fast mutation lint sweep monthly clean
+.PHONY: demo test fast mutation lint sweep monthly explorer-png clean
 
 demo: $(VENV)/.installed-base
 	$(PY) -m run
@@ -28,6 +28,10 @@ sweep: $(VENV)/.installed-base
 
 monthly: $(VENV)/.installed-base
 	$(PY) -m run experiment=monthly
+
+# docs/explorer.png, the README's screenshot of report.html (needs Chromium, as the browser test).
+explorer-png: $(VENV)/.installed-test
+	$(PY) tests/explorer_png.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -41,7 +41,10 @@ class Mutation:
 FILTER = "src/retrieval_bench/filters.py"
 GATE = "src/retrieval_bench/benchmark/gate.py"
 PIPELINE = "src/retrieval_bench/pipeline.py"
-FUSION = "src/retrieval_bench/retrievers/fusion.py"
+RRF = "src/retrieval_bench/retrievers/fusion/rrf.py"
+FILL = "src/retrieval_bench/retrievers/fusion/fill.py"
+SCORE = "src/retrieval_bench/retrievers/fusion/score.py"
+FUSION_TESTS = ("tests/test_fusion.py", "tests/test_pipeline_scripted.py")
 METRICS = "src/retrieval_bench/scoring/metrics.py"
 PERMISSIONS = "src/retrieval_bench/scoring/permissions.py"
 BASE = "src/retrieval_bench/retrievers/base.py"
@@ -110,10 +113,10 @@ MUTATIONS = [
     ),
     Mutation(
         "fill lets the last arm lead",
-        PIPELINE,
+        FILL,
         "        for pool in pools:\n            for index in pool.indices.tolist():",
         "        for pool in reversed(pools):\n            for index in pool.indices.tolist():",
-        PIPELINE_TESTS,
+        (*FUSION_TESTS, "tests/test_app.py"),
     ),
     Mutation(
         "final cut keeps top_k - 1 passages",
@@ -124,17 +127,38 @@ MUTATIONS = [
     ),
     Mutation(
         "RRF ranks from 0",
-        FUSION,
-        "enumerate(pool.indices.tolist(), start=1)",
-        "enumerate(pool.indices.tolist(), start=0)",
-        ("tests/test_pipeline_scripted.py",),
+        RRF,
+        "np.arange(1, pool.returned + 1, dtype=np.float64)",
+        "np.arange(0, pool.returned, dtype=np.float64)",
+        FUSION_TESTS,
     ),
     Mutation(
         "RRF ignores rrf_k",
-        FUSION,
-        "1.0 / (k + rank)",
-        "1.0 / (60 + rank)",
-        ("tests/test_pipeline_scripted.py",),
+        RRF,
+        "weight / (self.k + np.arange",
+        "weight / (60 + np.arange",
+        FUSION_TESTS,
+    ),
+    Mutation(
+        "min-max forgets to subtract the minimum",
+        SCORE,
+        "(scores - low) / max(scores.max() - low, FLOOR)",
+        "scores / max(scores.max() - low, FLOOR)",
+        FUSION_TESTS,
+    ),
+    Mutation(
+        "z-score with the sample standard deviation",
+        SCORE,
+        "scores.std()",
+        "scores.std(ddof=1)",
+        FUSION_TESTS,
+    ),
+    Mutation(
+        "CombMNZ counts an arm of weight 0",
+        SCORE,
+        "float(w > 0)",
+        "1.0",
+        FUSION_TESTS,
     ),
     Mutation(
         "tie-break by id ascending",

@@ -64,3 +64,18 @@ def test_sweep_benchmark_quick() -> None:
         "bench_sweep.py", "--quick", "--values", "10", "--no-compare-run", "--repeat", "1"
     )
     assert "RESULT sweep:" in out and "x one job" in out
+
+
+def test_fusion_benchmark_quick() -> None:
+    out = run_benchmark("bench_fusion.py", "--quick")
+    line = result_line(out, "fusion")
+    combiners = ("rrf", "rrf weighted", "score minmax combsum", "score zscore combmnz weighted")
+    for name in (*combiners, "fill"):
+        assert re.search(rf"{name} \d+\.\d+%", line), (name, line)
+
+
+def test_service_benchmark_quick() -> None:
+    line = result_line(run_benchmark("bench_service.py", "--quick"), "service")
+    match = re.search(r"ranked in full (\d+)/(\d+), failed (\d+), unknown ids (\d+)$", line)
+    assert match, line
+    assert match.groups() == ("100", "100", "0", "0")

@@ -43,6 +43,8 @@ STRING_ALTERNATIVES = {
     "dataset.split": "dev",
     "retriever.name": "mine",
     "retriever.combine": "fill",
+    "retriever.normalize": "zscore",
+    "retriever.method": "combmnz",
     "encoder.kind": "flag",
     "encoder.model": "BAAI/bge-small-zh-v1.5",
     "encoder.pooling": "mean",
@@ -70,6 +72,12 @@ STRING_ALTERNATIVES = {
     "arms.bm25._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
     "arms.dense._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
     "arms.run_file._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+    "service.url": "http://127.0.0.1:8080/search",
+    "service.results_path": "data.hits",
+    "service.id_field": "doc.id",
+    "service.score_field": "",
+    "service.on_error": "skip",
+    "arms.service._target_": "my_arms.OtherServiceSpec",
 }
 
 

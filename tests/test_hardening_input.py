@@ -320,12 +320,12 @@ def test_empty_rankings_name_their_reason_in_rankings_and_report(empty_query_job
 
 def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
     from retrieval_bench.pipeline import Pipeline, Strategy
-    from retrieval_bench.retrievers.fusion import RRF
+    from retrieval_bench.retrievers.fusion import ReciprocalRankFusion
 
     empty = Ranked(np.empty(0, np.int64), np.empty(0), 10, "no_query_terms")
     other = Ranked(np.array([1]), np.array([0.5]), 10)
     pipeline = Pipeline.__new__(Pipeline)
-    pipeline.combiners = {"rrf": RRF(60)}
+    pipeline.combiners = {"rrf": ReciprocalRankFusion(60)}
     pipeline.tie_break = shared_tie_break(["a", "b"])
     hybrid = Strategy("hybrid", ("bm25", "dense"))
     assert pipeline._combine(hybrid, [empty, other]).indices.tolist() == [1]

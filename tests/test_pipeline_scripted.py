@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.filters import FilterConfig, PassageFilter
 from retrieval_bench.pipeline import Pipeline, QueryRecord, Strategy
@@ -65,7 +66,7 @@ def run(
         route=route,
         pool_size=pool_size,
         top_k=top_k,
-        combiners={n: build_combiner(n, rrf_k) for n in COMBINERS},
+        combiners={n: build_combiner(RetrieverConfig(rrf_k=rrf_k), n) for n in COMBINERS},
         baselines=baselines,
     )
     [record] = pipeline.run([EvalQuery("q1", query, "t", "reviewed", {"p0": 1})])

@@ -7,6 +7,7 @@ without touching this file. What counts as a command, per fenced block's languag
 * ``cron``: each schedule line's command part (after the five time fields), run by ``sh``;
 * ``yaml`` that is a GitHub workflow (has ``jobs``): each step's ``run:``; other YAML is a config
   file's contents (``tests/test_router.py`` checks the router example's);
+* ``python``: the whole block is one program, run by this interpreter (``python -c``);
 * ``json`` and ``text``: data, not commands.
 
 A block in any other language fails ``test_every_code_block_is_classified``, so a new kind of
@@ -24,6 +25,7 @@ filled here: see ``PLACEHOLDERS``. Excluded commands are listed, with why, in ``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -31,7 +33,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -54,7 +56,7 @@ EXPECTED_EXIT: dict[str, int] = {}
 
 PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9_]*)>")
 APP = re.compile(r"-m run(?=\s|$)")  # `python -m run ...`, not `-m run.compare`
-SHELL_BLOCKS = {"bash": "bash", "cron": "sh"}
+SHELL_BLOCKS = {"bash": "bash", "cron": "sh", "python": "python"}
 DATA_BLOCKS = {"json", "text"}
 
 
@@ -106,6 +108,8 @@ def commands_of_block(first_line: int, language: str, body: list[str]) -> list[R
             if text and not text.startswith("#"):
                 commands.append(ReadmeCommand(start, text, "bash"))
         return commands
+    if language == "python":
+        return [ReadmeCommand(first_line, "\n".join(body), "python")]
     if language == "cron":
         return [
             ReadmeCommand(first_line + offset, raw.split(maxsplit=5)[5], "sh")
@@ -183,10 +187,12 @@ class Workspace:
     env: dict[str, str]
     tmp: Path
     bge_m3_dir: Path | None = None
+    service_url: str | None = None
+    servers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     tmp = tmp_path_factory.mktemp("readme")
     repo = tmp / "retrieval-bench"
     shutil.copytree(ROOT, repo, ignore=_NOT_COPIED)
@@ -211,7 +217,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
         "TRANSFORMERS_OFFLINE": "1",
     }
     env.pop("HYDRA_FULL_ERROR", None)
-    return Workspace(repo, env, tmp)
+    ws = Workspace(repo, env, tmp)
+    yield ws
+    ws.servers.close()  # the services README commands talked to
 
 
 def _tiny_bge_m3(ws: Workspace) -> str:
@@ -223,6 +231,16 @@ def _tiny_bge_m3(ws: Workspace) -> str:
         ws.bge_m3_dir.mkdir()
         _build_tiny_bge_m3(ws.bge_m3_dir)
     return str(ws.bge_m3_dir)
+
+
+def _service_url(ws: Workspace) -> str:
+    """<SERVICE_URL>: a retriever service on 127.0.0.1, started once for the module, that
+    answers each travel query with its labelled passages."""
+    if ws.service_url is None:
+        from service_server import labelled_answers, serve
+
+        ws.service_url, _ = ws.servers.enter_context(serve(labelled_answers()))
+    return ws.service_url
 
 
 def _latest_sweep(ws: Workspace) -> str:
@@ -275,6 +293,7 @@ PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "BGE_M3_DIR": _tiny_bge_m3,
     "BEIR_DIR": _beir_dir,
     "REPO_DIR": lambda ws: str(ws.repo),
+    "SERVICE_URL": _service_url,
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from retrieval_bench.retrievers.base import Ranked, TieBreak
 from retrieval_bench.retrievers.dense import DenseRetriever
-from retrieval_bench.retrievers.fusion import reciprocal_rank_fusion
+from retrieval_bench.retrievers.fusion import ReciprocalRankFusion
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int = 16) -> np.ndarray:
@@ -62,7 +62,7 @@ def test_rrf_is_sum_of_reciprocal_ranks_with_tie_break() -> None:
     tie_break = TieBreak(ids)
     bm25 = Ranked(np.array([0, 1, 2]), np.array([3.0, 2.0, 1.0]), requested=3)
     dense = Ranked(np.array([1, 3, 0]), np.array([0.9, 0.8, 0.7]), requested=3)
-    fused = reciprocal_rank_fusion([bm25, dense], 60, tie_break)
+    fused = ReciprocalRankFusion(60).combine([bm25, dense], tie_break)
     expected = {
         "a": 1 / 61 + 1 / 63,
         "b": 1 / 62 + 1 / 61,
@@ -79,7 +79,7 @@ def test_rrf_exact_tie_is_broken_by_id_descending() -> None:
     ids = ["a", "b", "c"]
     first = Ranked(np.array([0, 1]), np.array([2.0, 1.0]), requested=2)
     second = Ranked(np.array([1, 0]), np.array([2.0, 1.0]), requested=2)
-    fused = reciprocal_rank_fusion([first, second], 60, TieBreak(ids))
+    fused = ReciprocalRankFusion(60).combine([first, second], TieBreak(ids))
     assert fused.scores[0] == fused.scores[1]
     assert [ids[i] for i in fused.indices] == ["b", "a"]
 

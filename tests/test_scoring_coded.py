@@ -14,6 +14,7 @@ import pytest
 import pytrec_eval
 
 from retrieval_bench import experiment
+from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.data.trec import trec_order
 from retrieval_bench.experiment import score_records
@@ -227,7 +228,7 @@ def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatc
         route=lambda q, p: Routing(None, strategy),
         pool_size=20,
         top_k=8,
-        combiners={n: build_combiner(n, 60) for n in COMBINERS},
+        combiners={n: build_combiner(RetrieverConfig(rrf_k=60), n) for n in COMBINERS},
         baselines={"a": Strategy("a", ("a",))},
     )
     records = pipeline.run(queries)

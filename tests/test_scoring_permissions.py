@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.filters import FilterConfig, PassageFilter
 from retrieval_bench.pipeline import Pipeline, Routing, Strategy
@@ -132,7 +133,7 @@ def test_permission_filter_makes_leak_exactly_zero(permissions: bool) -> None:
         route=lambda q, p: Routing(None, strategy),
         pool_size=4,
         top_k=4,
-        combiners={n: build_combiner(n, 60) for n in COMBINERS},
+        combiners={n: build_combiner(RetrieverConfig(rrf_k=60), n) for n in COMBINERS},
     )
     records = pipeline.run(queries)
     rankings = {r.query.query_id: r.stages["final"].ids for r in records}

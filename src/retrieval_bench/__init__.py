@@ -27,6 +27,7 @@ _EXPORTS = {
     "evaluate": "retrieval_bench.api",
     "JobResult": "retrieval_bench.job_result",
     "write_job": "retrieval_bench.outputs",
+    "to_dataframe": "retrieval_bench.reports.results_table",
     "RunConfig": "retrieval_bench.config",
     "Dataset": "retrieval_bench.data.records",
     "Passage": "retrieval_bench.data.records",
@@ -48,6 +49,7 @@ __all__ = [
     "RunConfig",
     "compose",
     "evaluate",
+    "to_dataframe",
     "write_job",
 ]
 
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from retrieval_bench.data.records import Dataset, EvalQuery, Passage
     from retrieval_bench.job_result import JobResult
     from retrieval_bench.outputs import write_job
+    from retrieval_bench.reports.results_table import to_dataframe
     from retrieval_bench.retrievers.base import Ranked
 
 

@@ -53,7 +53,12 @@ def build_arms(
     else its `nodes[name]` config: each spec's optional `check` runs first (so nothing is
     indexed when any arm cannot run), then each `build`, timed under `phase("index_<name>")`."""
     given = given or {}
-    ready = {name: cast(Arm, given[name]) for name in names if isinstance(given.get(name), Arm)}
+    # An object with `build` is a spec (built against the corpus) even if it is also the arm.
+    ready = {
+        name: cast(Arm, given[name])
+        for name in names
+        if isinstance(given.get(name), Arm) and not callable(getattr(given[name], "build", None))
+    }
     specs: dict[str, ArmSpec] = {
         name: given[name] if name in given else instantiate_spec(name, nodes[name])  # type: ignore[misc]
         for name in names

@@ -18,9 +18,10 @@ from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.filters import FilterConfig
 from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_config import DenseIndexConfig
-from retrieval_bench.retrievers.fusion import COMBINERS
+from retrieval_bench.retrievers.fusion import check_fusion, check_strategy_weights
 from retrieval_bench.retrievers.run_file_config import SPEC as RUN_FILE_SPEC
 from retrieval_bench.retrievers.run_file_config import RunFileConfig
+from retrieval_bench.retrievers.service_config import ServiceConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.refusal import RefusalConfig
@@ -34,6 +35,7 @@ BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
     "run_file": {"_target_": RUN_FILE_SPEC},
+    "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
 }
 DATASET_FORMATS = ("native", "beir")
 
@@ -54,9 +56,15 @@ class DatasetConfig:
 class RetrieverConfig:
     name: str = "hybrid"
     arms: list[str] = field(default_factory=lambda: ["bm25", "dense"])
+    # How the arms' pools become one ranking (retrieval_bench.retrievers.fusion): rrf, score or
+    # fill. rrf_k is RRF's k (and fill's); normalize and method are score fusion's.
     combine: str = "rrf"
     pool_size: int = 10
     rrf_k: int = 60
+    normalize: str = "minmax"  # none, minmax, zscore
+    method: str = "combsum"  # combsum, combmnz
+    # One weight per arm of `arms`, in its order (rrf and score); empty: all 1.
+    weights: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -82,6 +90,8 @@ class RunConfig:
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
     # A TREC run from another system as an arm (retriever=run_file run_file.path=RUN).
     run_file: RunFileConfig = field(default_factory=RunFileConfig)
+    # An external retriever over HTTP (retriever=service service.url=URL).
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
@@ -205,7 +215,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
             )
     if len(set(cfg.retriever.arms)) != len(cfg.retriever.arms):
         raise ConfigError("retriever.arms", f"an arm is listed twice: {list(cfg.retriever.arms)}")
-    _one_of("retriever.combine", cfg.retriever.combine, tuple(COMBINERS))
+    check_fusion(cfg.retriever)
     for i, cutoff in enumerate(cfg.scoring.cutoffs):
         _positive(f"scoring.cutoffs[{i}]", cutoff)
     if cfg.scoring.unit not in UNITS:
@@ -235,8 +245,17 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.encoder.validate()
     cfg.dense.validate()
     cfg.run_file.validate([cfg.arms.get(arm) for arm in cfg.retriever.arms])
+    cfg.service.validate()
     cfg.compare.validate()
     cfg.benchmark.validate()
     check_arm_specs(cfg)
     # router=rules: its rules, routes, strategies and cues
-    load_rule_set(cfg.router, (*cfg.arms, *given_arms))
+    rule_set = load_rule_set(cfg.router, (*cfg.arms, *given_arms))
+    if rule_set is not None:
+        check_strategy_weights(
+            cfg.retriever,
+            {
+                r.strategy.name: (r.strategy.combine, r.strategy.arms)
+                for r in rule_set.routes.values()
+            },
+        )

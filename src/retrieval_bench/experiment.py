@@ -128,7 +128,7 @@ def run_job(
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
-        combiners={name: build_combiner(name, cfg.retriever.rrf_k) for name in combine_names},
+        combiners={name: build_combiner(cfg.retriever, name) for name in combine_names},
         baselines=baselines,
     )
     with timer.phase("retrieve"):

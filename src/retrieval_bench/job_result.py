@@ -22,3 +22,11 @@ class JobResult:
     tokenizer: dict[str, Any] = field(default_factory=dict)
     # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_dataframe(self, system: str | None = None) -> Any:
+        """The job's metrics as the long pandas table of results.csv (one row per system x
+        stage x query x metric, then the aggregates); `system` names the rows (default "run").
+        pandas is optional, imported only here (the `tables` extra)."""
+        from retrieval_bench.reports.results_table import to_dataframe
+
+        return to_dataframe(self.metrics, system)

@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.compare.jobs import UNFINISHED_MARKER
+from retrieval_bench.components import passage_text
 from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.experiment import JobResult, doc_stage, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
 from retrieval_bench.pipeline import StageRecord
+from retrieval_bench.reports.explorer_data import SystemRun, arm_names, explorer_payload, read_plots
+from retrieval_bench.reports.html import JOB_HTML, write_html
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
-from retrieval_bench.reports.results_table import write_results
+from retrieval_bench.reports.results_table import system_tag, write_results
 from retrieval_bench.scoring.units import DOC, PASSAGE, passage_docs
 
 PACKAGES = (
@@ -45,9 +48,7 @@ def mark_unfinished(job_dir: str | Path, state: str) -> None:
 def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
     """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
     job_dir = Path(job_dir)
-    tag = str(config.get("retriever", {}).get("name", "run"))
-    if config.get("router", {}).get("name", "none") != "none":
-        tag = f"router-{config['router']['name']}"
+    tag = system_tag(config)
     # metrics.json's stages are every recorded stage, in order, "final" last. The TREC files
     # hold what was scored: with scoring.unit=doc, document rankings (rankings.jsonl keeps the
     # passages each stage returned).
@@ -64,12 +65,27 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
         stages = {r.query.query_id: scored(r.baselines.get(name)) for r in result.records}
         _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
     write_qrels(job_dir / "qrels.trec", qrels)
-    atomic_write_text(job_dir / "rankings.jsonl", jsonl_text([r.to_json() for r in result.records]))
+    rankings = [r.to_json() for r in result.records]
+    atomic_write_text(job_dir / "rankings.jsonl", jsonl_text(rankings))
     atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
-    atomic_write_json(job_dir / "manifest.json", manifest(result, config))
+    job_manifest = manifest(result, config)
+    atomic_write_json(job_dir / "manifest.json", job_manifest)
     write_results(job_dir, result.metrics, tag)
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
     plots = write_plots(job_dir, result.metrics, top_k)
+    system = SystemRun(
+        tag, str(job_dir), top_k, result.metrics, rankings, arm_names(config, job_manifest)
+    )
+    system.plots = read_plots(job_dir)
+    by_id = {p.id: p for p in result.dataset.passages}
+    payload = explorer_payload(
+        f"{result.dataset.name}: {tag} (top_k {top_k})",
+        "job",
+        [system],
+        qrels,
+        lambda pid: passage_text(by_id[pid]) if pid in by_id else None,
+    )
+    write_html(job_dir / JOB_HTML, payload, f"job folder {job_dir}")
     atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
     (job_dir / UNFINISHED_MARKER).unlink(missing_ok=True)
     return job_dir

@@ -161,12 +161,7 @@ class Pipeline:
         )
 
     def _combine(self, strategy: Strategy, pools: list[Ranked]) -> Ranked:
-        if len(pools) == 1:
-            return pools[0]
-        if not any(pool.returned for pool in pools):
-            # Every arm came back empty: the combination is empty for their reasons.
-            reasons = dict.fromkeys(pool.empty_reason or NO_CANDIDATES for pool in pools)
-            return replace(pools[0], requested=0, empty_reason="+".join(reasons))
+        # A lone pool passes through, and pools all empty say why (fusion.pools).
         return self.combiners[strategy.combine].combine(pools, self.tie_break)
 
     def _stage(self, ranked: Ranked) -> StageRecord:

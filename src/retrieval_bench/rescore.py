@@ -233,7 +233,32 @@ def relabel_baseline(
             f"{key}: baseline re-scored against current labels: "
             f"{short(old_hash)} -> {short(rescored.after['labels']['hash'])}"
         )
+        if job.answers:
+            out[key], line = _answers_relabelled(out[key], rescored.dataset)
+            notes.append(f"{key}: {line}")
     return out, notes
+
+
+def _answers_relabelled(job: FinishedJob, dataset: DatasetConfig) -> tuple[FinishedJob, str]:
+    """The baseline's answers (answers.json) re-scored from the answers file it recorded,
+    against `dataset`'s current labels; kept as scored, and the line says why, when that file
+    is gone or changed."""
+    from retrieval_bench.answers import recorded_options
+    from retrieval_bench.answers.score import load_job_answers
+    from retrieval_bench.compare.build import strict_json
+    from retrieval_bench.data.jsonl import file_sha256
+
+    source = Path(job.answers["answers"]["path"])
+    try:
+        if file_sha256(source) != job.answers["answers"]["sha256"]:
+            raise BenchError(f"{source} changed since it was scored")
+        record = load_job_answers(job.path, source, recorded_options(job.answers), dataset)
+    except (BenchError, OSError) as exc:
+        return job, f"baseline answers compared as scored, not re-scored: {exc}"
+    return (
+        dataclasses.replace(job, answers=strict_json(record)),
+        "baseline answers re-scored against current labels",
+    )
 
 
 def _as_rescored(job: FinishedJob, rescored: Rescored) -> FinishedJob:

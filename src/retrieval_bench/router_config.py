@@ -77,7 +77,8 @@ class RuleConfig:
 @dataclass
 class StrategyConfig:
     arms: list[str] = field(default_factory=list)
-    # rrf: fuse every arm's pool; fill: the first arm's pool in order, later arms fill the rest.
+    # rrf or score: fuse every arm's pool (settings and weights from retriever.*); fill: the
+    # first arm's pool in order, later arms fill the rest.
     combine: str = "rrf"
     # Send the parsed excluded entities to the filter, so no arm ever ranks their passages.
     exclude: bool = False
@@ -266,7 +267,8 @@ def load_rule_set(cfg: RouterConfig, known_arms: tuple[str, ...]) -> RuleSet | N
         if len(set(spec.arms)) != len(spec.arms):
             raise fail(f"{key}.arms", f"an arm is listed twice: {list(spec.arms)}")
         if spec.combine not in COMBINERS:
-            raise fail(f"{key}.combine", f"'{spec.combine}' is not one of: {', '.join(COMBINERS)}")
+            hint = nearest_hint(spec.combine, list(COMBINERS))
+            raise fail(f"{key}.combine", f"unknown combiner '{spec.combine}'; {hint}")
         strategies[name] = Strategy(name, tuple(spec.arms), spec.combine, spec.exclude)
 
     if not cfg.routes:

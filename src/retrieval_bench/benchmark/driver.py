@@ -34,6 +34,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from retrieval_bench.answers import score_found_answers
 from retrieval_bench.benchmark.gate import (
     IMPROVED,
     OK,
@@ -271,6 +272,12 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
         for dataset, retrievers in todo.items():
             _launch(month_dir, dataset, folders[dataset], retrievers, cfg, overrides)
         finished = month_jobs(month_dir)
+        # A generator's answers.jsonl dropped beside a job: scored before compare and gate.
+        scored = score_found_answers([job.path for job in finished.values()])
+        for line in scored:
+            print(line, flush=True)
+        if scored:
+            finished = month_jobs(month_dir)
         done = planned_done(finished.values())
         absent = [
             f"{d}/{r}" for d in bench.datasets for r in bench.retrievers if (d, r) not in done

@@ -327,7 +327,7 @@ def run_gate(
             if not (job.has_metric(stage, metric) and before.has_metric(stage, metric)):
                 missing.append(f"{key} {metric}: not a per-query metric of both months")
                 continue
-            types = _types(job, before, stage, gate.types)
+            types = _types(job, before, stage, metric, gate.types)
             now_values = values_by_type(job, stage, metric, types)
             old_values = values_by_type(before, stage, metric, types)
             for t in types:
@@ -371,10 +371,13 @@ def decide(
         _judge(c, len(tested), gate, sig, min_queries)
 
 
-def _types(job: FinishedJob, before: FinishedJob, stage: str, wanted: Sequence[str]) -> list[str]:
+def _types(
+    job: FinishedJob, before: FinishedJob, stage: str, metric: str, wanted: Sequence[str]
+) -> list[str]:
     if wanted:
         return list(dict.fromkeys(wanted))
-    seen = set(job.query_types(stage).values()) | set(before.query_types(stage).values())
+    seen = set(job.metric_query_types(stage, metric).values())
+    seen |= set(before.metric_query_types(stage, metric).values())
     return ordered_types(list(seen))
 
 

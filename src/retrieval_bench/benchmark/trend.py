@@ -36,7 +36,7 @@ from retrieval_bench.data.hashes import short
 from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
-from retrieval_bench.scoring.comparison import ALL, ordered_types
+from retrieval_bench.scoring.comparison import ordered_types
 
 
 def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[dict[str, Any]]:
@@ -45,12 +45,16 @@ def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[di
     for month_dir in finished_months(root):
         gate = gate_status(month_dir)
         for key, job in sorted(month_jobs(month_dir).items(), key=lambda kv: str(kv[0])):
-            st = job.stage(stage)
             labels = (job.manifest.get("labels") or {}).get("hash")
-            groups = {**(st.get("by_type") or {}), ALL: st.get("overall") or {}}
-            for t, group in groups.items():
+            # An answer metric's groups come from answers.json, the others from the stage.
+            by_metric = {spec: job.metric_groups(stage, spec) for spec in metrics}
+            types = dict.fromkeys(t for groups in by_metric.values() for t in groups)
+            for t in types:
                 for spec in metrics:
                     name = job.resolve_metric(spec)
+                    group = by_metric[spec].get(t)
+                    if group is None:
+                        continue
                     points.append(
                         {
                             "month": month_dir.name,

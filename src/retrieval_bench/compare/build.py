@@ -9,7 +9,9 @@ Per dataset (jobs on different datasets are never compared with each other):
   retriever, each setting's difference from the baseline, per type, with significance;
 * bad cases (`compare.drilldown`).
 
-Files: `comparison.json`, `comparison.md`, `badcases.json`, `badcases.md` in the output folder.
+Files: `comparison.json`, `comparison.md`, `badcases.json`, `badcases.md`, `comparison.html`
+(`reports.html`) and `results.csv` / `results.parquet` (every job, long format) in the output
+folder.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_bench.answers.names import is_answer_metric
 from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
@@ -66,7 +69,7 @@ def values_by_type(
     """type -> {query id: value}, for `types` and any other type found; `all` (always there)
     holds every scored query."""
     values = job.per_query(stage, spec)
-    qtypes = job.query_types(stage)
+    qtypes = job.metric_query_types(stage, spec)
     out: dict[str, dict[str, float]] = {t: {} for t in (*types, ALL)}
     for qid, value in values.items():
         t = qtypes.get(qid, "unknown")
@@ -86,7 +89,9 @@ def _metric_heading(jobs: Sequence[FinishedJob], spec: str) -> str:
 def _too_deep(jobs: Sequence[FinishedJob], stage: str, spec: str) -> dict[str, int]:
     """label -> list length, for the jobs whose metric cuts deeper than the stage's lists
     (the job's `depth_exceeds_list`): a value there is not measured at its depth."""
-    out = {}
+    out: dict[str, int] = {}
+    if is_answer_metric(spec):  # measured on the context, at no cut-off
+        return out
     for job in jobs:
         flag = job.stage(stage).get("depth_exceeds_list") or {}
         k = int(job.resolve_metric(spec).partition("@")[2])
@@ -203,7 +208,7 @@ def _ideal_bound(
     """The mean ideal value (`metrics.ideal_value`) of the cell's best configuration's metric
     over the cell's paired queries: what a perfect ranking would score there."""
     means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
-    if not means or not values:
+    if not means or not values or is_answer_metric(spec):
         return None
     job = jobs[max(means, key=lambda label: means[label])]
     qids = set.intersection(*(set(v) for v in values.values()))
@@ -383,7 +388,9 @@ def compare_dirs(
     badcases: dict[str, Any] = {}
     for name, group in group_by_dataset(jobs).items():
         datasets[name] = compare_dataset(group, cfg, baseline)
-        primary = datasets[name]["metrics"][0]["spec"]
+        specs = [m["spec"] for m in datasets[name]["metrics"]]
+        # Bad cases are rankings: led by the first retrieval metric compared.
+        primary = next((m for m in specs if not is_answer_metric(m)), "recall@K")
         badcases[name] = drilldown(group, cfg.stage, primary)
     record = strict_json(
         {
@@ -402,6 +409,13 @@ def compare_dirs(
             out / "badcases.md",
             "\n".join(badcases_markdown(b, name) for name, b in badcases.items()),
         )
+        from retrieval_bench.compare.html import write_comparison_html
+        from retrieval_bench.reports.results_table import write_sweep_results
+
+        groups = group_by_dataset(jobs)
+        html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)
+        tables = write_sweep_results(out, jobs)
         files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]
+        files += [*html, *tables]
     text = "\n".join([*scan.skipped_lines(), comparison_text(record, files)])
     return ComparisonOutput(record, text, files)

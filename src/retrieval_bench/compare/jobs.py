@@ -23,11 +23,14 @@ from typing import Any
 
 import yaml
 
+from retrieval_bench.answers.names import is_answer_metric
 from retrieval_bench.errors import BenchError
 
 log = logging.getLogger(__name__)
 
 FINISHED_MARKERS = ("metrics.json", "manifest.json", "report.md")
+# Written into a finished job by `python -m run.answers` (retrieval_bench.answers.score).
+ANSWERS_JSON = "answers.json"
 # Written at job start, removed after the job's last file: its presence means "not finished".
 UNFINISHED_MARKER = "UNFINISHED"
 # Keys that never describe what a job measured: where things are stored, how it was run.
@@ -124,6 +127,9 @@ class FinishedJob:
     label: str = ""
     setting: dict[str, str] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
+    # answers.json (`python -m run.answers`), when the job's answers were scored: where the
+    # answer metrics (`answers.names`) are read from, whatever the stage.
+    answers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path) -> FinishedJob:
@@ -149,6 +155,7 @@ class FinishedJob:
             choices=choices,
             num=num if isinstance(num, int) else None,
             manifest=manifest,
+            answers=_read_json(path / ANSWERS_JSON) or {},
         )
 
     @property
@@ -180,7 +187,11 @@ class FinishedJob:
         return f"{metric}@{self.top_k}" if k == "K" else spec
 
     def per_query(self, stage: str, spec: str) -> dict[str, float]:
-        """query id -> value of one metric at one stage, for the queries that stage scored."""
+        """query id -> value of one metric at one stage, for the queries that stage scored
+        (an answer metric: the queries its answers.json scored)."""
+        if is_answer_metric(spec):
+            answered = self.answers.get("per_query") or {}
+            return {q: row[spec] for q, row in answered.items() if row.get(spec) is not None}
         name = self.resolve_metric(spec)
         rows = self.stage(stage).get("per_query")
         if rows is None:
@@ -190,6 +201,22 @@ class FinishedJob:
     def query_types(self, stage: str) -> dict[str, str]:
         rows = self.stage(stage).get("per_query") or {}
         return {qid: str(row.get("query_type", "unknown")) for qid, row in rows.items()}
+
+    def metric_query_types(self, stage: str, spec: str) -> dict[str, str]:
+        """`query_types` of the queries `spec` is scored on (an answer metric's: answers.json's,
+        which include the no_answer queries refusal is scored on)."""
+        if not is_answer_metric(spec):
+            return self.query_types(stage)
+        rows = self.answers.get("per_query") or {}
+        return {qid: str(row.get("query_type", "unknown")) for qid, row in rows.items()}
+
+    def metric_groups(self, stage: str, spec: str) -> dict[str, dict[str, Any]]:
+        """type -> the group dict (`n`, the metric's mean) of one metric, `all` for overall."""
+        if is_answer_metric(spec):
+            found = (self.answers.get("summary") or {}).get(spec) or {}
+        else:
+            found = self.stage(stage)
+        return {**(found.get("by_type") or {}), "all": found.get("overall") or {}}
 
     def value_of(self, key: str) -> str:
         """The effective value of a config key: the override if any, else the group choice,
@@ -206,6 +233,8 @@ class FinishedJob:
         return canonical(node)
 
     def has_metric(self, stage: str, spec: str) -> bool:
+        if is_answer_metric(spec):
+            return any(spec in row for row in (self.answers.get("per_query") or {}).values())
         rows = self.stage(stage).get("per_query") or {}
         name = self.resolve_metric(spec)
         return any(name in row for row in rows.values()) or not rows

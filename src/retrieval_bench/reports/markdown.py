@@ -15,6 +15,7 @@ from retrieval_bench.reports.families import (
     refusal_section,
 )
 from retrieval_bench.reports.router import router_section
+from retrieval_bench.reports.service import service_lines
 from retrieval_bench.reports.tables import (
     core_columns,
     exclusions_line,
@@ -62,6 +63,7 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
                 title += f" ‡ deeper than this stage's lists ({deep['list_length']}): not measured"
             lines += paragraphs(title, *table) if table else []
         lines += family_tables(stage, cutoffs)
+    lines += service_lines(result.indexes)
     lines += [
         "## Timings (s)",
         "",

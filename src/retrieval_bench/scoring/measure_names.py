@@ -11,6 +11,7 @@ fault and the nearest known name: a typo never selects nothing silently.
 
 from __future__ import annotations
 
+from retrieval_bench.answers.names import ANSWER_METRICS, is_answer_metric
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.scoring.aggregate import metric_names
 from retrieval_bench.scoring.entities import entity_names, negative_names
@@ -41,7 +42,10 @@ def known_metrics() -> list[str]:
 
 def canonical_metric(spec: str, key: str) -> str:
     """`spec` (`ndcg@10`, `nDCG@10`, `R@K`, ...) as the project names it (`ndcg@10`,
-    `recall@K`); ConfigError naming `key` for a malformed or unknown name."""
+    `recall@K`); ConfigError naming `key` for a malformed or unknown name. An answer metric
+    (`source_coverage`, `judge_faithfulness`: `answers.names`) has no cut-off and stays as is."""
+    if is_answer_metric(spec):
+        return str(spec)
     name, sep, k = str(spec).partition("@")
     if not name or not sep or not (k == "K" or k.isdigit()):
         if name in IR_MEASURES and not sep:
@@ -49,6 +53,10 @@ def canonical_metric(spec: str, key: str) -> str:
                 key,
                 f"{spec!r} has no cut-off: write {spec}@K (K: each job's top_k) or {spec}@<int>",
             )
+        if not sep:  # perhaps a misspelt answer metric, which has no cut-off
+            hint = nearest_hint(name, list(ANSWER_METRICS))
+            if hint.startswith("did you mean"):
+                raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
         raise ConfigError(key, f"{spec!r} is not METRIC@K or METRIC@<int>")
     known = known_metrics()
     name = IR_MEASURES.get(name, name)

@@ -1,0 +1,471 @@
+"""An external retriever behind an HTTP API as an arm (`retriever=service service.url=URL`).
+
+Each query is POSTed as JSON `{"query", "query_id", "top_k", "user_role"}` (`user_role` null
+when the query has none; `top_k` is the pool size the job asks every arm for); the answer's list
+of results, and each result's id and score, are found at the dotted paths `service.results_path`,
+`service.id_field` and `service.score_field`, so an existing service fits without a shim.
+
+What the arm does with an answer:
+- Ids not in the corpus cannot be ranked (a ranking holds corpus positions): they are counted
+  and reported in the manifest (`unknown_ids`, with examples), never dropped unnoticed.
+- An id given twice keeps its first place; the repeats are counted (`duplicate_ids`).
+- The kept results are sorted by the service's scores with the project's tie-break (score
+  descending, then id descending, as trec_eval orders a run), so the TREC export scores as the
+  job does; a query whose order that changed is counted (`reordered_queries`).
+- The job's own filters (metadata, permissions, exclusions) are not applied: the service ranks
+  with its own access rules, and what it lets through is what leak@K measures. `allowed` is
+  ignored on purpose.
+
+A query that still fails after its retries (timeout, connection error, non-200 status,
+malformed JSON, a result without its id or score) fails the job with `ServiceError`, naming the
+query and the URL; with `service.on_error=skip` it gets an empty ranking with empty_reason
+`service_error` instead, counted in the manifest and in metrics.json's empty rankings.
+`ServiceError` is a `BenchError` (exit 2, one line, no traceback): the service is an input of
+the job, like its dataset files, and its failure is something the user acts on (the URL, the
+service, `on_error=skip`), not a bug in this tool to report (exit 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import logging
+import math
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from retrieval_bench.arms import with_overrides
+from retrieval_bench.components import BuildContext
+from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.errors import BenchError
+from retrieval_bench.progress import progress
+from retrieval_bench.retrievers.base import NO_CANDIDATES, Ranked, TieBreak
+from retrieval_bench.retrievers.service_config import ServiceConfig
+
+log = logging.getLogger(__name__)
+
+# Why a service arm's ranking is empty (`Ranked.empty_reason`): the query failed and
+# on_error=skip counted it, or every id the service returned is absent from the corpus.
+SERVICE_ERROR = "service_error"
+UNKNOWN_IDS = "unknown_ids"
+
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+UNKNOWN_ID_EXAMPLES = 10
+BODY_SNIPPET = 200
+
+
+class ServiceError(BenchError):
+    """A query the service did not answer usably after its retries (see the module docs)."""
+
+    def __init__(self, url: str, query_id: str, reason: str) -> None:
+        super().__init__(
+            f"service {url}: query '{query_id}': {reason}; set service.on_error=skip to count "
+            "failed queries instead of failing the job"
+        )
+        self.url = url
+        self.query_id = query_id
+        self.reason = reason
+
+
+class _Failed(Exception):
+    """One attempt's failure: `kind` is counted in the manifest; `retry` says whether another
+    attempt may answer differently (timeouts, connection errors, 429 and 5xx do)."""
+
+    def __init__(self, kind: str, message: str, retry: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry = retry
+
+
+@dataclass
+class _Answer:
+    """One query's outcome, made in a worker thread and counted in the calling one."""
+
+    ranked: Ranked
+    latency_ms: float
+    attempts: int
+    unknown: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    reordered: bool = False
+    failure: _Failed | None = None
+
+
+def _dig(value: Any, path: str, key: str, kind: str) -> Any:
+    """`value` at the dotted `path` ("" is the value itself); a missing step is a `kind`
+    failure naming the config `key`."""
+    if not path:
+        return value
+    for step in path.split("."):
+        if isinstance(value, Mapping) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+            value = value[int(step)]
+        else:
+            found = (
+                f"its keys: {sorted(value)[:10]}"
+                if isinstance(value, Mapping)
+                else f"found {type(value).__name__}"
+            )
+            raise _Failed(kind, f"no '{step}' on the path {key}={path!r} ({found})")
+    return value
+
+
+class _Connections:
+    """Keep-alive connections to the service, one per worker thread (an http.client
+    connection serves one request at a time), all closed when the search ends.
+
+    The standard library's client rather than httpx: it costs a third of httpx's CPU per
+    request (0.23 s against 0.6 s for 1,000 requests here), and under the GIL that CPU, not the
+    service, bounds how close `concurrency` requests in flight get to the ideal
+    (BENCHMARKS.md). Proxies from the environment are not used."""
+
+    def __init__(self, url: str, timeout_s: float) -> None:
+        parts = urlsplit(url)
+        self.host = parts.hostname or ""
+        self.port = parts.port
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.context = ssl.create_default_context() if parts.scheme == "https" else None
+        self.timeout_s = timeout_s
+        self._local = threading.local()
+        self._opened: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self.closed = threading.Event()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self.context is not None:
+                conn = http.client.HTTPSConnection(
+                    self.host, self.port, timeout=self.timeout_s, context=self.context
+                )
+            else:
+                conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+            self._local.conn = conn
+            with self._lock:
+                self._opened.append(conn)
+        return conn
+
+    def post(self, data: bytes) -> tuple[int, str, bytes]:
+        """(status, reason, body) of one POST. A kept-alive connection the server closed while
+        it was idle is reopened once and the request sent again (a search changes nothing);
+        any other error closes the connection (the next request opens a new one) and rises."""
+        conn = self._connection()
+        kept_alive = conn.sock is not None
+        try:
+            return self._send(conn, data)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            conn.close()
+            if not kept_alive:
+                raise
+            try:
+                return self._send(conn, data)
+            except BaseException:
+                conn.close()
+                raise
+        except BaseException:
+            conn.close()
+            raise
+
+    def _send(self, conn: http.client.HTTPConnection, data: bytes) -> tuple[int, str, bytes]:
+        conn.request("POST", self.target, body=data, headers=HEADERS)
+        response = conn.getresponse()
+        return response.status, response.reason, response.read()
+
+    def close(self) -> None:
+        """End every connection, those with a request in flight too (a failed query or Ctrl-C
+        does not wait out the others' timeouts); `closed` tells workers not to try again."""
+        self.closed.set()
+        with self._lock:
+            for conn in self._opened:
+                if conn.sock is not None:
+                    with contextlib.suppress(OSError):
+                        conn.sock.shutdown(socket.SHUT_RDWR)
+                conn.close()
+
+
+def _result_field(item: Any, rank: int, path: str, key: str, kind: str) -> Any:
+    """A field of the answer's `rank`-th result; a failure says which result."""
+    try:
+        return _dig(item, path, key, kind)
+    except _Failed as failed:
+        raise _Failed(failed.kind, f"result {rank}: {failed}") from None
+
+
+class ServiceArm:
+    """Ranks by asking the service (see the module docs); `allowed` is never applied."""
+
+    def __init__(
+        self,
+        name: str,
+        cfg: ServiceConfig,
+        positions: Mapping[str, int],
+        tie_break: TieBreak,
+    ) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.positions = positions
+        self.tie_break = tie_break
+        self.latency_ms: dict[str, float] = {}
+        self.retried_queries = 0
+        self.retries = 0
+        self.failures: dict[str, int] = {}
+        self.failed_query_ids: list[str] = []
+        self.unknown_ids = 0
+        self.queries_with_unknown_ids = 0
+        self.unknown_id_examples: list[dict[str, str]] = []
+        self.duplicate_ids = 0
+        self.reordered_queries = 0
+
+    def search(
+        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]:
+        """One ranking per query, `concurrency` requests in flight; `allowed` is ignored."""
+        answers: list[_Answer | None] = [None] * len(queries)
+        connections = _Connections(self.cfg.url, self.cfg.timeout_s)
+        pool = ThreadPoolExecutor(self.cfg.concurrency, thread_name_prefix=f"service-{self.name}")
+        try:
+            with progress(f"service arm {self.name}", total=len(queries), unit="query") as bar:
+                futures: dict[Future[_Answer], int] = {
+                    pool.submit(self._ask, connections, query, k): i
+                    for i, query in enumerate(queries)
+                }
+                for future in as_completed(futures):
+                    i = futures[future]
+                    answer = future.result()
+                    if answer.failure is not None and self.cfg.on_error == "fail":
+                        raise ServiceError(self.cfg.url, queries[i].query_id, str(answer.failure))
+                    answers[i] = answer
+                    bar.update(1)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            connections.close()
+        done = [answer for answer in answers if answer is not None]
+        for query, answer in zip(queries, done, strict=True):
+            self._count(query.query_id, answer)
+        if self.failed_query_ids:
+            log.warning(
+                "service %s: %d queries failed and were skipped (%s); their rankings are empty",
+                self.cfg.url,
+                len(self.failed_query_ids),
+                ", ".join(f"{kind} {n}" for kind, n in sorted(self.failures.items())),
+            )
+        if self.unknown_ids:
+            log.warning(
+                "service %s returned %d ids that are not in the corpus (in %d queries), "
+                "e.g. %s; they cannot be ranked",
+                self.cfg.url,
+                self.unknown_ids,
+                self.queries_with_unknown_ids,
+                ", ".join(e["id"] for e in self.unknown_id_examples[:3]),
+            )
+        return [answer.ranked for answer in done]
+
+    def _count(self, query_id: str, answer: _Answer) -> None:
+        # Latest answer wins when a job asks the same query twice (a router's baselines).
+        self.latency_ms[query_id] = answer.latency_ms
+        if answer.attempts > 1:
+            self.retried_queries += 1
+            self.retries += answer.attempts - 1
+        if answer.failure is not None:
+            self.failures[answer.failure.kind] = self.failures.get(answer.failure.kind, 0) + 1
+            self.failed_query_ids.append(query_id)
+        if answer.unknown:
+            self.unknown_ids += len(answer.unknown)
+            self.queries_with_unknown_ids += 1
+            for pid in answer.unknown:
+                if len(self.unknown_id_examples) < UNKNOWN_ID_EXAMPLES:
+                    self.unknown_id_examples.append({"query_id": query_id, "id": pid})
+        self.duplicate_ids += answer.duplicates
+        self.reordered_queries += answer.reordered
+
+    def _ask(self, connections: _Connections, query: EvalQuery, k: int) -> _Answer:
+        """One query: its attempts, then its answer ranked; a last failure is returned (the
+        caller decides whether it fails the job)."""
+        body = json.dumps(
+            {
+                "query": query.query,
+                "query_id": query.query_id,
+                "top_k": k,
+                "user_role": query.user_role,
+            },
+            ensure_ascii=False,
+        ).encode()
+        start = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                results = self._post(connections, body)
+                answer = self._rank(results, k)
+                break
+            except _Failed as failed:
+                if (
+                    failed.retry
+                    and attempts <= self.cfg.retries
+                    and not connections.closed.is_set()
+                ):
+                    time.sleep(self.cfg.retry_backoff_s * 2 ** (attempts - 1))
+                    continue
+                if attempts > 1:
+                    failed = _Failed(failed.kind, f"{failed} (after {attempts} attempts)")
+                empty = Ranked(
+                    np.empty(0, np.int64), np.empty(0), requested=k, empty_reason=SERVICE_ERROR
+                )
+                answer = _Answer(empty, 0.0, attempts, failure=failed)
+                break
+        answer.latency_ms = (time.perf_counter() - start) * 1000
+        answer.attempts = attempts
+        return answer
+
+    def _post(self, connections: _Connections, body: bytes) -> list[Any]:
+        """One attempt: the answer's list of results, or `_Failed`."""
+        try:
+            status, reason, content = connections.post(body)
+        except TimeoutError as exc:
+            raise _Failed(
+                "timeout", f"no answer within service.timeout_s={self.cfg.timeout_s} s", retry=True
+            ) from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise _Failed(
+                "connection", f"cannot reach the service: {type(exc).__name__}: {exc}", retry=True
+            ) from exc
+        snippet = content[:BODY_SNIPPET].decode("utf-8", "replace").strip()
+        if status != 200:
+            raise _Failed(
+                f"http_{status}",
+                f"HTTP {status} {reason}: {snippet!r}",
+                retry=status in RETRIED_STATUSES,
+            )
+        try:
+            payload = json.loads(content)
+        except ValueError as exc:
+            raise _Failed("malformed_json", f"the answer is not JSON ({exc}): {snippet!r}") from exc
+        results = _dig(payload, self.cfg.results_path, "service.results_path", "malformed_response")
+        if not isinstance(results, list):
+            raise _Failed(
+                "malformed_response",
+                f"service.results_path={self.cfg.results_path!r} holds "
+                f"{type(results).__name__}, not a list of results",
+            )
+        return results
+
+    def _rank(self, results: list[Any], k: int) -> _Answer:
+        """The answer's results as a ranking of corpus positions (see the module docs)."""
+        indices: list[int] = []
+        scores: list[float] = []
+        unknown: list[str] = []
+        seen: set[str] = set()
+        duplicates = 0
+        for rank, item in enumerate(results, start=1):
+            pid = _result_field(item, rank, self.cfg.id_field, "service.id_field", "missing_id")
+            if isinstance(pid, int) and not isinstance(pid, bool):
+                pid = str(pid)
+            if not isinstance(pid, str):
+                raise _Failed(
+                    "malformed_response",
+                    f"result {rank}: id {pid!r} (service.id_field={self.cfg.id_field!r}) "
+                    "is not a string",
+                )
+            if self.cfg.score_field:
+                score = _result_field(
+                    item, rank, self.cfg.score_field, "service.score_field", "missing_score"
+                )
+                if (
+                    isinstance(score, bool)
+                    or not isinstance(score, (int, float))
+                    or not math.isfinite(score)
+                ):
+                    raise _Failed(
+                        "malformed_response",
+                        f"result {rank}: score {score!r} (service.score_field="
+                        f"{self.cfg.score_field!r}) is not a finite number",
+                    )
+            else:
+                score = 1.0 / rank
+            if pid in seen:
+                duplicates += 1
+                continue
+            seen.add(pid)
+            position = self.positions.get(pid)
+            if position is None:
+                unknown.append(pid)
+                continue
+            indices.append(position)
+            scores.append(float(score))
+        given = np.asarray(indices, dtype=np.int64)
+        top, top_scores = self.tie_break.top(given, np.asarray(scores, dtype=np.float64), k)
+        reordered = not np.array_equal(top, given[: len(top)])
+        reason = None if len(top) else (UNKNOWN_IDS if unknown else NO_CANDIDATES)
+        ranked = Ranked(top, top_scores, requested=k, empty_reason=reason)
+        return _Answer(ranked, 0.0, 0, unknown, duplicates, reordered)
+
+    def info(self) -> dict[str, Any]:
+        """The manifest's record of this arm: where it asked, how fast it answered (every
+        query's latency, and p50/p95/max), and what it could not use."""
+        latencies = np.fromiter(self.latency_ms.values(), dtype=np.float64)
+        summary = (
+            {
+                "p50": round(float(np.percentile(latencies, 50)), 3),
+                "p95": round(float(np.percentile(latencies, 95)), 3),
+                "max": round(float(latencies.max()), 3),
+                "mean": round(float(latencies.mean()), 3),
+            }
+            if len(latencies)
+            else {}
+        )
+        return {
+            "kind": "service",
+            "url": self.cfg.url,
+            "queries": len(self.latency_ms),
+            "concurrency": self.cfg.concurrency,
+            "filters_applied": False,
+            "latency_ms": summary,
+            "latency_ms_by_query": {q: round(ms, 3) for q, ms in self.latency_ms.items()},
+            "retried_queries": self.retried_queries,
+            "retries": self.retries,
+            # What the service sent that could not be used, counted (the convention of every
+            # arm that reads outside input), with the details below.
+            "bad_input": {
+                "failed_queries": len(self.failed_query_ids),
+                "unknown_ids": self.unknown_ids,
+                "duplicate_ids": self.duplicate_ids,
+            },
+            "failures": dict(sorted(self.failures.items())),
+            "failed_query_ids": list(self.failed_query_ids),
+            "queries_with_unknown_ids": self.queries_with_unknown_ids,
+            "unknown_id_examples": list(self.unknown_id_examples),
+            "reordered_queries": self.reordered_queries,
+        }
+
+
+class ServiceArmSpec:
+    """`arms.<name>: {_target_: retrieval_bench.retrievers.service.ServiceArmSpec, ...}`: the
+    arm reads the `service.*` node, and any key given here overrides it for this arm only (so
+    two services can be compared in one job: `arms.prod: {_target_: ..., url: ...}`)."""
+
+    def __init__(self, **overrides: Any) -> None:
+        self.overrides = overrides
+        # An unknown or bad key fails when the config is read (named `arms.<name>.<key>`).
+        with_overrides(ServiceConfig(), overrides).validate(prefix="")
+
+    def check(self, name: str, ctx: BuildContext) -> None:
+        """Before any arm builds (a BM25 arm beside it need not tokenise for a job that cannot
+        run): the URL this arm would call."""
+        with_overrides(ctx.cfg.service, self.overrides).require_url(
+            f"arms.{name}" if "url" in self.overrides else "service"
+        )
+
+    def build(self, name: str, ctx: BuildContext) -> ServiceArm:
+        cfg = with_overrides(ctx.cfg.service, self.overrides)
+        return ServiceArm(name, cfg, ctx.positions, ctx.tie_break)
