@@ -66,6 +66,13 @@ def test_sweep_benchmark_quick() -> None:
     assert "RESULT sweep:" in out and "x one job" in out
 
 
+def test_m3_benchmark_quick() -> None:
+    out = run_benchmark("bench_m3.py", "--quick")
+    match = re.search(r"max \|score diff\| sparse (\S+) colbert (\S+)$", result_line(out, "m3"))
+    assert match, out
+    assert float(match[1]) < 1e-6 and float(match[2]) < 1e-6
+
+
 def test_fusion_benchmark_quick() -> None:
     out = run_benchmark("bench_fusion.py", "--quick")
     line = result_line(out, "fusion")

@@ -72,6 +72,16 @@ STRING_ALTERNATIVES = {
     "arms.bm25._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
     "arms.dense._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
     "arms.run_file._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+    "m3.model": "/models/bge-m3",
+    "m3.precision": "bf16",
+    **{
+        f"arms.{arm}._target_": "my_arms.Other"
+        for arm in ("m3_dense", "m3_sparse", "m3_colbert", "m3")
+    },
+    "arms.m3_dense.mode": "sparse",
+    "arms.m3_sparse.mode": "colbert",
+    "arms.m3_colbert.mode": "all",
+    "arms.m3.mode": "dense",
     "service.url": "http://127.0.0.1:8080/search",
     "service.results_path": "data.hits",
     "service.id_field": "doc.id",
@@ -130,6 +140,7 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
     # fp16 is refused unless every encoder device is a GPU, and a GPU device is refused where
     # none is present (this machine): the one key whose different value cannot validate here.
     typed.encoder.precision = "fp32"
+    typed.m3.precision = "fp32"  # the same for the m3 node's model
     validate(typed)
 
 

@@ -13,45 +13,23 @@ from conftest import ROOT
 SRC = ROOT / "src" / "retrieval_bench"
 
 # What each part may not import (module prefixes under retrieval_bench).
+ORCHESTRATION = [
+    "pipeline",
+    "experiment",
+    "outputs",
+    "compare",
+    "benchmark",
+    "api",
+    "router",
+    "arms",
+]
 ABOVE = {
-    "data": [
-        "scoring",
-        "reports",
-        "pipeline",
-        "experiment",
-        "outputs",
-        "compare",
-        "benchmark",
-        "api",
-        "rankings",
-        "job_result",
-        "router",
-        "arms",
-    ],
-    "scoring": [
-        "reports",
-        "pipeline",
-        "experiment",
-        "outputs",
-        "compare",
-        "benchmark",
-        "api",
-        "router",
-        "arms",
-        "job_result",
-    ],
-    "reports": [
-        "pipeline",
-        "experiment",
-        "outputs",
-        "compare",
-        "benchmark",
-        "api",
-        "router",
-        "arms",
-    ],
-    "rankings": ["scoring", "reports", "pipeline", "experiment", "outputs", "api"],
-    "components": ["pipeline", "experiment", "outputs", "scoring", "reports", "api"],
+    "data": [*ORCHESTRATION, "scoring", "reports", "rankings", "job_result"],
+    "scoring": [*ORCHESTRATION, "reports", "job_result"],
+    "reports": ORCHESTRATION,
+    "rankings": [*ORCHESTRATION, "scoring", "reports", "job_result"],
+    "components": [*ORCHESTRATION, "scoring", "reports", "job_result"],
+    # The schema holds the compare and benchmark nodes (compare.config, benchmark.config).
     "config": ["pipeline", "experiment", "outputs", "api", "arms"],
 }
 

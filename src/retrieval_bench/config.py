@@ -19,6 +19,7 @@ from retrieval_bench.filters import FilterConfig
 from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_config import DenseIndexConfig
 from retrieval_bench.retrievers.fusion import check_fusion, check_strategy_weights
+from retrieval_bench.retrievers.m3_config import M3Config
 from retrieval_bench.retrievers.run_file_config import SPEC as RUN_FILE_SPEC
 from retrieval_bench.retrievers.run_file_config import RunFileConfig
 from retrieval_bench.retrievers.service_config import ServiceConfig
@@ -35,6 +36,11 @@ BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
     "run_file": {"_target_": RUN_FILE_SPEC},
+    # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
+    "m3_dense": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "dense"},
+    "m3_sparse": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "sparse"},
+    "m3_colbert": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "colbert"},
+    "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
     "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
 }
 DATASET_FORMATS = ("native", "beir")
@@ -77,6 +83,9 @@ class ScoringConfig:
     # What one ranked item is: "passage", or "doc" (rankings and labels read by document:
     # retrieval_bench.scoring.units).
     unit: str = "passage"
+    # Modules to import before anything is scored or validated: each registers its own
+    # measures (scoring.registry.register_measure), e.g. plugins=[my_metrics].
+    plugins: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +99,8 @@ class RunConfig:
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
     # A TREC run from another system as an arm (retriever=run_file run_file.path=RUN).
     run_file: RunFileConfig = field(default_factory=RunFileConfig)
+    # BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`.
+    m3: M3Config = field(default_factory=M3Config)
     # An external retriever over HTTP (retriever=service service.url=URL).
     service: ServiceConfig = field(default_factory=ServiceConfig)
     text: TextConfig = field(default_factory=TextConfig)
@@ -192,6 +203,10 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     """What Hydra's types cannot check; the first bad key or value raises ConfigError.
     `given_arms`: arm names a library caller passes as objects (not under `arms`)."""
     check_known_keys(cfg)
+    # First: the measures plugins register are names compare and the gate may use.
+    from retrieval_bench.scoring.registry import load_plugins
+
+    load_plugins(cfg.scoring.plugins, "scoring.plugins")
     _positive("top_k", cfg.top_k)
     _positive("retriever.pool_size", cfg.retriever.pool_size)
     if cfg.retriever.pool_size < cfg.top_k:
@@ -245,6 +260,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.encoder.validate()
     cfg.dense.validate()
     cfg.run_file.validate([cfg.arms.get(arm) for arm in cfg.retriever.arms])
+    cfg.m3.validate()
     cfg.service.validate()
     cfg.compare.validate()
     cfg.benchmark.validate()

@@ -17,7 +17,9 @@ from pathlib import Path
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.compare.jobs import is_job_dir
+from retrieval_bench.scoring.registry import load_plugins
 from run.exits import guarded
+from run.options import add_plugin_option
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,6 +44,7 @@ def _main(argv: Sequence[str] | None) -> int:
         f"repeatable (default: "
         f"{' '.join(defaults.metrics)})",
     )
+    add_plugin_option(parser)
     parser.add_argument("--stage", default=defaults.stage)
     parser.add_argument("--alpha", type=float, default=defaults.alpha)
     parser.add_argument("--min-queries", type=int, default=defaults.min_queries)
@@ -76,6 +79,7 @@ def _main(argv: Sequence[str] | None) -> int:
     out = args.out
     if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):
         out = args.dirs[0]
+    load_plugins(args.plugins, "--plugin")
     cfg.validate()
     result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
     print(result.text)

@@ -1,8 +1,12 @@
-"""`python -m run.score QRELS RUN -k K [-k K2 ...] [--complete] [--json]`: score any TREC run.
+"""`python -m run.score QRELS RUN -k K [-k K2 ...] [--complete] [--json] [--metric M ...]
+[--plugin MODULE ...]`: score any TREC run.
 
 QRELS is TREC qrels or a native evaluation set (`.jsonl`, labels judged without a corpus check).
 Prints the overall metrics and how many queries were scored or excluded (and why); `--json`
-prints `{"overall": ..., "counts": ...}` with the metric names of metrics.json. Exit codes as
+prints `{"overall": ..., "counts": ...}` with the metric names of metrics.json. `--metric`
+(repeatable; `METRIC@N` with N one of the -k cut-offs, `METRIC@K` for every one, ir_measures'
+spelling too) prints only those; an unknown name exits 2 with the nearest one. `--plugin MODULE`
+imports a module that registers measures (`scoring.registry`) before scoring. Exit codes as
 `python -m run` (run.exits): 2 on bad input, 3 on an internal error, 130 on Ctrl-C. The work
 is done by the library; this file only wires it to the command line.
 
@@ -25,10 +29,13 @@ from typing import Any
 
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.trec import read_qrels, read_run, run_rankings
-from retrieval_bench.errors import DataError
+from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.scoring.aggregate import metric_names, score_stage
 from retrieval_bench.scoring.labels import NOT_IN_RUN, Judgements, judge, judge_qrels
+from retrieval_bench.scoring.measure_names import canonical_metric
+from retrieval_bench.scoring.registry import load_plugins
 from run.exits import guarded
+from run.options import add_plugin_option
 
 # counts key of the labelled queries `--complete` scored as empty rankings.
 SCORED_ZERO = "not_in_run_scored_0"
@@ -80,10 +87,34 @@ def missing_warning(counts: Mapping[str, Any]) -> str:
     )
 
 
-def format_table(result: dict[str, Any], cutoffs: Sequence[int]) -> str:
+def selected_metrics(specs: Sequence[str], cutoffs: Sequence[int]) -> list[str]:
+    """The metric names `--metric` asks for (every doc metric when none): `@K` stands for
+    every cut-off; ConfigError naming `--metric[i]` for an unknown name or an unscored cut-off."""
+    if not specs:
+        return metric_names(cutoffs)
+    names: list[str] = []
+    for i, spec in enumerate(specs):
+        key = f"--metric[{i}]"
+        name, at, k = canonical_metric(spec, key).partition("@")
+        if not at:  # an answer metric (answers.names): scored from answers, not from a run
+            raise ConfigError(key, f"{spec!r} is an answer metric; run.score scores rankings")
+        if k != "K" and int(k) not in cutoffs:
+            raise ConfigError(key, f"{spec!r}: cut-off {k} is not scored; add -k {k}")
+        ks = sorted(set(cutoffs)) if k == "K" else [int(k)]
+        names += [f"{name}@{c}" for c in ks if f"{name}@{c}" not in names]
+    doc = set(metric_names(cutoffs))
+    for i, name in enumerate(names):
+        if name not in doc:
+            raise ConfigError(f"--metric[{i}]", f"{name} is not a doc metric run.score reports")
+    return names
+
+
+def format_table(
+    result: dict[str, Any], cutoffs: Sequence[int], names: Sequence[str] | None = None
+) -> str:
     overall, counts = result["overall"], result["counts"]
     lines = [f"{'metric':<20} value"]
-    for name in metric_names(cutoffs):
+    for name in metric_names(cutoffs) if names is None else names:
         value = overall[name]
         lines.append(f"{name:<20} {'undefined' if value is None else f'{value:.4f}'}")
     if "undefined" in overall:
@@ -116,7 +147,17 @@ def _main(argv: Sequence[str] | None) -> int:
         help="score labelled queries missing from the run as 0 (trec_eval -c), as a job does",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--metric",
+        dest="metrics",
+        action="append",
+        default=[],
+        help="print only METRIC@N (N: a -k cut-off) or METRIC@K (every -k); repeatable",
+    )
+    add_plugin_option(parser)
     args = parser.parse_args(argv)
+    load_plugins(args.plugins, "--plugin")
+    names = selected_metrics(args.metrics, args.cutoffs)
     try:
         judgements = load_labels(args.qrels)
         rankings = run_rankings(read_run(args.run))
@@ -128,9 +169,12 @@ def _main(argv: Sequence[str] | None) -> int:
     if warning:
         print(warning, file=sys.stderr)
     if args.json:
-        print(json.dumps({"overall": result["overall"], "counts": result["counts"]}, indent=2))
+        overall = result["overall"]
+        if args.metrics:
+            overall = {k: v for k, v in overall.items() if k in names or "@" not in k}
+        print(json.dumps({"overall": overall, "counts": result["counts"]}, indent=2))
     else:
-        print(format_table(result, args.cutoffs))
+        print(format_table(result, args.cutoffs, names))
     return 0
 
 

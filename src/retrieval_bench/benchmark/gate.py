@@ -10,10 +10,12 @@ The CI of a change is that same family's (`significance.family_tests` at `benchm
 the sign-flip test inverted at the level of the check's Holm step, so it excludes 0 exactly
 when the check is significant.
 
-A check *fails* (`regression`) when the drop exceeds its tolerance and the Holm-adjusted p is
-below alpha. A drop beyond tolerance that is not significant is reported (`drop, not
-significant`, or `drop, too few queries` when no difference could be significant) but passes:
-the gate refuses changes on evidence, not on noise.
+A "drop" is a change for the worse in the metric's own direction (`scoring.registry`): a fall
+of recall@K, a rise of leak@K. A check *fails* (`regression`) when the drop exceeds its
+tolerance and the Holm-adjusted p is below alpha. A drop beyond tolerance that is not
+significant is reported (`drop, not significant`, or `drop, too few queries` when no
+difference could be significant) but passes: the gate refuses changes on evidence, not on
+noise.
 
 The gate as a whole fails (exit 1) on any of: a regression; a plan difference from the baseline
 (a config value, the dataset's files, jobs added or dropped) not allowed by
@@ -35,6 +37,7 @@ from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKe
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.compare.jobs import IGNORED_KEYS, FinishedJob, canonical
 from retrieval_bench.scoring.comparison import ordered_types, paired_values, too_few
+from retrieval_bench.scoring.registry import lower_is_better
 from retrieval_bench.scoring.significance import (
     SignificanceSettings,
     ci_json,
@@ -82,6 +85,11 @@ class Check:
         return f"{self.metric_before}->{self.metric_after}"
 
     @property
+    def loss(self) -> float:
+        """The change for the worse: -change, or +change for a lower-is-better metric."""
+        return self.change if lower_is_better(self.metric) else -self.change
+
+    @property
     def ci_text(self) -> str:
         """`[-0.120, -0.040] 99.17%`: the CI at its Holm level; `unbounded` where no shift
         could be rejected."""
@@ -97,7 +105,7 @@ class Check:
         return (
             f"{self.status.upper()}: {self.dataset} retriever={self.retriever} "
             f"type={self.query_type} {name}: {self.before:.3f} -> {self.after:.3f} "
-            f"(drop {-self.change:.3f} > tolerance {self.tolerance:g}; "
+            f"(drop {self.loss:.3f} > tolerance {self.tolerance:g}; "
             f"CI of the change {self.ci_text} (Holm level); "
             f"p={self.p_value:.4g}, Holm p={self.p_holm:.4g}; n={self.n} queries)"
         )
@@ -429,14 +437,14 @@ def _judge(
         return
     significant = c.p_holm < gate.alpha
     reason = too_few(c.n, family, gate_settings(gate, sig), min_queries)
-    if -c.change > c.tolerance:
+    if c.loss > c.tolerance:
         if reason:
             c.status, c.note = UNDECIDED, reason
         elif significant:
             c.status = REGRESSION
         else:
             c.status = DROP
-    elif c.change > c.tolerance and significant and not reason:
+    elif -c.loss > c.tolerance and significant and not reason:
         c.status = IMPROVED
     else:
         c.status = OK

@@ -47,7 +47,7 @@ from retrieval_bench.scoring.comparison import (
     ordered_types,
     verdict_cells,
 )
-from retrieval_bench.scoring.metrics import ideal_value
+from retrieval_bench.scoring.registry import ideal_value, lower_is_better
 from retrieval_bench.scoring.significance import CORRECTIONS, SignificanceSettings, json_number
 
 
@@ -149,7 +149,14 @@ def compare_dataset(
         for m in metrics
         for t in types
     }
-    decided = verdict_cells(table, sig, cfg.min_queries, family_key(cfg.family), cfg.family)
+    decided = verdict_cells(
+        table,
+        sig,
+        cfg.min_queries,
+        family_key(cfg.family),
+        cfg.family,
+        lambda key: lower_is_better(key[0]),
+    )
     for (spec, t), cell in decided.items():
         cells.setdefault(spec, {})[t] = cell.to_json()
 
@@ -205,10 +212,11 @@ def _ideal_bound(
     values: Mapping[str, Mapping[str, float]],
     cell: Mapping[str, Any],
 ) -> float | None:
-    """The mean ideal value (`metrics.ideal_value`) of the cell's best configuration's metric
-    over the cell's paired queries: what a perfect ranking would score there."""
+    """The mean ideal value (`registry.ideal_value`) of the cell's best configuration's metric
+    over the cell's paired queries: what a perfect ranking would score there. None for a
+    lower-is-better metric (leak@K), where "weak" as a fraction of the bound means nothing."""
     means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
-    if not means or not values or is_answer_metric(spec):
+    if not means or not values or is_answer_metric(spec) or lower_is_better(spec):
         return None
     job = jobs[max(means, key=lambda label: means[label])]
     qids = set.intersection(*(set(v) for v in values.values()))

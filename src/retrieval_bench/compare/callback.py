@@ -42,6 +42,10 @@ class CompareCallback(Callback):
 
         sweep_dir = Path(str(config.hydra.sweep.dir))
         try:
+            # A launcher that ran the jobs elsewhere left their plugins unimported here.
+            from retrieval_bench.scoring.registry import load_plugins
+
+            load_plugins(config.get("scoring", {}).get("plugins") or [], "scoring.plugins")
             cfg.validate()
             result = compare_dirs([sweep_dir], cfg, out_dir=sweep_dir, unchanged=self._before)
         except BenchError as exc:

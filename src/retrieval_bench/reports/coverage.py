@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retrieval_bench.reports.tables import fmt, markdown_table
-from retrieval_bench.scoring.metrics import CONDENSED
+from retrieval_bench.scoring.registry import CONDENSED_SUFFIX, DOC, measures
 
 EXPLANATION = (
     "`judged@K`: share of the top K carrying a label (relevant or judged non-relevant). "
@@ -27,8 +27,9 @@ EXPLANATION = (
 def coverage_specs(k: int | str) -> list[str]:
     """`judged@K`, then each condensed metric after its plain one."""
     specs = [f"judged@{k}"]
-    for name in CONDENSED:
-        specs += [f"{name}@{k}", f"{name}_condensed@{k}"]
+    for measure in measures(DOC):
+        if measure.condensed:
+            specs += [f"{measure.name}@{k}", f"{measure.name}{CONDENSED_SUFFIX}@{k}"]
     return specs
 
 

@@ -17,11 +17,11 @@ from retrieval_bench.reports.families import (
 from retrieval_bench.reports.router import router_section
 from retrieval_bench.reports.service import service_lines
 from retrieval_bench.reports.tables import (
-    core_columns,
     exclusions_line,
     markdown_table,
     paragraphs,
     per_type_table,
+    stage_columns,
 )
 from retrieval_bench.scoring.units import DOC, PASSAGE
 
@@ -56,7 +56,7 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         lines += [f"## Stage `{name}`", "", exclusions_line(stage), ""]
         deep = stage.get("depth_exceeds_list") or {}
         for k in cutoffs:
-            columns = [*core_columns(k), f"precision@{k}", f"judged@{k}"]
+            columns = stage_columns(k)
             table = per_type_table(stage, columns, markdown_table)
             title = f"@{k}"
             if k in deep.get("cutoffs", ()):

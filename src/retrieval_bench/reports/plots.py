@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from retrieval_bench.io import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
-from retrieval_bench.scoring.families import lower_is_better
+from retrieval_bench.scoring.registry import lower_is_better
 
 PLOT_DIR = "plots"
 REFUSAL_PNG = f"{PLOT_DIR}/refusal.png"

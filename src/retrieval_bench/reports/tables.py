@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from retrieval_bench.scoring.registry import DOC, measures
+
 
 def fmt(value: Any) -> str:
     if value is None:
@@ -47,15 +49,14 @@ def per_type_rows(stage: Mapping[str, Any], columns: Sequence[str]) -> list[list
 
 
 def core_columns(k: int) -> list[str]:
-    return [
-        f"recall@{k}",
-        f"recall_pooled@{k}",
-        f"recall_bound@{k}",
-        f"hit@{k}",
-        f"all_hit@{k}",
-        f"mrr@{k}",
-        f"ndcg@{k}",
-    ]
+    """The doc measures declared `headline` (scoring.registry), at cut-off k."""
+    return [f"{m.name}@{k}" for m in measures(DOC) if m.headline]
+
+
+def stage_columns(k: int) -> list[str]:
+    """Every doc measure at cut-off k but the condensed variants (report.md shows those in
+    its label-coverage table): a registered measure gets its column without another edit."""
+    return [f"{m.name}@{k}" for m in measures(DOC)]
 
 
 def exclusions_line(stage: Mapping[str, Any]) -> str:

@@ -40,7 +40,7 @@ scored, and scores 0: the system was asked and returned nothing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -49,8 +49,6 @@ import numpy as np
 
 from retrieval_bench.scoring.labels import NOT_IN_RUN, UNKNOWN_TYPE, Judgements
 from retrieval_bench.scoring.metrics import (
-    CONDENSED,
-    METRICS,
     RankedGrades,
     build_ranked_grades,
     build_ranked_grades_coded,
@@ -61,28 +59,21 @@ from retrieval_bench.scoring.metrics import (
     pad_labels,
     pad_rankings,
 )
+from retrieval_bench.scoring.registry import (
+    CONDENSED_SUFFIX,
+    DOC,
+    measures,
+    pooled_columns,
+    reported,
+)
 
 MISSING_GROUP = "(missing)"
 
-# Metric names in report order; recall_pooled is computed at group level only.
-_REPORTED = (
-    "recall",
-    "recall_pooled",
-    "recall_bound",
-    "hit",
-    "all_hit",
-    "mrr",
-    "ndcg",
-    "map",
-    "precision",
-    "judged",
-    *(f"{name}_condensed" for name in CONDENSED),
-)
-
 
 def metric_names(cutoffs: Sequence[int]) -> list[str]:
-    """The metric keys of a group dict, in report order (excludes "n" and "undefined")."""
-    return names_at(_REPORTED, cutoffs)
+    """The doc metric keys of a group dict, in report order (excludes "n" and "undefined"):
+    every `doc` measure of `scoring.registry` at every cut-off."""
+    return names_at(reported(DOC), cutoffs)
 
 
 def names_at(metrics: Sequence[str], cutoffs: Sequence[int]) -> list[str]:
@@ -122,13 +113,15 @@ def per_query_columns(
     qrels: Sequence[Mapping[str, int]],
     cutoffs: Sequence[int],
     query_ids: Sequence[str] | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """Every per-query number as a column over the batch: `n_relevant`, then for each K
-    `hits@K` and each metric `name@K`. The vectorised core of `score_stage` (and what a
-    benchmark should time against pytrec_eval): no per-query dicts are built."""
+    `hits@K` and each doc measure `name@K`. The vectorised core of `score_stage` (and what a
+    benchmark should time against pytrec_eval): no per-query dicts are built. `only` limits
+    the measures computed to those names (without `@K`), as pytrec_eval's measure set does."""
     ks = check_cutoffs(cutoffs)
-    depth = max(map(len, rankings), default=0)
-    return _columns(build_ranked_grades(rankings, qrels, max(*ks, depth), query_ids), ks)
+    depth = _depth(ks, max(map(len, rankings), default=0), only)
+    return _columns(build_ranked_grades(rankings, qrels, depth, query_ids), ks, only)
 
 
 def per_query_columns_coded(
@@ -137,28 +130,48 @@ def per_query_columns_coded(
     label_grades: np.ndarray,
     cutoffs: Sequence[int],
     check: bool = True,
+    only: Collection[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """`per_query_columns` from integer codes (see `metrics.build_ranked_grades_coded`): the
     job's path, where rankings are passage indices. Same columns, same values."""
     ks = check_cutoffs(cutoffs)
-    depth = max(max(ks), rankings.shape[1] if rankings.ndim == 2 else 0)
+    depth = _depth(ks, rankings.shape[1] if rankings.ndim == 2 else 0, only)
     rg_all = build_ranked_grades_coded(rankings, label_ids, label_grades, depth, check)
-    return _columns(rg_all, ks)
+    return _columns(rg_all, ks, only)
 
 
-def _columns(rg_all: RankedGrades, ks: list[int]) -> dict[str, np.ndarray]:
-    """Every metric column at every cut-off, from grades over the whole rankings: the plain
-    metrics on each ranking cut to K, the condensed ones on its judged ids cut to K (which
-    needs the judged ids below K too)."""
+def _depth(ks: list[int], longest: int, only: Collection[str] | None) -> int:
+    """How deep to read the rankings: the largest cut-off, or the whole ranking when a
+    condensed measure is asked for (its top K is the first K judged ids, wherever they sit)."""
+    condensed = [name for name in reported(DOC) if name.endswith(CONDENSED_SUFFIX)]
+    if only is None or any(name in only for name in condensed):
+        return max(*ks, longest)
+    return max(ks)
+
+
+def _columns(
+    rg_all: RankedGrades, ks: list[int], only: Collection[str] | None = None
+) -> dict[str, np.ndarray]:
+    """The doc measure columns at every cut-off (those in `only`, default all): each
+    measure's function on the rankings cut to K, and for a condensed one the same function on
+    the judged ids cut to K (which needs the judged ids below K too: `_depth`)."""
+    declared = [(m.name, m.fn, m.condensed) for m in measures(DOC) if m.fn is not None]
+    plain = [(name, fn) for name, fn, _ in declared if only is None or name in only]
+    condensed = [
+        (name + CONDENSED_SUFFIX, fn)
+        for name, fn, has_condensed in declared
+        if has_condensed and (only is None or name + CONDENSED_SUFFIX in only)
+    ]
     columns: dict[str, np.ndarray] = {"n_relevant": rg_all.n_relevant}
     for k in ks:
-        rg = rg_all.truncate(k)
+        rg = rg_all.truncate(k) if k < rg_all.k else rg_all
         columns[f"hits@{k}"] = hits(rg)
-        for name, fn in METRICS.items():
+        for name, fn in plain:
             columns[f"{name}@{k}"] = fn(rg)
-        condensed = condense(rg_all, k)
-        for name in CONDENSED:
-            columns[f"{name}_condensed@{k}"] = METRICS[name](condensed)
+        if condensed:
+            judged_only = condense(rg_all, k)
+            for name, fn in condensed:
+                columns[f"{name}@{k}"] = fn(judged_only)
     return columns
 
 
@@ -269,14 +282,13 @@ def _summarise_stage(
     rankings: Mapping[str, Any],
     group_by: Mapping[str, Mapping[str, str]] | None,
 ) -> dict[str, Any]:
-    pooled = {f"recall_pooled@{k}": (f"hits@{k}", "n_relevant") for k in ks}
     return summarise(
         columns,
         scored,
         types,
         excluded,
         metric_names(ks),
-        pooled=pooled,
+        pooled=pooled_columns(DOC, ks),
         group_by=group_by,
         not_in_labels=sum(1 for qid in rankings if qid not in types),
     )

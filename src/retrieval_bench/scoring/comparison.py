@@ -188,9 +188,12 @@ def verdict_cells(
     min_queries: int = 5,
     family_of: Callable[[Key], Hashable] = lambda key: key,
     family_name: str = "cell",
+    lower_is_better: Callable[[Key], bool] = lambda key: False,
 ) -> dict[Key, Cell]:
     """The cell of every key (e.g. (metric, type)), each cell's tests Holm-adjusted together
-    with those of every cell of the same `family_of(key)` (rules in the module docstring)."""
+    with those of every cell of the same `family_of(key)` (rules in the module docstring).
+    Where `lower_is_better(key)` (leak@K), the best configuration is the lowest mean and a
+    significant difference must go that way."""
     cells: dict[Key, Cell] = {}
     pending: dict[Key, _Pending] = {}
     for key, cell_values in values.items():
@@ -205,7 +208,8 @@ def verdict_cells(
             cells[key].note = too_few(0, 0, settings, min_queries)
         else:
             # Stable: equal means keep the configurations' order.
-            order = sorted(labels, key=lambda label: -means[label])
+            sign = 1.0 if lower_is_better(key) else -1.0
+            order = sorted(labels, key=lambda label: sign * means[label])
             pending[key] = _Pending(cells[key], order, arrays)
     families: dict[Hashable, list[Key]] = {}
     for key in pending:
@@ -236,8 +240,10 @@ def verdict_cells(
             if reason:
                 item.cell.note = _enough(reason, item.cell.power, settings)
                 continue
+            better = -1.0 if lower_is_better(k) else 1.0
             significant = {
-                o: t.p_adjusted < settings.alpha and t.result.diff > 0 for o, t in results.items()
+                o: t.p_adjusted < settings.alpha and better * t.result.diff > 0
+                for o, t in results.items()
             }
             _decide(item.cell, item.order, significant)
     return cells

@@ -48,6 +48,7 @@ from retrieval_bench.data.records import EvalQuery
 from retrieval_bench.scoring.aggregate import check_cutoffs, names_at, summarise
 from retrieval_bench.scoring.labels import NOT_IN_RUN, label_state
 from retrieval_bench.scoring.permissions import Acl, may_read
+from retrieval_bench.scoring.registry import pooled_columns, reported
 
 NO_EXPECTED_ENTITIES = "no_expected_entities"
 NO_FINDABLE_EXPECTED = "no_findable_expected_entities"
@@ -159,18 +160,11 @@ def _ratio(top: np.ndarray, bottom: np.ndarray, empty: float) -> np.ndarray:
 
 
 def entity_names(cutoffs: Sequence[int]) -> list[str]:
-    metrics = (
-        "entity_recall",
-        "entity_recall_pooled",
-        "unexpected_entity_rate",
-        "unexpected_entity_rate_pooled",
-    )
-    return names_at(metrics, cutoffs)
+    return names_at(reported("entities"), cutoffs)
 
 
 def negative_names(cutoffs: Sequence[int]) -> list[str]:
-    metrics = ("negative_entity_rate", "negative_entity_rate_pooled", "negative_any")
-    return names_at(metrics, cutoffs)
+    return names_at(reported("negative_entities"), cutoffs)
 
 
 def _eligible(
@@ -230,10 +224,7 @@ def score_entities(
         )
         columns[f"entity_recall@{k}"] = entity_recall(shown[k], findable)
         columns[f"unexpected_entity_rate@{k}"] = unexpected_entity_rate(shown[k], expected_all)
-    pooled = {}
-    for k in ks:
-        pooled[f"entity_recall_pooled@{k}"] = (f"entities_found@{k}", "n_expected")
-        pooled[f"unexpected_entity_rate_pooled@{k}"] = (f"unexpected@{k}", f"entities_shown@{k}")
+    pooled = pooled_columns("entities", ks)
     return summarise(columns, scored, query_types, excluded, entity_names(ks), pooled, group_by)
 
 
@@ -258,7 +249,5 @@ def score_negative_entities(
         columns[f"negatives_shown@{k}"] = appear
         columns[f"negative_entity_rate@{k}"] = negative_entity_rate(shown[k], negative)
         columns[f"negative_any@{k}"] = (appear > 0).astype(np.float64)
-    pooled = {
-        f"negative_entity_rate_pooled@{k}": (f"negatives_shown@{k}", "n_negative") for k in ks
-    }
+    pooled = pooled_columns("negative_entities", ks)
     return summarise(columns, scored, query_types, excluded, negative_names(ks), pooled, group_by)

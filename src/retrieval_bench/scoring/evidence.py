@@ -39,6 +39,7 @@ from retrieval_bench.data.records import EvalQuery
 from retrieval_bench.scoring.aggregate import MISSING_GROUP, check_cutoffs, names_at, summarise
 from retrieval_bench.scoring.labels import GOLD_MISSING, NOT_IN_RUN, Judgements
 from retrieval_bench.scoring.permissions import Acl, may_read
+from retrieval_bench.scoring.registry import pooled_columns, reported
 
 UNREADABLE_HOP = "unreadable_hop"
 HOPS_FIELD = "hops"
@@ -99,8 +100,7 @@ def evidence_any(ranks: Mapping[str, np.ndarray], k: int) -> np.ndarray:
 
 
 def evidence_names(cutoffs: Sequence[int]) -> list[str]:
-    metrics = ("evidence_chain", "hop_recall", "hop_recall_pooled", "evidence_all", "evidence_any")
-    return names_at(metrics, cutoffs)
+    return names_at(reported("evidence"), cutoffs)
 
 
 def completeness_curves(
@@ -163,7 +163,7 @@ def score_evidence(
         columns[f"evidence_chain@{k}"] = evidence_chain(ranks, k)
         columns[f"evidence_all@{k}"] = evidence_all(ranks, k)
         columns[f"evidence_any@{k}"] = evidence_any(ranks, k)
-    pooled = {f"hop_recall_pooled@{k}": (f"hops_found@{k}", "n_hops") for k in ks}
+    pooled = pooled_columns("evidence", ks)
     fields = {HOPS_FIELD: {q: hop_count.get(q, MISSING_GROUP) for q in judgements.query_types}}
     result = summarise(
         columns,

@@ -36,28 +36,11 @@ from retrieval_bench.scoring.permissions import (
     score_readable,
     unreadable_queries,
 )
+from retrieval_bench.scoring.registry import lower_is_better
+
+__all__ = ["FAMILIES", "ScoringContext", "lower_is_better", "merge_headlines", "score_families"]
 
 FAMILIES = ("readable", "leak", "entities", "negative_entities", "evidence")
-
-# Metrics where a smaller value is the better system (a share of what should not be shown),
-# by name without the `@K` cutoff. Everything else is higher-is-better.
-LOWER_IS_BETTER = frozenset(
-    {
-        "leak",
-        "leak_pooled",
-        "leak_any",
-        "unexpected_entity_rate",
-        "unexpected_entity_rate_pooled",
-        "negative_entity_rate",
-        "negative_entity_rate_pooled",
-        "negative_any",
-    }
-)
-
-
-def lower_is_better(metric: str) -> bool:
-    """Whether `metric` (e.g. `leak_any@10`) is better when smaller."""
-    return metric.split("@", 1)[0] in LOWER_IS_BETTER
 
 
 @dataclass(frozen=True)

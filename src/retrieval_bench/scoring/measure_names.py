@@ -2,42 +2,20 @@
 
 Every metric a stage reports (`metrics.json` overall / by_type) is `<name>@<K>`; config
 (`compare.metrics`, `benchmark.gate.tolerances`, `benchmark.trend_metrics`) and the commands
-(`run.compare --metric`, `run.score --metric`) name one as `<name>@K` (K: each job's top_k) or
-`<name>@<int>`. ir_measures / PyTerrier spell the common measures differently (`nDCG@10`,
-`R@100`); those spellings are accepted and mapped here, so a name copied from an
-ir_measures script means the same number. A name that is neither is refused with the key at
-fault and the nearest known name: a typo never selects nothing silently.
+(`run.compare --metric`) name one as `<name>@K` (K: each job's top_k) or `<name>@<int>`.
+ir_measures / PyTerrier spell the common measures differently (`nDCG@10`, `R@100`); those
+spellings (each measure's `ir_measures` in `scoring.registry`) are accepted and mapped here, so
+a name copied from an ir_measures script means the same number. A name that is neither is
+refused with the key at fault and the nearest known name: a typo never selects nothing
+silently. ir_measures' `AP` without a cut-off is trec_eval's uncut map, which a job does not
+report (its rankings are cut), so it must be written with one (`AP@10`, `AP@K`).
 """
 
 from __future__ import annotations
 
 from retrieval_bench.answers.names import ANSWER_METRICS, is_answer_metric
 from retrieval_bench.errors import ConfigError, nearest_hint
-from retrieval_bench.scoring.aggregate import metric_names
-from retrieval_bench.scoring.entities import entity_names, negative_names
-from retrieval_bench.scoring.evidence import evidence_names
-from retrieval_bench.scoring.permissions import leak_names
-
-# ir_measures' measure name -> the project's. Their cut-off carries over (`nDCG@10` ->
-# `ndcg@10`); ir_measures' `AP` without a cut-off is trec_eval's uncut map, which a job does not
-# report (its rankings are cut), so it must be written with one (`AP@10`, `AP@K`).
-IR_MEASURES = {
-    "nDCG": "ndcg",
-    "R": "recall",
-    "P": "precision",
-    "RR": "mrr",
-    "Success": "hit",
-    "Judged": "judged",
-    "AP": "map",
-}
-
-
-def known_metrics() -> list[str]:
-    """Every metric name (without `@K`) a stage reports, in report order: the doc metrics,
-    readable recall's `readable_` copies, leak, entities and evidence."""
-    doc = [name.removesuffix("@1") for name in metric_names([1])]
-    others = [*leak_names([1]), *entity_names([1]), *negative_names([1]), *evidence_names([1])]
-    return [*doc, *(f"readable_{n}" for n in doc), *(n.removesuffix("@1") for n in others)]
+from retrieval_bench.scoring.registry import ir_measures_names, known_metrics
 
 
 def canonical_metric(spec: str, key: str) -> str:
@@ -46,9 +24,10 @@ def canonical_metric(spec: str, key: str) -> str:
     (`source_coverage`, `judge_faithfulness`: `answers.names`) has no cut-off and stays as is."""
     if is_answer_metric(spec):
         return str(spec)
+    spellings = ir_measures_names()
     name, sep, k = str(spec).partition("@")
     if not name or not sep or not (k == "K" or k.isdigit()):
-        if name in IR_MEASURES and not sep:
+        if name in spellings and not sep:
             raise ConfigError(
                 key,
                 f"{spec!r} has no cut-off: write {spec}@K (K: each job's top_k) or {spec}@<int>",
@@ -59,8 +38,8 @@ def canonical_metric(spec: str, key: str) -> str:
                 raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
         raise ConfigError(key, f"{spec!r} is not METRIC@K or METRIC@<int>")
     known = known_metrics()
-    name = IR_MEASURES.get(name, name)
+    name = spellings.get(name, name)
     if name not in known:
-        hint = nearest_hint(name, [*known, *IR_MEASURES], suffix=f"@{k}")
+        hint = nearest_hint(name, [*known, *spellings], suffix=f"@{k}")
         raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
     return f"{name}@{k}"

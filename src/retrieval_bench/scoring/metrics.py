@@ -23,7 +23,9 @@ TREC export of the same ranking scores identically there:
               plain metric it shows how much unjudged passages, which the plain metric counts
               as non-relevant, cost a system (`condense`)
 
-Every metric takes a `RankedGrades`, built once per (stage, max cut-off) by one of two front
+Each function is declared, with its name, direction and ir_measures spelling, in
+`scoring.registry`, which is what scoring and every report read. Every metric takes a
+`RankedGrades`, built once per (stage, max cut-off) by one of two front
 doors -- `build_ranked_grades` from id strings (TREC runs, `run.score`), or the integer core
 `build_ranked_grades_coded` from passage indices (a job's path, vectorised end to end) --
 and cut down with `truncate` for smaller cut-offs; it stores only where the labelled ids sit
@@ -38,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -73,6 +76,12 @@ class RankedGrades:
     @property
     def n(self) -> int:
         return len(self.lengths)
+
+    @cached_property
+    def hit_counts(self) -> np.ndarray:
+        """Relevant ids in each top k: counted once, read by recall, hit, all_hit,
+        precision and the pooled recall."""
+        return np.bincount(self.row[self.grade > 0], minlength=self.n)
 
     def truncate(self, k: int) -> RankedGrades:
         """The same queries cut to a smaller k, without re-reading the rankings."""
@@ -400,7 +409,7 @@ def first_duplicate(ranking: Iterable[str]) -> str | None:
 
 def hits(rg: RankedGrades) -> np.ndarray:
     """Number of relevant ids in the top k (the numerator of recall and precision)."""
-    return np.bincount(rg.row[rg.grade > 0], minlength=rg.n)
+    return rg.hit_counts
 
 
 def _per_relevant(numerator: np.ndarray, rg: RankedGrades) -> np.ndarray:
@@ -494,7 +503,7 @@ def condense(rg: RankedGrades, k: int) -> RankedGrades:
     judged ids close ranks, then the top k of what is left.
 
     `rg` must hold every judged id of each whole ranking (built with k >= the longest ranking,
-    as `aggregate._columns` does), or judged ids below its k would be missed. Its entries are
+    as `aggregate._depth` asks for), or judged ids below its k would be missed. Its entries are
     ordered by (row, rank), so an entry's condensed rank is its ordinal within its row."""
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
@@ -514,37 +523,3 @@ def condense(rg: RankedGrades, k: int) -> RankedGrades:
         ideal_pos=rg.ideal_pos[ideal],
         ideal_grade=rg.ideal_grade[ideal],
     )
-
-
-# Metric name (without "@K") -> function; the order is the order reports list them in.
-METRICS = {
-    "recall": recall,
-    "recall_bound": recall_bound,
-    "hit": hit,
-    "all_hit": all_hit,
-    "mrr": mrr,
-    "ndcg": ndcg,
-    "map": average_precision,
-    "precision": precision,
-    "judged": judged,
-}
-
-# Metrics also reported on the condensed list (`condense`), as `<name>_condensed@K`.
-CONDENSED = ("recall", "hit", "mrr", "ndcg")
-
-
-def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
-    """Per query, the value the ideal ranking (every relevant id first) reaches on `metric`
-    at cut-off `k`, from the number of relevant ids: the bound a retriever is judged against
-    (`recall_bound` for recall). Metrics not named here reach 1 (hit, mrr, ndcg, judged).
-    A condensed variant (`recall_condensed`, ...) has its plain metric's ideal: the ideal
-    ranking is all judged."""
-    g = np.asarray(n_relevant, dtype=np.float64)
-    metric = metric.removesuffix("_condensed")
-    if metric in ("recall", "recall_bound", "map"):
-        return np.minimum(k, g) / g
-    if metric == "precision":
-        return np.minimum(k, g) / k
-    if metric == "all_hit":
-        return (g <= k).astype(np.float64)
-    return np.ones_like(g)

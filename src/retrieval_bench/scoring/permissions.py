@@ -43,12 +43,12 @@ import numpy as np
 
 from retrieval_bench.scoring.aggregate import check_cutoffs, names_at, score_stage, summarise
 from retrieval_bench.scoring.labels import NOT_IN_RUN, Judgements
+from retrieval_bench.scoring.registry import READABLE_PREFIX, pooled_columns, reported
 
 Acl = frozenset[str] | None
 
 NO_USER_ROLE = "no_user_role"
 NO_READABLE_RELEVANT = "no_readable_relevant"
-READABLE_PREFIX = "readable_"
 
 
 def may_read(role: str | None, acl: Acl) -> bool:
@@ -170,7 +170,7 @@ def leak_columns(
 
 
 def leak_names(cutoffs: Sequence[int]) -> list[str]:
-    return names_at(("leak", "leak_pooled", "leak_any"), cutoffs)
+    return names_at(reported("leak"), cutoffs)
 
 
 def score_leak(
@@ -195,5 +195,5 @@ def score_leak(
         else:
             scored.append(qid)
     columns = leak_columns([rankings[q] for q in scored], [roles[q] for q in scored], acl, ks)
-    pooled = {f"leak_pooled@{k}": (f"leaked@{k}", f"shown@{k}") for k in ks}
+    pooled = pooled_columns("leak", ks)
     return summarise(columns, scored, query_types, excluded, leak_names(ks), pooled, group_by)
