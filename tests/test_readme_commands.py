@@ -233,6 +233,17 @@ def _tiny_bge_m3(ws: Workspace) -> str:
     return str(ws.bge_m3_dir)
 
 
+def _tiny_reranker(ws: Workspace) -> str:
+    """A local cross-encoder reranker (tiny, random weights), built once, for <RERANKER_DIR>."""
+    target = ws.tmp / "reranker"
+    if not target.is_dir():
+        from retrieval_bench.random_bge_m3 import build_random_cross_encoder
+
+        target.mkdir()
+        build_random_cross_encoder(target)
+    return str(target)
+
+
 def _service_url(ws: Workspace) -> str:
     """<SERVICE_URL>: a retriever service on 127.0.0.1, started once for the module, that
     answers each travel query with its labelled passages."""
@@ -291,6 +302,7 @@ PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "SNAPSHOT": _snapshot,
     "JOB_DIR": _latest_sweep,  # run.rescore takes a job, a sweep or a month folder
     "BGE_M3_DIR": _tiny_bge_m3,
+    "RERANKER_DIR": _tiny_reranker,
     "BEIR_DIR": _beir_dir,
     "REPO_DIR": lambda ws: str(ws.repo),
     "SERVICE_URL": _service_url,

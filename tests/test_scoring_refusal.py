@@ -108,8 +108,17 @@ def test_choose_stage_and_config() -> None:
     assert choose_stage("auto", [{"bm25", "dense", "final"}]) == "dense"
     assert choose_stage("auto", [{"bm25", "final"}, {"bm25", "dense", "final"}]) == "bm25"
     assert choose_stage("auto", [{"final"}]) == "final"
-    assert choose_stage("fused", [{"final"}]) == "fused"
+    assert choose_stage("fused", [{"final"}, {"fused", "final"}]) == "fused"
+    # Any recorded stage may decide; one no query recorded is refused with the recorded ones.
+    with pytest.raises(ConfigError) as refused:
+        choose_stage("rrf", [["bm25", "final"]])
+    assert str(refused.value) == (
+        "config key 'refusal.score_stage': 'rrf' is not a stage this job records; "
+        "known: auto, bm25, final"
+    )
+    with pytest.raises(ConfigError, match=r"did you mean 'rerank'.*known: auto, rerank, final"):
+        choose_stage("rerank2", [["rerank", "final"]])
     with pytest.raises(ConfigError, match=r"refusal\.score_stage"):
-        RefusalConfig(score_stage="rrf").validate()
+        RefusalConfig(score_stage=" ").validate()
     with pytest.raises(ConfigError, match=r"refusal\.thresholds"):
         RefusalConfig(thresholds=1).validate()

@@ -27,6 +27,7 @@ from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.refusal import RefusalConfig
 from retrieval_bench.scoring.units import DOC, UNITS
+from retrieval_bench.stages.config import ContextConfig, RerankerConfig
 from retrieval_bench.text import TextConfig
 
 # The arms every job can name in `retriever.arms` without a config file of its own: name -> the
@@ -106,6 +107,9 @@ class RunConfig:
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    # Stages after fusion (retrieval_bench.stages): rerank before the top_k cut, context after.
+    reranker: RerankerConfig = field(default_factory=RerankerConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
     # Which stage's top score the refusal evaluation thresholds (retrieval_bench.scoring.refusal).
     refusal: RefusalConfig = field(default_factory=RefusalConfig)
     top_k: int = 6
@@ -248,6 +252,8 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
                 "does not have; group by a query field instead",
             )
     cfg.refusal.validate()
+    cfg.reranker.validate(cfg.retriever.pool_size, cfg.top_k)
+    cfg.context.validate()
     _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)
     if cfg.dataset.format == "beir" and not cfg.dataset.path:
         raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")

@@ -38,9 +38,16 @@ from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_st
 from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements
-from retrieval_bench.scoring.refusal import RefusalConfig, choose_stage, score_refusal
+from retrieval_bench.scoring.refusal import (
+    RefusalConfig,
+    check_stage,
+    choose_stage,
+    score_refusal,
+)
 from retrieval_bench.scoring.routing import router_metrics
+from retrieval_bench.scoring.stage_loss import stage_loss
 from retrieval_bench.scoring.units import DOC, PASSAGE, doc_ranking, judge_in_unit, passage_docs
+from retrieval_bench.stages import build_later_stages
 from retrieval_bench.text import cached_tokenizer, lexicon_of
 
 log = logging.getLogger(__name__)
@@ -111,6 +118,13 @@ def run_job(
         entities=dataset.entities,
         possible_filters=passage_filter.possible(dataset.queries, exclusions=rule_set is not None),
     )
+    # Before the arms (which may encode the corpus): a missing reranker model or a context
+    # budget below the shortest passage is refused at start.
+    rerank, context = build_later_stages(cfg, ctx)
+    # A refusal.score_stage naming no stage this job can record fails now, not after retrieval
+    # (whether a one-arm query records `fused` is known only then: scoring checks again).
+    later = [stage.name for stage in (rerank, context) if stage is not None]
+    check_stage(cfg.refusal.score_stage, [*arm_names, *(arms or {}), "fused", "final", *later])
     built = build_arms(arm_names, cfg.arms, ctx, timer.phase, given=arms)
     cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
     parser = QueryParser(
@@ -130,6 +144,8 @@ def run_job(
         top_k=cfg.top_k,
         combiners={name: build_combiner(cfg.retriever, name) for name in combine_names},
         baselines=baselines,
+        rerank=rerank,
+        context=context,
     )
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
@@ -145,6 +161,7 @@ def run_job(
         ctx.stats.get("embeddings", {}),
         tokenizer.identity(),
         indexes={name: arm.info() for name, arm in built.items()},
+        stages={stage.name: stage.info() for stage in (rerank, context) if stage is not None},
     )
 
 
@@ -299,6 +316,9 @@ def score_records(
         result["refusal"] = score_refusal(
             scores, judgements, context.unreadable(judgements), stage, refusal.thresholds
         )
+    result["stage_loss"] = stage_loss(
+        {r.query.query_id: {n: s.ids for n, s in r.stages.items()} for r in records}, judgements
+    )
     # Single retrievers run beside a router (see QueryRecord.baselines), scored the same way.
     baseline_names = dict.fromkeys(name for r in records for name in r.baselines)
     if baseline_names:

@@ -22,6 +22,8 @@ class JobResult:
     tokenizer: dict[str, Any] = field(default_factory=dict)
     # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per later stage (rerank, context): its settings and what it did (LaterStage.info()).
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dataframe(self, system: str | None = None) -> Any:
         """The job's metrics as the long pandas table of results.csv (one row per system x

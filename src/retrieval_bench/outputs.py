@@ -147,6 +147,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         "embeddings": result.embeddings,
         # Each arm's own record (its index, cache use, latency, counts), by arm name.
         "arms": result.indexes,
+        # Each stage after fusion's settings and work (reranker model, context budget use).
+        "stages": result.stages,
         "timings_s": result.timings,
         "packages": package_versions(),
         "git_revision": git_revision(),

@@ -119,7 +119,7 @@ class Pipeline:
                 QueryRecord(
                     query,
                     routing.route,
-                    strategy.name,
+                    routing.strategy.name,
                     parse,
                     decision,
                     stages[i],

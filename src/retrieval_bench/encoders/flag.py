@@ -27,7 +27,7 @@ import re
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -48,6 +48,18 @@ _M3_HEADS = ("colbert_linear.pt", "sparse_linear.pt")
 _MAX_LOADED_MODELS = 2
 """Loaded models kept per process: enough for a sweep that alternates two models, small enough
 that a sweep over many models does not hold them all in memory."""
+
+
+@dataclass(frozen=True)
+class ModelRole:
+    """Which config node a model belongs to, for the messages that name the ways out: the
+    node's key (`encoder`, `reranker`) and what to run instead when no model is at hand."""
+
+    key: str
+    fallback: str
+
+
+ENCODER_ROLE = ModelRole("encoder", "use the offline encoder with encoder=use")
 
 
 @dataclass(frozen=True)
@@ -77,26 +89,31 @@ def _looks_like_path(model: str) -> bool:
     return os.path.isabs(model) or model.startswith((".", "~")) or not _HUB_ID_RE.match(model)
 
 
-def unavailable_message(model: str, reason: str, allow_download: bool = False) -> str:
+def unavailable_message(
+    model: str, reason: str, allow_download: bool = False, role: ModelRole = ENCODER_ROLE
+) -> str:
     """One message for every way a model can be missing, with the ways out."""
     name = model.rstrip("/\\").replace("\\", "/").split("/")[-1] or "model"
     message = (
-        f"encoder model {model!r} cannot be loaded: {reason}. "
-        f"Set encoder.model=/local/path/to/{name} to a downloaded copy of the model, "
-        "or use the offline encoder with encoder=use"
+        f"{role.key} model {model!r} cannot be loaded: {reason}. "
+        f"Set {role.key}.model=/local/path/to/{name} to a downloaded copy of the model, "
+        f"or {role.fallback}"
     )
     if allow_download or not _HUB_ID_RE.match(model):
         return message + "."
     return message + (
-        " (or encoder.allow_download=true to download it, where the Hugging Face hub is reachable)."
+        f" (or {role.key}.allow_download=true to download it, where the Hugging Face hub is "
+        "reachable)."
     )
 
 
-def _check_model_dir(model: str, path: Path) -> None:
+def _check_model_dir(model: str, path: Path, role: ModelRole = ENCODER_ROLE) -> None:
     """Fail early, with the path, on a directory that cannot be a transformers model."""
     if not (path / "config.json").is_file():
         raise EncoderUnavailable(
-            unavailable_message(model, f"{path} is not a loadable model (no config.json)")
+            unavailable_message(
+                model, f"{path} is not a loadable model (no config.json)", role=role
+            )
         )
     has_weights = any(
         p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES) and p.name not in _M3_HEADS
@@ -105,7 +122,9 @@ def _check_model_dir(model: str, path: Path) -> None:
     if not has_weights:
         raise EncoderUnavailable(
             unavailable_message(
-                model, f"{path} is not a loadable model (no *.safetensors or *.bin weights)"
+                model,
+                f"{path} is not a loadable model (no *.safetensors or *.bin weights)",
+                role=role,
             )
         )
 
@@ -138,26 +157,28 @@ def fingerprint_dir(path: Path) -> str:
     return digest.hexdigest()
 
 
-def resolve_model(model: str, allow_download: bool) -> ResolvedModel:
+def resolve_model(
+    model: str, allow_download: bool, role: ModelRole = ENCODER_ROLE
+) -> ResolvedModel:
     """Find the model's directory without touching the network unless `allow_download`."""
     expanded = Path(os.path.expanduser(model))
     if expanded.is_dir():
         path = expanded.resolve()
-        _check_model_dir(model, path)
+        _check_model_dir(model, path, role)
         return ResolvedModel(name=path.name, path=path, fingerprint=fingerprint_dir(path))
     if expanded.exists():
         raise EncoderUnavailable(
-            unavailable_message(model, f"{expanded} is a file, not a model directory")
+            unavailable_message(model, f"{expanded} is a file, not a model directory", role=role)
         )
     if _looks_like_path(model):
         raise EncoderUnavailable(
-            unavailable_message(model, f"no directory at {expanded.absolute()}")
+            unavailable_message(model, f"no directory at {expanded.absolute()}", role=role)
         )
 
     try:
         from huggingface_hub import snapshot_download
     except ImportError as exc:
-        raise EncoderUnavailable(_missing_extra_message(exc)) from exc
+        raise EncoderUnavailable(_missing_extra_message(exc, role)) from exc
     cache = hub_cache_dir()
     try:
         if allow_download:
@@ -175,18 +196,18 @@ def resolve_model(model: str, allow_download: bool) -> ResolvedModel:
         else:
             reason = (
                 f"it is not a local directory and not in the local Hugging Face cache ({cache}), "
-                "and downloads are off (encoder.allow_download=false)"
+                f"and downloads are off ({role.key}.allow_download=false)"
             )
-        raise EncoderUnavailable(unavailable_message(model, reason, allow_download)) from exc
+        raise EncoderUnavailable(unavailable_message(model, reason, allow_download, role)) from exc
     path = Path(found).resolve()
-    _check_model_dir(model, path)
+    _check_model_dir(model, path, role)
     return ResolvedModel(name=model, path=path, fingerprint=fingerprint_dir(path))
 
 
-def _missing_extra_message(exc: BaseException) -> str:
+def _missing_extra_message(exc: BaseException, role: ModelRole = ENCODER_ROLE) -> str:
     return (
-        "FlagEmbedding encoders need the 'flag' extra "
-        f"(pip install 'retrieval-bench[flag]'): {exc}. Use the offline encoder with encoder=use."
+        f"FlagEmbedding {role.key}s need the 'flag' extra "
+        f"(pip install 'retrieval-bench[flag]'): {exc}. Or {role.fallback}."
     )
 
 
@@ -272,6 +293,48 @@ def clear_loaded_models() -> None:
         for model in _LOADED.values():
             _stop_pool(model)
         _LOADED.clear()
+
+
+def load_shared(key: tuple[Any, ...], load: Callable[[], Any]) -> Any:
+    """The model loaded under `key` (what the loaded object depends on), loading it with
+    `load` on first use: the jobs of a multirun share one copy, and at most
+    `_MAX_LOADED_MODELS` (encoders and rerankers together) stay in memory."""
+    with _LOAD_LOCK:
+        loaded = _LOADED.get(key)
+        if loaded is not None:
+            _LOADED.move_to_end(key)
+            return loaded
+        loaded = load()
+        _LOADED[key] = loaded
+        while len(_LOADED) > _MAX_LOADED_MODELS:
+            _stop_pool(_LOADED.popitem(last=False)[1])
+        return loaded
+
+
+def load_offline(
+    model_id: str,
+    resolved: ResolvedModel,
+    kind: str,
+    allow_download: bool,
+    role: ModelRole,
+    load: Callable[[], Any],
+) -> Any:
+    """Run `load` (a FlagEmbedding constructor over `resolved.path`) with the hub offline; any
+    failure becomes EncoderUnavailable naming the path and the ways out."""
+    try:
+        import FlagEmbedding  # noqa: F401  (fail with the extra's name, not a deep import)
+    except ImportError as exc:
+        raise EncoderUnavailable(_missing_extra_message(exc, role)) from exc
+    logger.debug("loading %s from %s", resolved.name, resolved.path)
+    try:
+        with _hub_offline():
+            return load()
+    except EncoderUnavailable:
+        raise
+    except Exception as exc:
+        reason = f"{resolved.path} is not a loadable {kind} model ({type(exc).__name__}: {exc})"
+        message = unavailable_message(model_id, reason, allow_download, role)
+        raise EncoderUnavailable(message) from exc
 
 
 def _stop_pool(model: Any) -> None:
@@ -368,22 +431,9 @@ class _FlagEncoderBase:
             self.cfg.normalize,
             tuple(self.cfg.devices),
         )
-        with _LOAD_LOCK:
-            loaded = _LOADED.get(key)
-            if loaded is not None:
-                _LOADED.move_to_end(key)
-                return loaded
-            loaded = self._load_guarded(resolved)
-            _LOADED[key] = loaded
-            while len(_LOADED) > _MAX_LOADED_MODELS:
-                _stop_pool(_LOADED.popitem(last=False)[1])
-            return loaded
+        return load_shared(key, lambda: self._load_guarded(resolved))
 
     def _load_guarded(self, resolved: ResolvedModel) -> Any:
-        try:
-            import FlagEmbedding  # noqa: F401  (fail with the extra's name, not a deep import)
-        except ImportError as exc:
-            raise EncoderUnavailable(_missing_extra_message(exc)) from exc
         logger.info(
             "loading %s encoder %s (%s, %s)",
             self.kind,
@@ -391,19 +441,14 @@ class _FlagEncoderBase:
             ", ".join(self.cfg.devices),
             self.cfg.precision,
         )
-        logger.debug("loading %s from %s", resolved.name, resolved.path)
-        try:
-            with _hub_offline():
-                return self._load(resolved)
-        except EncoderUnavailable:
-            raise
-        except Exception as exc:
-            reason = (
-                f"{resolved.path} is not a loadable {self.kind} model ({type(exc).__name__}: {exc})"
-            )
-            raise EncoderUnavailable(
-                unavailable_message(self.model_id, reason, self.cfg.allow_download)
-            ) from exc
+        return load_offline(
+            self.model_id,
+            resolved,
+            self.kind,
+            self.cfg.allow_download,
+            ENCODER_ROLE,
+            lambda: self._load(resolved),
+        )
 
     def _common_kwargs(self) -> dict[str, Any]:
         return {

@@ -16,6 +16,7 @@ from retrieval_bench.reports.families import (
 )
 from retrieval_bench.reports.router import router_section
 from retrieval_bench.reports.service import service_lines
+from retrieval_bench.reports.stage_loss import stage_loss_section
 from retrieval_bench.reports.tables import (
     exclusions_line,
     markdown_table,
@@ -52,6 +53,7 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
     lines += evidence_section(result.metrics, plots)
     lines += group_by_section(result.metrics, top_k)
     lines += job_coverage_section(result.metrics, top_k)
+    lines += stage_loss_section(result.metrics.get("stage_loss"))
     for name, stage in result.metrics["stages"].items():
         lines += [f"## Stage `{name}`", "", exclusions_line(stage), ""]
         deep = stage.get("depth_exceeds_list") or {}

@@ -6,9 +6,12 @@ Scoring reads only the recorded scores of one stage (`{query id: [scores, best f
 
 Which score. Scores are comparable only within one scoring function: a dense arm's top cosine,
 a BM25 arm's top score, or an RRF sum of 1/(k + rank), which measures rank agreement between
-arms, not how well any passage matches. `refusal.score_stage` chooses the stage; "auto" takes
-the dense arm when every query recorded it, else bm25 when every query did, else `final`. The
-chosen stage is named in metrics.json and in the report.
+arms, not how well any passage matches. `refusal.score_stage` chooses the stage: any stage the
+job recorded (an arm by its name, `fused`, `rerank`, `final`, `context`); a name no query
+recorded is refused, naming the key and the recorded stages. "auto" takes the first of `rerank`
+(a cross-encoder's relevance logit, the score meant to say how well a passage answers), the
+dense arm, bm25 that every query recorded, else `final`. The chosen stage is named in
+metrics.json and in the report.
 
 Populations:
 - should answer: the queries the doc metrics score (reviewed, relevant ids in the corpus) that
@@ -45,41 +48,52 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.scoring.labels import NO_ANSWER, UNKNOWN_TYPE, Judgements
 from retrieval_bench.scoring.permissions import NO_READABLE_RELEVANT
 
 AUTO = "auto"
-AUTO_ORDER = ("dense", "bm25")
+AUTO_ORDER = ("rerank", "dense", "bm25")
 ANSWER = "answer"
 REFUSE = "refuse"
 STAGE_NOT_RECORDED = "stage_not_recorded"
-STAGES = (AUTO, "final", "fused", "bm25", "dense")
 
 
 @dataclass
 class RefusalConfig:
     """The `refusal:` config node."""
 
-    # Whose top score decides answer-or-refuse: auto | final | fused | bm25 | dense.
+    # Whose top score decides answer-or-refuse: auto, or any recorded stage (an arm's name,
+    # fused, rerank, final, context); checked against the stages the job records.
     score_stage: str = AUTO
     # Rows of the threshold table (evenly spaced over the observed top scores).
     thresholds: int = 21
 
     def validate(self) -> None:
-        if self.score_stage not in STAGES:
-            options = ", ".join(STAGES)
-            raise ConfigError(
-                "refusal.score_stage", f"'{self.score_stage}' is not one of: {options}"
-            )
+        if not self.score_stage.strip():
+            raise ConfigError("refusal.score_stage", "must name a stage, or auto")
         if self.thresholds < 2:
             raise ConfigError("refusal.thresholds", f"must be >= 2, got {self.thresholds}")
 
 
+def check_stage(requested: str, stages: Collection[str]) -> None:
+    """Refuse a `refusal.score_stage` that is neither auto nor one of `stages` (the stage names
+    a job records), with the nearest name."""
+    if requested != AUTO and requested not in stages:
+        known = [AUTO, *stages]
+        hint = nearest_hint(requested, known)
+        if not hint.startswith("known"):
+            hint += f" (known: {', '.join(known)})"
+        raise ConfigError(
+            "refusal.score_stage", f"'{requested}' is not a stage this job records; {hint}"
+        )
+
+
 def choose_stage(requested: str, recorded: Sequence[Collection[str]]) -> str:
-    """The stage whose scores decide: `requested`, or for "auto" the first of dense, bm25 that
-    every query recorded, else "final"."""
+    """The stage whose scores decide: `requested` (refused when no query recorded it), or for
+    "auto" the first of rerank, dense, bm25 that every query recorded, else "final"."""
     if requested != AUTO:
+        check_stage(requested, list(dict.fromkeys(name for r in recorded for name in r)))
         return requested
     for name in AUTO_ORDER:
         if recorded and all(name in stages for stages in recorded):

@@ -1,0 +1,151 @@
+"""The rerank stage: a cross-encoder rescores the top `reranker.depth` passages of each query's
+combined ranking, before the top_k cut.
+
+The model is FlagEmbedding's `FlagReranker` (an encoder-only cross-encoder such as
+BAAI/bge-reranker-v2-m3), found and loaded the way the encoders are (`encoders.flag`): offline
+unless `reranker.allow_download`, resolved when the stage is built (so a missing model fails
+before any retrieval, naming the ways out), loaded on first use and shared by the jobs of a
+multirun. Every query's pairs go to the model in one call, which sorts them by length and
+batches them. The stage's scores are the model's raw relevance logits, so `refusal` can
+threshold them; ties are broken by the project's TieBreak (id descending).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.encoders.flag import (
+    ModelRole,
+    ResolvedModel,
+    _batches_reported,
+    load_offline,
+    load_shared,
+    resolve_model,
+)
+from retrieval_bench.retrievers.base import Ranked, TieBreak
+from retrieval_bench.stages.config import RerankerConfig
+
+log = logging.getLogger(__name__)
+
+RERANK = "rerank"
+RERANKER_ROLE = ModelRole("reranker", "run without a rerank stage with reranker=none")
+
+
+class CrossEncoderReranker:
+    """`reranker=cross_encoder`: the `rerank` stage (a LaterStage)."""
+
+    name = RERANK
+
+    def __init__(self, cfg: RerankerConfig, texts: Sequence[str], tie_break: TieBreak) -> None:
+        self.cfg = cfg
+        self.texts = texts
+        self.tie_break = tie_break
+        self.resolved: ResolvedModel = resolve_model(cfg.model, cfg.allow_download, RERANKER_ROLE)
+        self.pairs_scored = 0
+        self.seconds = 0.0
+
+    @property
+    def model(self) -> Any:
+        """The loaded FlagReranker, shared per process with the encoders' memo."""
+        resolved = self.resolved
+        key = (
+            "cross_encoder",
+            str(resolved.path),
+            resolved.fingerprint,
+            self.cfg.precision,
+            tuple(self.cfg.devices),
+        )
+
+        def load() -> Any:
+            from FlagEmbedding import FlagReranker
+
+            log.info("loading reranker %s (%s)", resolved.name, ", ".join(self.cfg.devices))
+            return FlagReranker(
+                str(resolved.path),
+                use_fp16=self.cfg.precision == "fp16",
+                devices=list(self.cfg.devices),
+                batch_size=self.cfg.batch_size,
+                max_length=self.cfg.max_length,
+                trust_remote_code=False,
+            )
+
+        return load_shared(
+            key,
+            lambda: load_offline(
+                self.cfg.model,
+                resolved,
+                "cross_encoder",
+                self.cfg.allow_download,
+                RERANKER_ROLE,
+                load,
+            ),
+        )
+
+    def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """The model's relevance logit of each (query, passage text) pair."""
+        if not pairs:
+            return np.zeros(0, dtype=np.float64)
+        model = self.model
+        if len(self.cfg.devices) > 1 and model.pool is None:
+            # Started here, outside the progress swap below (which reports batches, not the
+            # workers' start-up); the workers score their share of the pairs each call.
+            model.pool = model.start_multi_process_pool()
+        with _batches_reported(model, "reranking", "pair", len(pairs)):
+            scores = model.compute_score(
+                pairs,
+                batch_size=self.cfg.batch_size,
+                max_length=self.cfg.max_length,
+                normalize=False,
+            )
+        out = np.atleast_1d(np.asarray(scores, dtype=np.float64))
+        if out.shape != (len(pairs),):
+            raise RuntimeError(f"reranker returned {out.shape} scores for {len(pairs)} pairs")
+        return out
+
+    def apply(self, queries: Sequence[EvalQuery], rankings: Sequence[Ranked]) -> list[Ranked]:
+        """Each ranking's top `depth` in the model's order, with the model's scores."""
+        start = time.perf_counter()
+        heads = [ranked.indices[: self.cfg.depth] for ranked in rankings]
+        pairs = [
+            (query.query, self.texts[i])
+            for query, head in zip(queries, heads, strict=True)
+            for i in head.tolist()
+        ]
+        scores = self.score(pairs)
+        out = []
+        offset = 0
+        for ranked, head in zip(rankings, heads, strict=True):
+            head_scores = scores[offset : offset + len(head)]
+            offset += len(head)
+            indices, ordered = self.tie_break.top(head, head_scores, len(head))
+            out.append(
+                Ranked(
+                    indices=indices,
+                    scores=ordered,
+                    requested=self.cfg.depth,
+                    empty_reason=None if len(head) else ranked.empty_reason,
+                )
+            )
+        self.pairs_scored += len(pairs)
+        self.seconds += time.perf_counter() - start
+        return out
+
+    def info(self) -> dict[str, Any]:
+        """What the manifest records: the model (and its files' fingerprint) and the work done."""
+        return {
+            "kind": self.cfg.kind,
+            "model": self.resolved.name,
+            "weights": self.resolved.fingerprint,
+            "depth": self.cfg.depth,
+            "max_length": self.cfg.max_length,
+            "precision": self.cfg.precision,
+            "devices": list(self.cfg.devices),
+            "pairs_scored": self.pairs_scored,
+            "seconds": round(self.seconds, 4),
+        }
