@@ -58,6 +58,8 @@ STRING_ALTERNATIVES = {
     "router.default_route": "multi_hop",
     "bm25.impl": "rank_bm25",
     "dense.index": "HNSW16",
+    "run_file.path": "other_system.run",
+    "scoring.unit": "doc",
     "refusal.score_stage": "final",
     "reranker.kind": "cross_encoder",
     "reranker.model": "BAAI/bge-reranker-v2-m3",
@@ -72,6 +74,7 @@ STRING_ALTERNATIVES = {
     "benchmark.baseline": "2025-12",
     "arms.bm25._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
     "arms.dense._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+    "arms.run_file._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
     "m3.model": "/models/bge-m3",
     "m3.precision": "bf16",
     **{

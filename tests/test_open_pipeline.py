@@ -190,3 +190,19 @@ def test_the_app_takes_an_outside_arm_from_a_config_dir(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     metrics = json.loads((tmp_path / "job" / "metrics.json").read_text())
     assert list(metrics["stages"]) == ["bm25", "bigram", "fused", "final"]
+
+
+def test_an_encoder_is_built_by_its_registered_kind_or_a_class_path() -> None:
+    from retrieval_bench.encoders import build_encoder
+    from retrieval_bench.encoders.config import EncoderConfig
+    from retrieval_bench.encoders.use import USEEncoder
+
+    assert type(build_encoder(EncoderConfig(kind="use"))) is USEEncoder
+    by_path = build_encoder(EncoderConfig(kind="retrieval_bench.encoders.use.USEEncoder"))
+    assert type(by_path) is USEEncoder
+    with pytest.raises(ConfigError, match=r"config key 'encoder.kind': cannot import 'nope\.Enc'"):
+        build_encoder(EncoderConfig(kind="nope.Enc"))
+    with pytest.raises(
+        ConfigError, match=r"config key 'encoder.kind': unknown encoder kind 'usee'"
+    ):
+        build_encoder(EncoderConfig(kind="usee"))

@@ -163,8 +163,8 @@ def test_the_report_line_of_a_service_arm() -> None:
         "## Service arms",
         "",
         "Service arm `prod` (http://127.0.0.1:8080/search): 3 queries, latency ms p50 12.0, "
-        "p95 20.5, max 31.2; retried 1, failed and skipped 1 (timeout 1); ids not in the corpus "
-        "2 (in 1 queries), duplicate ids 0, answers re-sorted by score 1. The job's filters are "
+        "p95 20.5, max 31.2; retried 1; failures: timeout 1; answers re-sorted by score 1. What "
+        "its answers held that could not be used is under *Arm input*. The job's filters are "
         "not applied to a service (its leaks are what leak@K measures); every query's latency: "
         "`manifest.json`.",
         "",

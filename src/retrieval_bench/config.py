@@ -20,10 +20,13 @@ from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.retrievers.dense_config import DenseIndexConfig
 from retrieval_bench.retrievers.fusion import check_fusion, check_strategy_weights
 from retrieval_bench.retrievers.m3_config import M3Config
+from retrieval_bench.retrievers.run_file_config import SPEC as RUN_FILE_SPEC
+from retrieval_bench.retrievers.run_file_config import RunFileConfig
 from retrieval_bench.retrievers.service_config import ServiceConfig
 from retrieval_bench.router_config import RouterConfig, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.refusal import RefusalConfig
+from retrieval_bench.scoring.units import DOC, UNITS
 from retrieval_bench.stages.config import ContextConfig, RerankerConfig
 from retrieval_bench.text import TextConfig
 
@@ -33,6 +36,7 @@ from retrieval_bench.text import TextConfig
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
+    "run_file": {"_target_": RUN_FILE_SPEC},
     # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
     "m3_dense": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "dense"},
     "m3_sparse": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "sparse"},
@@ -77,6 +81,9 @@ class ScoringConfig:
     # Fields to break every metric down by: meta.<field> (of the relevant passages), a query
     # field (user_role, ...) or query_length (see retrieval_bench.scoring.groups).
     group_by: list[str] = field(default_factory=list)
+    # What one ranked item is: "passage", or "doc" (rankings and labels read by document:
+    # retrieval_bench.scoring.units).
+    unit: str = "passage"
     # Modules to import before anything is scored or validated: each registers its own
     # measures (scoring.registry.register_measure), e.g. plugins=[my_metrics].
     plugins: list[str] = field(default_factory=list)
@@ -91,6 +98,8 @@ class RunConfig:
     bm25: BM25Config = field(default_factory=BM25Config)
     # Dense index: FAISS factory string (Flat = exact) and its search settings.
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
+    # A TREC run from another system as an arm (retriever=run_file run_file.path=RUN).
+    run_file: RunFileConfig = field(default_factory=RunFileConfig)
     # BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`.
     m3: M3Config = field(default_factory=M3Config)
     # An external retriever over HTTP (retriever=service service.url=URL).
@@ -228,8 +237,20 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     check_fusion(cfg.retriever)
     for i, cutoff in enumerate(cfg.scoring.cutoffs):
         _positive(f"scoring.cutoffs[{i}]", cutoff)
+    if cfg.scoring.unit not in UNITS:
+        raise ConfigError(
+            "scoring.unit",
+            f"unknown unit {cfg.scoring.unit!r}; {nearest_hint(cfg.scoring.unit, UNITS)}",
+        )
     for name in cfg.scoring.group_by:
         check_field(name)
+        if cfg.scoring.unit == DOC and name.startswith("meta."):
+            # meta.<field> reads the relevant passages; document labels name no passage.
+            raise ConfigError(
+                "scoring.group_by",
+                f"{name!r} groups by the relevant passages' metadata, which scoring.unit=doc "
+                "does not have; group by a query field instead",
+            )
     cfg.refusal.validate()
     cfg.reranker.validate(cfg.retriever.pool_size, cfg.top_k)
     cfg.context.validate()
@@ -244,6 +265,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.text.resolved_workers()
     cfg.encoder.validate()
     cfg.dense.validate()
+    cfg.run_file.validate([cfg.arms.get(arm) for arm in cfg.retriever.arms])
     cfg.m3.validate()
     cfg.service.validate()
     cfg.compare.validate()

@@ -7,7 +7,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from retrieval_bench.router_config import PROJECT_ROOT, RuleSet, load_rule_set, 
 from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
 from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.groups import build_group_by
-from retrieval_bench.scoring.labels import Judgements, judge
+from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.refusal import (
     RefusalConfig,
     check_stage,
@@ -46,6 +46,7 @@ from retrieval_bench.scoring.refusal import (
 )
 from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.scoring.stage_loss import stage_loss
+from retrieval_bench.scoring.units import DOC, PASSAGE, doc_ranking, judge_in_unit, passage_docs
 from retrieval_bench.stages import build_later_stages
 from retrieval_bench.text import cached_tokenizer, lexicon_of
 
@@ -174,7 +175,9 @@ def load_labelled(
         dataset = _load(cfg)
     else:
         check_corpus_size(cfg, len(dataset.passages), dataset.name)
-    judgements = judge(dataset.queries, {p.id for p in dataset.passages}, dataset.unjudged)
+    judgements = judge_in_unit(
+        cfg.scoring.unit, dataset.queries, dataset.passages, dataset.unjudged
+    )
     # Before any retrieval, so a bad group_by field fails fast.
     groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
     return dataset, judgements, groups
@@ -199,6 +202,7 @@ def score_job(
         groups,
         cfg.refusal,
         passage_ids=[p.id for p in dataset.passages],
+        doc_of=passage_docs(dataset.passages) if cfg.scoring.unit == DOC else None,
     )
     if rule_set:
         metrics["router"] = router_metrics(records, rule_set, dataset.passages, metrics, cfg.top_k)
@@ -271,6 +275,7 @@ def score_records(
     group_by: dict[str, dict[str, str]] | None = None,
     refusal: RefusalConfig | None = None,
     passage_ids: Sequence[str] | None = None,
+    doc_of: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Every stage's doc metrics; with a context also its other metric families
     (`stage["families"]`, see scoring.families) and, with a refusal config, the job's refusal
@@ -280,22 +285,31 @@ def score_records(
     score each stage's passage indices (`StageRecord.indices`) through the integer core, with
     the labels coded once per job: the same numbers as scoring the ids, without touching an
     id string per ranked passage. Rankings are still checked for duplicates there (a cheap
-    row-wise sort), although the pipeline makes them unique by construction."""
+    row-wise sort), although the pipeline makes them unique by construction.
+
+    With `doc_of` (passage id -> document id) every ranking is scored as its documents'
+    ranking against `judgements` read by document (`scoring.units`, `scoring.unit=doc`); the
+    passage families (readable, leak, entities, evidence) read passage metadata and are not
+    scored then. `metrics["unit"]` says which unit was scored."""
     cutoffs = sorted(set(cutoffs))
+    if doc_of is not None:
+        records = [doc_record(r, doc_of) for r in records]
+        passage_ids = None
     doc_metrics = _doc_scorer(records, judgements, cutoffs, passage_ids)
     stages = {}
     for name in stage_names(records):
         stage_records = [r.stages.get(name) for r in records]
         stages[name] = doc_metrics(stage_records, group_by)
         stages[name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
-        if context is not None:
+        if context is not None and doc_of is None:
             rankings = {r.query.query_id: r.stages[name].ids for r in records if name in r.stages}
             stages[name]["families"] = score_families(
                 rankings, judgements, context, cutoffs, group_by
             )
             merge_headlines(stages[name])
         _flag_depth(stages[name], stage_records, cutoffs)
-    result: dict[str, Any] = {"cutoffs": cutoffs, "stages": stages}
+    unit = PASSAGE if doc_of is None else DOC
+    result: dict[str, Any] = {"unit": unit, "cutoffs": cutoffs, "stages": stages}
     if context is not None and refusal is not None:
         stage = choose_stage(refusal.score_stage, [set(r.stages) for r in records])
         scores = {r.query.query_id: r.stages[stage].scores for r in records if stage in r.stages}
@@ -315,6 +329,21 @@ def score_records(
             result["baselines"][name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
             _flag_depth(result["baselines"][name], stage_records, cutoffs)
     return result
+
+
+def doc_stage(stage: StageRecord, doc_of: Mapping[str, str]) -> StageRecord:
+    """One recorded stage as its documents' ranking (`scoring.units.doc_ranking`)."""
+    ids, scores = doc_ranking(stage.ids, stage.scores, doc_of)
+    return replace(stage, ids=ids, scores=scores, pool_returned=len(ids), indices=None)
+
+
+def doc_record(record: QueryRecord, doc_of: Mapping[str, str]) -> QueryRecord:
+    """Every stage and baseline of a query's record as document rankings."""
+    return replace(
+        record,
+        stages={name: doc_stage(s, doc_of) for name, s in record.stages.items()},
+        baselines={name: doc_stage(s, doc_of) for name, s in record.baselines.items()},
+    )
 
 
 def _flag_depth(

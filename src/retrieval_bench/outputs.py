@@ -13,7 +13,7 @@ from retrieval_bench.compare.jobs import UNFINISHED_MARKER
 from retrieval_bench.components import passage_text
 from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
-from retrieval_bench.experiment import JobResult, git_revision
+from retrieval_bench.experiment import JobResult, doc_stage, git_revision
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
 from retrieval_bench.pipeline import StageRecord
 from retrieval_bench.reports.explorer_data import SystemRun, explorer_payload, read_plots
@@ -21,6 +21,7 @@ from retrieval_bench.reports.html import JOB_HTML, write_html
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
 from retrieval_bench.reports.results_table import system_tag, write_results
+from retrieval_bench.scoring.units import DOC, PASSAGE, passage_docs
 
 PACKAGES = (
     "retrieval-bench",
@@ -48,13 +49,20 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
     job_dir = Path(job_dir)
     tag = system_tag(config)
-    # metrics.json's stages are every recorded stage, in order, "final" last.
+    # metrics.json's stages are every recorded stage, in order, "final" last. The TREC files
+    # hold what was scored: with scoring.unit=doc, document rankings (rankings.jsonl keeps the
+    # passages each stage returned).
     qrels = result.judgements.qrels
+    doc_of = passage_docs(result.dataset.passages) if result.metrics.get("unit") == DOC else None
+
+    def scored(stage: StageRecord | None) -> StageRecord | None:
+        return stage if stage is None or doc_of is None else doc_stage(stage, doc_of)
+
     for name in result.metrics["stages"]:
-        stages = {r.query.query_id: r.stages.get(name) for r in result.records}
+        stages = {r.query.query_id: scored(r.stages.get(name)) for r in result.records}
         _export(job_dir / "trec", name, stages, qrels, tag)
     for name in result.metrics.get("baselines", {}):
-        stages = {r.query.query_id: r.baselines.get(name) for r in result.records}
+        stages = {r.query.query_id: scored(r.baselines.get(name)) for r in result.records}
         _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
     write_qrels(job_dir / "qrels.trec", qrels)
     rankings = [r.to_json() for r in result.records]
@@ -131,6 +139,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         },
         # labels.hash, queries.hash, corpus.hash: what `python -m run.rescore` checks.
         **hash_record(result.dataset, str((config.get("dataset") or {}).get("format", "native"))),
+        # What one scored item was (scoring.unit): "passage" or "doc".
+        "scoring_unit": result.metrics.get("unit", PASSAGE),
         "tokenizer": result.tokenizer,
         "embeddings": result.embeddings,
         # Each arm's own record (its index, cache use, latency, counts), by arm name.

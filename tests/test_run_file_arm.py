@@ -1,0 +1,144 @@
+"""The run_file arm on its own: what it reads, what it counts, how it filters and orders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval_bench.components import BuildContext
+from retrieval_bench.config import RunConfig
+from retrieval_bench.data.records import EvalQuery, Passage
+from retrieval_bench.errors import ConfigError, DataError
+from retrieval_bench.retrievers.base import FILTERED_OUT, shared_tie_break
+from retrieval_bench.retrievers.run_file import (
+    NO_KNOWN_IDS,
+    NOT_IN_RUN,
+    RunFileArm,
+    RunFileArmSpec,
+)
+
+IDS = ["p1", "p2", "p3", "p4", "p5"]
+
+
+def _context(tmp_path: Path, run_path: str = "") -> BuildContext:
+    passages = [Passage(id=pid, text=f"text {pid}") for pid in IDS]
+    queries = [EvalQuery(q, f"query {q}", "t", "reviewed", {"p1": 1}) for q in ("q1", "q2", "q3")]
+    cfg = RunConfig()
+    cfg.run_file.path = run_path
+    return BuildContext(passages, queries, cfg, shared_tie_break(IDS), tmp_path)
+
+
+def _write(tmp_path: Path, lines: list[str], name: str = "other.run") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _ids(arm: RunFileArm, qid: str, k: int, mask: np.ndarray | None = None) -> list[str]:
+    query = EvalQuery(qid, "", "t", "reviewed")
+    ranked = arm.search([query], k, [mask])[0]
+    assert ranked.requested == k
+    return [IDS[i] for i in ranked.indices.tolist()]
+
+
+def test_each_bad_input_is_counted_and_named(tmp_path: Path) -> None:
+    run = _write(
+        tmp_path,
+        [
+            "q1 Q0 p1 1 3.0 sys",
+            "q1 Q0 ghost 2 2.5 sys",  # unknown id
+            "q1 Q0 p2 3 2.0 sys",
+            "q1 Q0 p1 4 1.0 sys",  # duplicate: the first line's 3.0 is kept
+            "q2 Q0 nowhere 1 1.0 sys",  # q2's only id is unknown
+            "q9 Q0 p3 1 1.0 sys",  # q9 is not in the evaluation set
+        ],
+    )
+    arm = RunFileArmSpec().build("run_file", _context(tmp_path, str(run)))
+    info = arm.info()
+    assert {key: info[key] for key in info if key not in ("path", "sha256", "examples")} == {
+        "kind": "run_file",
+        "lines": 6,
+        "queries": 3,
+        "bad_input": {
+            "unknown_ids": 2,
+            "duplicates": 1,
+            "queries_not_in_evalset": 1,
+            "queries_not_in_run": 1,
+            "queries_without_known_ids": 1,
+        },
+    }
+    assert info["examples"] == {
+        "unknown_ids": ["q1 ghost", "q2 nowhere"],
+        "duplicates": [f"{run}:4 q1 p1"],
+        "queries_not_in_evalset": ["q9"],
+        "queries_not_in_run": ["q3"],
+    }
+    queries = [EvalQuery(q, "", "t", "reviewed") for q in ("q1", "q2", "q3")]
+    q1, q2, q3 = arm.search(queries, 10, [None, None, None])
+    assert [IDS[i] for i in q1.indices.tolist()] == ["p1", "p2"]
+    assert q1.scores.tolist() == [3.0, 2.0]
+    assert q1.empty_reason is None
+    assert (q2.returned, q2.empty_reason) == (0, NO_KNOWN_IDS)
+    assert (q3.returned, q3.empty_reason) == (0, NOT_IN_RUN)
+
+
+def test_a_clean_run_has_nothing_to_report(tmp_path: Path) -> None:
+    run = _write(tmp_path, [f"{q} Q0 p1 1 1.0 sys" for q in ("q1", "q2", "q3")])
+    arm = RunFileArmSpec().build("run_file", _context(tmp_path, str(run)))
+    assert not any(arm.info()["bad_input"].values())
+
+
+def test_ties_follow_trec_eval_order_and_the_cut_is_k(tmp_path: Path) -> None:
+    # The rank column is ignored: score descending, then id descending, as trec_eval orders.
+    run = _write(
+        tmp_path,
+        ["q1 Q0 p1 1 1.0 s", "q1 Q0 p4 2 1.0 s", "q1 Q0 p2 3 5.0 s", "q1 Q0 p3 4 1.0 s"],
+    )
+    arm = RunFileArmSpec().build("run_file", _context(tmp_path, str(run)))
+    assert _ids(arm, "q1", 10) == ["p2", "p4", "p3", "p1"]
+    assert _ids(arm, "q1", 2) == ["p2", "p4"]
+
+
+def test_the_mask_applies_before_the_cut(tmp_path: Path) -> None:
+    run = _write(tmp_path, [f"q1 Q0 p{i} {i} {10 - i}.0 s" for i in range(1, 6)])
+    arm = RunFileArmSpec().build("run_file", _context(tmp_path, str(run)))
+    mask = np.array([False, True, False, True, True])
+    # Cut after filtering: the allowed p2, p4 fill the top 2 (a cut first would keep p1, p2).
+    assert _ids(arm, "q1", 2, mask) == ["p2", "p4"]
+    nothing = np.zeros(len(IDS), dtype=bool)
+    ranked = arm.search([EvalQuery("q1", "", "t", "reviewed")], 2, [nothing])[0]
+    assert (ranked.returned, ranked.empty_reason) == (0, FILTERED_OUT)
+
+
+def test_a_spec_path_overrides_run_file_path_so_two_runs_are_two_arms(tmp_path: Path) -> None:
+    first = _write(tmp_path, ["q1 Q0 p1 1 1.0 a"], "a.run")
+    second = _write(tmp_path, ["q1 Q0 p5 1 1.0 b"], "b.run")
+    ctx = _context(tmp_path, str(first))
+    assert _ids(RunFileArmSpec().build("run_file", ctx), "q1", 5) == ["p1"]
+    assert _ids(RunFileArmSpec(path=str(second)).build("other", ctx), "q1", 5) == ["p5"]
+
+
+def test_a_missing_file_names_the_key_that_set_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'run_file\.path': a run_file arm needs a TREC run"):
+        RunFileArmSpec().build("run_file", _context(tmp_path))
+    with pytest.raises(ConfigError, match=r"'arms\.other\.path': run file .* does not exist"):
+        RunFileArmSpec(path=str(tmp_path / "absent.run")).build("other", _context(tmp_path))
+
+
+def test_a_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+    run = _write(tmp_path, ["q1 Q0 p1 1 1.0 s", "q1 Q0 p2 x 1.0 s"])
+    with pytest.raises(DataError, match=rf"{run}:2: rank 'x' is not an integer"):
+        RunFileArmSpec().build("run_file", _context(tmp_path, str(run)))
+
+
+def test_validate_requires_the_path_only_when_an_arm_reads_it(tmp_path: Path) -> None:
+    cfg = RunConfig()
+    cfg.run_file.validate([cfg.arms["bm25"]])  # no run_file arm: an empty path is fine
+    with pytest.raises(ConfigError, match=r"'run_file\.path'"):
+        cfg.run_file.validate([cfg.arms["bm25"], cfg.arms["run_file"]])
+    # An arm with a path of its own does not read run_file.path (its spec checks its own).
+    cfg.run_file.validate([{**cfg.arms["run_file"], "path": "elsewhere.run"}])
+    cfg.run_file.path = str(_write(tmp_path, ["q1 Q0 p1 1 1.0 s"]))
+    cfg.run_file.validate([cfg.arms["run_file"]])
