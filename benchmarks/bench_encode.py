@@ -40,7 +40,7 @@ from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.embedding_shards import encode_sharded
 from retrieval_bench.encoders import EncoderConfig, build_encoder
-from retrieval_bench.experiment import passage_text
+from retrieval_bench.components import passage_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
