@@ -48,7 +48,6 @@ from retrieval_bench.scoring.routing import router_metrics
 from retrieval_bench.scoring.stage_loss import stage_loss
 from retrieval_bench.scoring.units import DOC, PASSAGE, doc_ranking, judge_in_unit, passage_docs
 from retrieval_bench.stages import build_later_stages
-from retrieval_bench.text import cached_tokenizer, lexicon_of
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +96,6 @@ def run_job(
     timer = _Timer()
     with timer.phase("load"):
         dataset, judgements, groups = load_labelled(cfg, dataset)
-    tokenizer = cached_tokenizer(cfg.text, *lexicon_of(dataset.entities))
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms))
     strategy = Strategy(
         name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
@@ -159,7 +157,7 @@ def run_job(
         metrics,
         timer.timings,
         ctx.stats.get("embeddings", {}),
-        tokenizer.identity(),
+        ctx.stats.get("tokenizer", {}),
         indexes={name: arm.info() for name, arm in built.items()},
         stages={stage.name: stage.info() for stage in (rerank, context) if stage is not None},
     )

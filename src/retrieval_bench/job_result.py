@@ -19,6 +19,7 @@ class JobResult:
     metrics: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
     embeddings: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The BM25 arms' tokenizer identity (Tokenizer.identity()); empty when no arm tokenised.
     tokenizer: dict[str, Any] = field(default_factory=dict)
     # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)

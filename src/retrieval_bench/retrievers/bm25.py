@@ -224,6 +224,9 @@ class BM25ArmSpec:
 
         config = with_overrides(ctx.cfg.bm25, self.overrides)
         tokenizer = cached_tokenizer(ctx.cfg.text, *lexicon_of(ctx.entities))
+        # The manifest's `tokenizer`: recorded by the arm that tokenises, so a job without a
+        # BM25 arm loads no jieba (every BM25 arm of a job shares `text`, hence one identity).
+        ctx.stats["tokenizer"] = tokenizer.identity()
         tokens = tokenize_corpus(
             ctx.texts,
             tokenizer.tokenize,
