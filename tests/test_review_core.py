@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_open_pipeline import _TitleSpec
 
 from retrieval_bench import Dataset, EvalQuery, Passage, compose, evaluate
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.text import Tokenizer
 
 PASSAGES = (
@@ -34,3 +36,20 @@ def test_a_bm25_job_records_its_arms_tokenizer(tmp_path: Path) -> None:
     result = evaluate(cfg, dataset=DATASET)
     assert result.tokenizer == Tokenizer.for_entities(cfg.text, DATASET.entities).identity()
 
+
+def test_evaluate_keeps_arms_that_fuse_a_callers_arm_with_a_configured_one(
+    tmp_path: Path,
+) -> None:
+    cfg = compose(["top_k=2", "retriever.pool_size=3", f"cache_dir={tmp_path}"])
+    cfg.retriever.arms = ["bm25", "title"]
+    result = evaluate(cfg, dataset=DATASET, arms={"title": _TitleSpec()})
+    assert cfg.retriever.arms == ["bm25", "title"]
+    assert list(result.metrics["stages"]) == ["bm25", "title", "fused", "final"]
+    assert set(result.indexes) == {"bm25", "title"}
+
+
+def test_evaluate_refuses_a_typo_beside_a_callers_arm(tmp_path: Path) -> None:
+    cfg = compose(["top_k=2", "retriever.pool_size=3", f"cache_dir={tmp_path}"])
+    cfg.retriever.arms = ["bm25", "titel"]
+    with pytest.raises(ConfigError, match=r"unknown arm 'titel'; did you mean 'title'"):
+        evaluate(cfg, dataset=DATASET, arms={"title": _TitleSpec()})

@@ -43,13 +43,10 @@ def evaluate(
     """Run one job and return its records and metrics (nothing is written; `write_job` writes
     the job folder). `dataset` replaces the configured one; `arms` are your own arms by name
     (Arm objects, or ArmSpecs built against the corpus): when given, `retriever.arms` is set
-    to them in order unless it already names only arms you passed or configured."""
+    to them in order when it names only configured arms; else it is kept (`[bm25, mine]` fuses
+    yours with a configured one) and a name that is neither is refused with the nearest."""
     cfg = cfg if cfg is not None else compose()
-    if arms:
-        known = {*cfg.arms, *arms}
-        if not all(name in arms for name in cfg.retriever.arms) or not all(
-            name in known for name in cfg.retriever.arms
-        ):
-            cfg.retriever.arms = list(arms)
+    if arms and all(name in cfg.arms and name not in arms for name in cfg.retriever.arms):
+        cfg.retriever.arms = list(arms)
     validate(cfg, tuple(arms or ()))
     return run_job(cfg, dataset, arms)

@@ -229,8 +229,8 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         if arm not in cfg.arms and arm not in given_arms:
             raise ConfigError(
                 f"retriever.arms[{i}]",
-                f"unknown arm '{arm}'; {nearest_hint(arm, list(cfg.arms))} (a new arm is an "
-                f"`arms.{arm}` node naming its class in _target_)",
+                f"unknown arm '{arm}'; {nearest_hint(arm, [*cfg.arms, *given_arms])} (a new "
+                f"arm is an `arms.{arm}` node naming its class in _target_)",
             )
     if len(set(cfg.retriever.arms)) != len(cfg.retriever.arms):
         raise ConfigError("retriever.arms", f"an arm is listed twice: {list(cfg.retriever.arms)}")
