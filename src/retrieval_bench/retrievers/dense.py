@@ -154,7 +154,11 @@ class DenseArmSpec:
                 with_overrides(schema, overrides)
             except ConfigError as error:
                 raise ConfigError(f"{key}.{error.key}", error.message) from error
+        # Set by `check` (build calls it when build_arms did not): the encoder or the
+        # precomputed vectors, and the job's encoder/index nodes with this arm's overrides.
         self._source: Any = None
+        self._encoder_cfg: Any = None
+        self._index_cfg: DenseIndexConfig = DenseIndexConfig()
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """Load precomputed vectors, or make the encoder, and refuse an index that cannot take
@@ -162,8 +166,8 @@ class DenseArmSpec:
         from retrieval_bench.encoders import build_encoder
         from retrieval_bench.encoders.precomputed import load_precomputed
 
-        encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder_overrides)
-        index_cfg = with_overrides(ctx.cfg.dense, self.index_overrides)
+        encoder_cfg = self._encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder_overrides)
+        index_cfg = self._index_cfg = with_overrides(ctx.cfg.dense, self.index_overrides)
         if encoder_cfg.kind == "precomputed":
             self._source = load_precomputed(
                 encoder_cfg, ctx.ids, [(q.query_id, q.query) for q in ctx.queries]
@@ -181,8 +185,7 @@ class DenseArmSpec:
 
         if self._source is None:
             self.check(name, ctx)
-        encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder_overrides)
-        index_cfg = with_overrides(ctx.cfg.dense, self.index_overrides)
+        encoder_cfg, index_cfg = self._encoder_cfg, self._index_cfg
         # Encode counts of every dense arm of the job, added up (manifest `embeddings`).
         embeddings: dict[str, dict[str, int]] = ctx.stats.setdefault("embeddings", {})
         if isinstance(self._source, PrecomputedVectors):
