@@ -183,12 +183,13 @@ class M3Cache:
         return cache_key(encoder.identity(), role, texts)
 
     def encode(
-        self, encoder: M3Encoder, texts: list[str], role: str
+        self, encoder: M3Encoder, texts: list[str], role: str, key: str | None = None
     ) -> tuple[M3Outputs, CacheStats]:
+        """`key`, when the caller already has `self.key(...)`, spares hashing the texts again."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         texts = list(texts)
-        key = self.key(encoder, texts, role)
+        key = key or self.key(encoder, texts, role)
         if not texts:
             return encoder.encode_outputs(texts, role), CacheStats(0, 0, key)
         npz, sidecar, _ = self.paths(key)
