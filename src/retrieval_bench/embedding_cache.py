@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from retrieval_bench.io import (
 )
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ROLES: tuple[str, ...] = ("passages", "queries")
 CACHE_FORMAT = 1
@@ -74,6 +75,42 @@ class CacheEntryInvalid(Exception):
     """A cache entry exists but cannot be trusted; the message says why."""
 
 
+def read_or_build(
+    root: Path,
+    data: Path,
+    sidecar: Path,
+    what: str,
+    *,
+    read: Callable[[], T],
+    build: Callable[[], T],
+    write: Callable[[T], object],
+) -> tuple[T, bool]:
+    """A cache entry (`data` plus its `sidecar`, written last) read when valid, else built and
+    written under the entry's lock; returns (value, True when read). The discipline every
+    content-keyed cache here shares (module doc): `read` raises CacheEntryInvalid for an entry
+    it cannot trust, `write` replaces each file atomically, the sidecar last."""
+    # Fast path without the lock: files only ever appear whole (os.replace), so a valid entry
+    # can be read while another job works on a different key.
+    if sidecar.exists():
+        with contextlib.suppress(CacheEntryInvalid):
+            return read(), True
+    data.parent.mkdir(parents=True, exist_ok=True)
+    lock = lock_path_for(data)
+    with file_lock(lock, what):
+        remove_stale_temps(root, lock)  # left by writers killed mid-write
+        # Another job may have written it while this one waited for the lock.
+        if data.exists() or sidecar.exists():
+            try:
+                return read(), True
+            except CacheEntryInvalid as exc:
+                logger.warning("cache entry %s is invalid (%s); rebuilding it", data, exc)
+        value = build()
+        # Any previous sidecar describes the previous data file; drop it before replacing that.
+        sidecar.unlink(missing_ok=True)
+        write(value)
+        return value, False
+
+
 class EmbeddingCache:
     """Encodes through a content-keyed on-disk cache that concurrent jobs can share safely."""
 
@@ -98,36 +135,25 @@ class EmbeddingCache:
         key = cache_key(identity, role, texts)
         if not texts:
             return self._run_encoder(encoder, texts, role), CacheStats(0, 0, key)
-        npy, sidecar, lock = self.paths(key)
+        npy, sidecar, _ = self.paths(key)
 
-        # Fast path without the lock: files only ever appear whole (os.replace), so a valid
-        # entry can be read while another job works on a different key.
-        if sidecar.exists():
-            with contextlib.suppress(CacheEntryInvalid):
-                array = self._read(npy, sidecar, key, role, len(texts))
-                logger.debug("embedding cache hit: %d %s from %s", len(texts), role, npy)
-                return array, CacheStats(encoded=0, cached=len(texts), key=key)
-
-        npy.parent.mkdir(parents=True, exist_ok=True)
-        with file_lock(lock, f"the embedding cache entry of {len(texts)} {role}"):
-            remove_stale_temps(self.root, lock)  # left by writers killed mid-write
-            # Another job may have written it while this one waited for the lock.
-            if npy.exists() or sidecar.exists():
-                try:
-                    array = self._read(npy, sidecar, key, role, len(texts))
-                except CacheEntryInvalid as exc:
-                    logger.warning(
-                        "embedding cache entry %s is invalid (%s); rebuilding it", npy, exc
-                    )
-                    sidecar.unlink(missing_ok=True)
-                else:
-                    logger.debug("embedding cache hit: %d %s from %s", len(texts), role, npy)
-                    return array, CacheStats(encoded=0, cached=len(texts), key=key)
+        def build() -> np.ndarray:
             logger.info("encoding %d %s (not in the embedding cache)", len(texts), role)
-            array = self._run_encoder(encoder, texts, role)
-            self._write(npy, sidecar, array, key, identity, role)
-            logger.debug("embedding cache wrote %s %s", array.shape, npy)
-            return array, CacheStats(encoded=len(texts), cached=0, key=key)
+            return self._run_encoder(encoder, texts, role)
+
+        array, hit = read_or_build(
+            self.root,
+            npy,
+            sidecar,
+            f"the embedding cache entry of {len(texts)} {role}",
+            read=lambda: self._read(npy, sidecar, key, role, len(texts)),
+            build=build,
+            write=lambda built: self._write(npy, sidecar, built, key, identity, role),
+        )
+        logger.debug("embedding cache %s: %s %s", "hit" if hit else "wrote", array.shape, npy)
+        if hit:
+            return array, CacheStats(encoded=0, cached=len(texts), key=key)
+        return array, CacheStats(encoded=len(texts), cached=0, key=key)
 
     def lookup(self, encoder: Encoder, texts: list[str], role: str) -> np.ndarray | None:
         """The cached vectors for `texts`, or None when no valid entry exists; never encodes
@@ -201,8 +227,6 @@ class EmbeddingCache:
         identity: dict[str, Any],
         role: str,
     ) -> None:
-        # Any previous sidecar describes the previous .npy; drop it before replacing that.
-        sidecar.unlink(missing_ok=True)
         sha256 = _atomic_write(npy, lambda fh: np.save(fh, array, allow_pickle=False))
         meta = {
             "format": CACHE_FORMAT,

@@ -12,13 +12,12 @@ weight) and ColBERT vectors (one per token after CLS). `M3Outputs` holds them as
 
 The cache stores them as one `.npz` (read with `allow_pickle=False`: never a pickle, so a cache
 file cannot run code) plus a JSON sidecar written after it, under `<cache_dir>/m3/`, keyed like
-the embedding cache (model identity, role and texts), with the same lock and atomic-replace
-discipline so the jobs of a multirun can share it.
+the embedding cache (model identity, role and texts), through the same lock and atomic-replace
+mechanism (`embedding_cache.read_or_build`) so the jobs of a multirun can share it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import zipfile
@@ -28,9 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.embedding_cache import ROLES, CacheEntryInvalid, CacheStats, cache_key
+from retrieval_bench.embedding_cache import (
+    ROLES,
+    CacheEntryInvalid,
+    CacheStats,
+    cache_key,
+    read_or_build,
+)
 from retrieval_bench.encoders.flag import BGEM3Encoder, ModelRole
-from retrieval_bench.io import atomic_writer, file_lock, lock_path_for, remove_stale_temps
+from retrieval_bench.io import atomic_writer, lock_path_for
 
 logger = logging.getLogger(__name__)
 
@@ -178,32 +183,24 @@ class M3Cache:
         return cache_key(encoder.identity(), role, texts)
 
     def encode(
-        self, encoder: M3Encoder, texts: list[str], role: str
+        self, encoder: M3Encoder, texts: list[str], role: str, key: str | None = None
     ) -> tuple[M3Outputs, CacheStats]:
+        """`key`, when the caller already has `self.key(...)`, spares hashing the texts again."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         texts = list(texts)
-        key = self.key(encoder, texts, role)
+        key = key or self.key(encoder, texts, role)
         if not texts:
             return encoder.encode_outputs(texts, role), CacheStats(0, 0, key)
-        npz, sidecar, lock = self.paths(key)
-        if sidecar.exists():  # files only appear whole, so no lock is needed to read one
-            with contextlib.suppress(CacheEntryInvalid):
-                return self._read(npz, sidecar, key, len(texts)), CacheStats(0, len(texts), key)
-        npz.parent.mkdir(parents=True, exist_ok=True)
-        with file_lock(lock, f"the BGE-M3 cache entry of {len(texts)} {role}"):
-            remove_stale_temps(self.root, lock)
-            if sidecar.exists():  # written by another job while this one waited
-                try:
-                    outputs = self._read(npz, sidecar, key, len(texts))
-                except CacheEntryInvalid as exc:
-                    logger.warning("BGE-M3 cache entry %s is invalid (%s); rebuilding it", npz, exc)
-                else:
-                    return outputs, CacheStats(0, len(texts), key)
+        npz, sidecar, _ = self.paths(key)
+
+        def build() -> M3Outputs:
             logger.info("encoding %d %s with BGE-M3 (not in the cache)", len(texts), role)
             outputs = encoder.encode_outputs(texts, role)
             outputs.check(len(texts))
-            sidecar.unlink(missing_ok=True)  # it described the .npz about to be replaced
+            return outputs
+
+        def write(outputs: M3Outputs) -> None:
             with atomic_writer(npz) as fh:
                 np.savez(fh, allow_pickle=False, **outputs.arrays())
             meta = {
@@ -216,7 +213,19 @@ class M3Cache:
             }
             with atomic_writer(sidecar) as fh:
                 fh.write(json.dumps(meta, ensure_ascii=False, indent=2, sort_keys=True).encode())
-            return outputs, CacheStats(len(texts), 0, key)
+
+        outputs, hit = read_or_build(
+            self.root,
+            npz,
+            sidecar,
+            f"the BGE-M3 cache entry of {len(texts)} {role}",
+            read=lambda: self._read(npz, sidecar, key, len(texts)),
+            build=build,
+            write=write,
+        )
+        if hit:
+            return outputs, CacheStats(0, len(texts), key)
+        return outputs, CacheStats(len(texts), 0, key)
 
     @staticmethod
     def _read(npz: Path, sidecar: Path, key: str, count: int) -> M3Outputs:

@@ -295,7 +295,7 @@ def _shared_outputs(
     if found is not None:
         _count(ctx, key, role, CacheStats(0, len(texts), key))
         return found
-    outputs, stats = cache.encode(encoder, texts, role)
+    outputs, stats = cache.encode(encoder, texts, role, key)
     _count(ctx, key, role, stats)
     _remember(key, outputs)
     return outputs
