@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +29,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_e2e import DatasetFiles, write_dataset  # noqa: E402
+from bench_sweep import run_app  # noqa: E402
 from chinese_corpus import CMRC  # noqa: E402
 
 SIZE_BUDGET_MB = 5.0
@@ -55,17 +54,7 @@ def run_sweep(files: DatasetFiles, work: Path) -> Path:
         f"cache_dir={work / 'cache'}",
         f"hydra.sweep.dir={sweep}",
     ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "run", *overrides],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    if proc.returncode != 0:
-        sys.exit(f"the sweep failed:\n{proc.stderr[-3000:]}")
+    run_app(overrides)
     return sweep
 
 
