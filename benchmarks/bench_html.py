@@ -12,16 +12,15 @@ passage text), the seconds to build comparison.html from the finished job folder
 `compare.html.write_comparison_html`), and the load time in headless Chromium: from navigation
 start until the page's script has parsed the data and drawn every table and the query list
 (`window.explorerReadyMs`), median and max over `--repeat` fresh loads. Without Chromium the
-load time is left out and the RESULT line says so.
+load time is left out and the RESULT line says so. Also printed: where the embedded JSON's bytes
+go (`bytes:`) and the page's note on the passage texts it cut (`text note:`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_e2e import DatasetFiles, write_dataset  # noqa: E402
+from bench_sweep import run_app  # noqa: E402
 from chinese_corpus import CMRC  # noqa: E402
 
 SIZE_BUDGET_MB = 5.0
@@ -55,18 +55,26 @@ def run_sweep(files: DatasetFiles, work: Path) -> Path:
         f"cache_dir={work / 'cache'}",
         f"hydra.sweep.dir={sweep}",
     ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "run", *overrides],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    if proc.returncode != 0:
-        sys.exit(f"the sweep failed:\n{proc.stderr[-3000:]}")
+    run_app(overrides)
     return sweep
+
+
+def json_mb(value: object) -> float:
+    """MB of `value` as the page embeds it (compact JSON, UTF-8)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) / 1e6
+
+
+def where_the_bytes_go(payload: dict, hybrid: str) -> str:
+    """The embedded JSON's size by part, and the hybrid system's by field."""
+    parts = ("passages", "systems", "queries", "comparison")
+    [system] = [s for s in payload["systems"] if s["label"].endswith(hybrid)]
+    fields = ("scores", "rankings", "values", "loss", "plots")
+    return (
+        f"embedded JSON {json_mb(payload):.2f} MB: "
+        + ", ".join(f"{part} {json_mb(payload[part]):.2f}" for part in parts)
+        + f"; the {hybrid} system's: "
+        + ", ".join(f"{f} {json_mb(system[f]):.2f}" for f in fields)
+    )
 
 
 def build_seconds(sweep: Path) -> float:
@@ -137,6 +145,8 @@ def main() -> None:
         f"({len(payload['passages']['ids'])} passages, {cut} cut); built in {build_s:.2f} s; "
         f"hybrid job's report.html {job_mb:.2f} MB"
     )
+    print(f"bytes: {where_the_bytes_go(payload, 'retriever=hybrid')}")
+    print(f"text note: {payload['meta']['text_note'] or '(no text cut)'}")
     loads = load_seconds(html, args.repeat)
     if loads is None:
         load = "load not measured (no Chromium)"

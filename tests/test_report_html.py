@@ -35,11 +35,15 @@ from retrieval_bench.reports.results_table import COLUMNS, to_dataframe
 
 def embedded(html_path: Path) -> dict[str, Any]:
     """The JSON a page embeds, as the page's own script reads it."""
-    text = html_path.read_text(encoding="utf-8")
+    return embedded_text(html_path.read_text(encoding="utf-8"))
+
+
+def embedded_text(text: str) -> dict[str, Any]:
+    """The JSON a page's text embeds."""
     match = re.search(
         r'<script type="application/json" id="explorer-data">(.*?)</script>', text, re.S
     )
-    assert match, f"{html_path}: no embedded data"
+    assert match, "no embedded data"
     return json.loads(match[1])
 
 
@@ -121,6 +125,17 @@ def test_stage_names_come_from_the_records() -> None:
     assert "<script>x</script>" not in page  # a query's text cannot close the data element
     assert payload["passages"]["text"] == [None, None]
     assert "not at hand" in payload["meta"]["text_note"]
+
+
+def test_the_page_names_the_lower_is_better_metrics_it_shows() -> None:
+    """The page colours a low leak_any as good: `lower_is_better` names exactly the shown
+    metrics (the systems' and the comparison's, without `@K`) that are better when smaller."""
+    record = {"query_id": "q1", "query": "q", "stages": {"final": {"ids": ["p1"], "scores": [1.0]}}}
+    system = SystemRun("x", "/x", 1, {"stages": {}}, [record])
+    specs = ["recall@K", "leak_any@K", "negative_any@5", "exact_match"]
+    comparison = {"metrics": [{"spec": spec} for spec in specs]}
+    payload = explorer_payload("t", "sweep", [system], {}, lambda pid: None, comparison)
+    assert embedded_text(render_html(payload))["lower_is_better"] == ["leak_any", "negative_any"]
 
 
 def test_passage_texts_are_cut_to_the_budget_and_said_so() -> None:

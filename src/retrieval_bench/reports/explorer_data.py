@@ -49,6 +49,7 @@ MAX_DEPTH = 100
 TRUNCATION_MARK = "…"
 # The metrics every table and query row shows, at the job's top_k; others stay in metrics.json.
 CORE_METRICS = ("recall", "hit", "mrr", "ndcg", "map")
+# The job folder's figures (`reports.plots` writes them there).
 PLOT_DIR = "plots"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.io import atomic_write_text
-from retrieval_bench.scoring.families import lower_is_better
+from retrieval_bench.scoring.registry import lower_is_better
 
 JOB_HTML = "report.html"
 SWEEP_HTML = "comparison.html"
@@ -26,20 +26,18 @@ def _asset(name: str) -> str:
     return (resources.files("retrieval_bench.reports") / "explorer" / name).read_text("utf-8")
 
 
-def _metric_names(payload: Mapping[str, Any]) -> set[str]:
-    names = {m for s in payload["systems"] for m in s["metric_names"]}
-    comparison = payload.get("comparison") or {}
-    names |= {m["spec"] for m in comparison.get("metrics", [])}
-    return {n.split("@", 1)[0] for n in names} | {"hit", "recall", "mrr", "ndcg"}
+def _lower_is_better(payload: Mapping[str, Any]) -> list[str]:
+    """The names (without `@K`) of the metrics the page shows that are better when smaller
+    (leak_any, ...), so its colours and "best" marks turn the right way for them."""
+    specs = {m for s in payload["systems"] for m in s["metric_names"]}
+    specs |= {m["spec"] for m in (payload.get("comparison") or {}).get("metrics", [])}
+    return sorted({spec.partition("@")[0] for spec in specs if lower_is_better(spec)})
 
 
 def render_html(payload: Mapping[str, Any], subtitle: str = "") -> str:
     """The page for one payload. The JSON sits in a `<script type="application/json">`; every
     `<` in it is written `\\u003c`, so no text in a query or passage can close that element."""
-    data = {
-        **payload,
-        "lower_is_better": sorted(n for n in _metric_names(payload) if lower_is_better(f"{n}@1")),
-    }
+    data = {**payload, "lower_is_better": _lower_is_better(payload)}
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     text = text.replace("<", "\\u003c")
     title = html.escape(str(payload["meta"]["title"]))

@@ -18,10 +18,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from retrieval_bench.io import atomic_write_bytes
+from retrieval_bench.reports.explorer_data import PLOT_DIR
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.scoring.registry import lower_is_better
 
-PLOT_DIR = "plots"
+# Under PLOT_DIR, where the HTML report reads them back (explorer_data.read_plots).
 REFUSAL_PNG = f"{PLOT_DIR}/refusal.png"
 PER_TYPE_PNG = f"{PLOT_DIR}/per_type_final.png"
 EVIDENCE_PNG = f"{PLOT_DIR}/evidence_curves.png"
