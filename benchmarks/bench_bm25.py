@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
 
-from retrieval_bench.retrievers.base import TieBreak
 from retrieval_bench.retrievers.bm25 import BM25Config, SparseBM25
+from retrieval_bench.tiebreak import TieBreak
 
 TOP = 100
 Tokens = Sequence[Sequence[str]]

@@ -264,8 +264,8 @@ def _metered(meter: PhaseMeter, name: str, fn: Callable[..., Any]) -> Callable[.
 
 def child_app(out: Path, overrides: list[str]) -> int:
     """Run the app (`python -m run OVERRIDES`) with its phases metered; write them to `out`."""
-    import retrieval_bench.experiment as experiment
-    import retrieval_bench.token_cache as token_cache
+    import retrieval_bench.job.runner as experiment
+    import retrieval_bench.text.token_cache as token_cache
     import run.__main__ as app
 
     meter = PhaseMeter()
@@ -296,9 +296,10 @@ def prefill_token_cache(files: DatasetFiles, cache: Path, synthetic: bool, seed:
     would split a little differently; the printed results say so."""
     from chinese_corpus import build_corpus
 
+    from retrieval_bench.config.text import TextConfig
     from retrieval_bench.data.passages import load_lexicon
-    from retrieval_bench.text import TextConfig, cached_tokenizer, lexicon_of
-    from retrieval_bench.token_cache import TokenizedCorpus, _write, token_cache_key
+    from retrieval_bench.text.token_cache import TokenizedCorpus, _write, token_cache_key
+    from retrieval_bench.text.tokenizer import cached_tokenizer, lexicon_of
 
     with (files.corpus / "passages.jsonl").open(encoding="utf-8") as fh:
         texts = [json.loads(line)["text"] for line in fh]
@@ -367,13 +368,13 @@ def has_text_workers() -> bool:
     """Whether this checkout tokenises in parallel (`text.workers`)."""
     from dataclasses import fields
 
-    from retrieval_bench.text import TextConfig
+    from retrieval_bench.config.text import TextConfig
 
     return any(f.name == "workers" for f in fields(TextConfig))
 
 
 def has_precomputed_encoder() -> bool:
-    from retrieval_bench.encoders.config import ENCODER_KINDS
+    from retrieval_bench.config.encoder import ENCODER_KINDS
 
     return "precomputed" in ENCODER_KINDS
 

@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
 
-from retrieval_bench.components import passage_text
 from retrieval_bench.data.loader import load_dataset
-from retrieval_bench.embedding_cache import EmbeddingCache
-from retrieval_bench.embedding_shards import encode_sharded
 from retrieval_bench.encoders import EncoderConfig, build_encoder
+from retrieval_bench.encoders.cache import EmbeddingCache
+from retrieval_bench.encoders.shards import encode_sharded
+from retrieval_bench.records import passage_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

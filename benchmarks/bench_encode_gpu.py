@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_encode_gpu.py --tiny         # CPU smoke run, tiny model
 
 A randomly initialised model with BGE-M3's layout and size (XLM-RoBERTa large: 24 layers,
-hidden 1024, vocabulary 250,002, plus the colbert and sparse heads; random_bge_m3.py, the same
+hidden 1024, vocabulary 250,002, plus the colbert and sparse heads; tests/random_models.py, the same
 builder the tests use for their tiny model) is saved in a temporary folder and loaded through
 the project's own encoder (`build_encoder` with `kind=bge_m3`, i.e. FlagEmbedding's BGEM3 model
 as a job loads it), then encodes `--passages` passages at each length in fp16 on the GPU.
@@ -27,14 +27,12 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is built here; nothing is downloaded
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The random-weight model builder the tests use (tests/random_models.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from random_models import BGE_M3_SIZE, SAMPLE_SENTENCES, M3Shape, build_random_bge_m3
 
 from retrieval_bench.encoders import EncoderConfig, build_encoder
-from retrieval_bench.random_bge_m3 import (
-    BGE_M3_SIZE,
-    SAMPLE_SENTENCES,
-    M3Shape,
-    build_random_bge_m3,
-)
 
 TINY_SHAPE = M3Shape(hidden=32, layers=2, heads=2, intermediate=64, max_positions=514)
 """The tests' tiny model with room for 512 tokens."""

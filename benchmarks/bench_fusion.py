@@ -30,11 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chinese_corpus import build_corpus
 from dense_vectors import VectorSpace, sample_around
 
-from retrieval_bench.components import Combiner
-from retrieval_bench.retrievers.base import Ranked, shared_tie_break
+from retrieval_bench.fusion import Fill, ReciprocalRankFusion, ScoreFusion
+from retrieval_bench.protocols import Combiner
+from retrieval_bench.records import Ranked
 from retrieval_bench.retrievers.bm25 import BM25Config, BM25Retriever
 from retrieval_bench.retrievers.dense import DenseRetriever
-from retrieval_bench.retrievers.fusion import Fill, ReciprocalRankFusion, ScoreFusion
+from retrieval_bench.tiebreak import shared_tie_break
 
 TARGET_SHARE = 0.05
 COMBINERS: dict[str, Combiner] = {

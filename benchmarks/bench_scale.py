@@ -40,11 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chinese_corpus import build_corpus, load_real
 from dense_vectors import VectorSpace, sample_around
 
-from retrieval_bench.retrievers.base import TieBreak
 from retrieval_bench.retrievers.bm25 import BM25Config, SparseBM25
 from retrieval_bench.retrievers.dense import DenseRetriever
 from retrieval_bench.retrievers.dense_index import DenseIndexConfig
-from retrieval_bench.token_cache import TokenizedCorpus, _read, _write
+from retrieval_bench.text.token_cache import TokenizedCorpus, _read, _write
+from retrieval_bench.tiebreak import TieBreak
 
 TOP = 100
 K = 10
@@ -78,7 +78,8 @@ def jieba_rate(real: tuple | None) -> float | None:
     """Characters per second of the project's jieba tokenizer on cmrc2018 text."""
     if real is None:
         return None
-    from retrieval_bench.text import TextConfig, Tokenizer
+    from retrieval_bench.config.text import TextConfig
+    from retrieval_bench.text.tokenizer import Tokenizer
 
     texts = real[2][:2000]
     tokenizer = Tokenizer(TextConfig(use_lexicon=False))
@@ -232,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     if not args.skip_bm25:
-        from retrieval_bench.text import TextConfig, Tokenizer
+        from retrieval_bench.config.text import TextConfig
+        from retrieval_bench.text.tokenizer import Tokenizer
 
         real = None if args.quick else load_real(Tokenizer(TextConfig(use_lexicon=False)).tokenize)
         rate = jieba_rate(real)

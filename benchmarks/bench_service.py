@@ -23,10 +23,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from retrieval_bench.data.records import EvalQuery
-from retrieval_bench.retrievers.base import TieBreak
+from retrieval_bench.config.service import ServiceConfig
+from retrieval_bench.records import EvalQuery
 from retrieval_bench.retrievers.service import ServiceArm
-from retrieval_bench.retrievers.service_config import ServiceConfig
+from retrieval_bench.tiebreak import TieBreak
 
 PASSAGES = 10_000
 RESULTS = 10

@@ -31,12 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
 
-from retrieval_bench.components import passage_text
-from retrieval_bench.data.records import EvalQuery, Passage
-from retrieval_bench.retrievers.base import Ranked, TieBreak
+from retrieval_bench.config.stages import ContextConfig
+from retrieval_bench.records import EvalQuery, Passage, Ranked, passage_text
 from retrieval_bench.retrievers.bm25 import BM25Config, SparseBM25
-from retrieval_bench.stages.config import ContextConfig
 from retrieval_bench.stages.context import ContextBuilder
+from retrieval_bench.tiebreak import TieBreak
 
 POOL = 100
 TOP_K = 10

@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
 
-from retrieval_bench.text import TextConfig, Tokenizer
-from retrieval_bench.token_cache import tokenize_corpus
+from retrieval_bench.config.text import TextConfig
+from retrieval_bench.text.token_cache import tokenize_corpus
+from retrieval_bench.text.tokenizer import Tokenizer
 
 
 def main() -> None:

@@ -128,7 +128,8 @@ def build_corpus(
     """
     rng = np.random.default_rng(seed)
     if real is None and not synthetic_only:
-        from retrieval_bench.text import TextConfig, Tokenizer
+        from retrieval_bench.config.text import TextConfig
+        from retrieval_bench.text.tokenizer import Tokenizer
 
         real = load_real(Tokenizer(TextConfig(use_lexicon=False)).tokenize)
         if real is None:

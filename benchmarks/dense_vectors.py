@@ -27,8 +27,8 @@ def anchors(dim: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
     rng = np.random.default_rng(seed)
     if dim == 512 and (CMRC / "corpus.jsonl").exists():
         try:
-            from retrieval_bench.embedding_cache import EmbeddingCache
             from retrieval_bench.encoders import EncoderConfig, build_encoder
+            from retrieval_bench.encoders.cache import EmbeddingCache
 
             cache = EmbeddingCache(ROOT / "outputs" / "cache" / "embeddings")
             encoder = build_encoder(EncoderConfig())

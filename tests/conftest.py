@@ -14,9 +14,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from retrieval_bench.config import RunConfig, register_configs, validate
-from retrieval_bench.experiment import JobResult, run_job
-from retrieval_bench.outputs import write_job
+from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.result import JobResult
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.write import write_job
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -59,7 +61,7 @@ def compose_dict(overrides: list[str]) -> DictConfig:
 def compose_config(overrides: list[str]) -> RunConfig:
     """The typed, validated RunConfig for `overrides` (raises ConfigError as the app would)."""
     cfg = cast(RunConfig, OmegaConf.to_object(compose_dict(overrides)))
-    validate(cfg)
+    check_config(cfg)
     return cfg
 
 
@@ -68,7 +70,7 @@ def run_in_process(overrides: list[str], tmp_path: Path) -> tuple[JobResult, Pat
     the same work as `python -m run <overrides>` without a process start."""
     dict_cfg = compose_dict(overrides)
     cfg = cast(RunConfig, OmegaConf.to_object(dict_cfg))
-    validate(cfg)
+    check_config(cfg)
     result = run_job(cfg)
     config = cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True))
     return result, write_job(tmp_path / "run", result, config)

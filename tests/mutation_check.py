@@ -38,16 +38,16 @@ class Mutation:
     tests: tuple[str, ...]
 
 
-FILTER = "src/retrieval_bench/filters.py"
+FILTER = "src/retrieval_bench/job/filters.py"
 GATE = "src/retrieval_bench/benchmark/gate.py"
-PIPELINE = "src/retrieval_bench/pipeline.py"
-RRF = "src/retrieval_bench/retrievers/fusion/rrf.py"
-FILL = "src/retrieval_bench/retrievers/fusion/fill.py"
-SCORE = "src/retrieval_bench/retrievers/fusion/score.py"
+PIPELINE = "src/retrieval_bench/job/pipeline.py"
+RRF = "src/retrieval_bench/fusion/rrf.py"
+FILL = "src/retrieval_bench/fusion/fill.py"
+SCORE = "src/retrieval_bench/fusion/score.py"
 FUSION_TESTS = ("tests/test_fusion.py", "tests/test_pipeline_scripted.py")
 METRICS = "src/retrieval_bench/scoring/metrics.py"
 PERMISSIONS = "src/retrieval_bench/scoring/permissions.py"
-BASE = "src/retrieval_bench/retrievers/base.py"
+TIEBREAK = "src/retrieval_bench/tiebreak.py"
 BM25 = "src/retrieval_bench/retrievers/bm25.py"
 GATE_TESTS = ("tests/test_gate_units.py", "tests/test_monthly.py")
 PIPELINE_TESTS = ("tests/test_pipeline_scripted.py", "tests/test_app.py")
@@ -162,7 +162,7 @@ MUTATIONS = [
     ),
     Mutation(
         "tie-break by id ascending",
-        BASE,
+        TIEBREAK,
         "np.lexsort((-self.id_order[candidates], -scores))",
         "np.lexsort((self.id_order[candidates], -scores))",
         ("tests/test_pipeline_scripted.py", "tests/test_fast_paths.py"),

@@ -15,11 +15,12 @@ from conftest import ROOT, run_in_process
 
 from retrieval_bench.answers import write_answers
 from retrieval_bench.answers.score import CITATIONS_UNKNOWN, load_job_answers
-from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
 from retrieval_bench.benchmark.gate import OK, REGRESSION, run_gate
 from retrieval_bench.benchmark.history import JobKey
-from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.errors import ConfigError, DataError
+from retrieval_bench.jobdir.read import FinishedJob
+from retrieval_bench.scoring.measure_names import canonical_benchmark_metrics
 from retrieval_bench.scoring.significance import SignificanceSettings
 from run.answers import main
 
@@ -226,11 +227,11 @@ def test_answer_metric_names_in_config_and_a_typo_refused() -> None:
     bench = BenchmarkConfig(
         enabled=True, gate=GateConfig(tolerances={"source_coverage": 0.05, "nDCG@K": 0.02})
     )
-    bench.validate()
+    canonical_benchmark_metrics(bench)
     assert bench.gate.tolerances == {"source_coverage": 0.05, "ndcg@K": 0.02}
     typo = BenchmarkConfig(enabled=True, gate=GateConfig(tolerances={"source_coverag": 0.05}))
     with pytest.raises(ConfigError, match="did you mean 'source_coverage'"):
-        typo.validate()
+        canonical_benchmark_metrics(typo)
 
 
 def test_the_gate_fails_a_month_whose_source_coverage_drops_on_one_type(
@@ -295,7 +296,7 @@ def test_the_monthly_job_scores_an_answers_file_found_beside_a_job(
 
 
 def test_a_relabelled_baseline_has_its_answers_rescored_too(job: Path, tmp_path: Path) -> None:
-    from retrieval_bench.rescore import relabel_baseline
+    from retrieval_bench.labels.rescore import relabel_baseline
 
     baseline_dir = tmp_path / "2026-10" / "travel" / "bm25"
     shutil.copytree(job, baseline_dir, ignore=shutil.ignore_patterns("answers.*"))

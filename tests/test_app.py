@@ -23,7 +23,7 @@ from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from retrieval_bench.errors import BenchError, DataError
-from retrieval_bench.experiment import JobResult
+from retrieval_bench.job.result import JobResult
 from retrieval_bench.reports.console import job_summary
 
 CONTRACT_FILES = ["rankings.jsonl", "qrels.trec", "metrics.json", "manifest.json", "report.md"]

@@ -36,7 +36,7 @@ def parse_results(out: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def _has_precomputed() -> bool:
-    from retrieval_bench.encoders.config import ENCODER_KINDS
+    from retrieval_bench.config.encoder import ENCODER_KINDS
 
     return "precomputed" in ENCODER_KINDS
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from retrieval_bench.config.text import TextConfig
 from retrieval_bench.retrievers.bm25 import BM25Config, BM25Retriever, ReferenceBM25, SparseBM25
-from retrieval_bench.text import TextConfig, Tokenizer
+from retrieval_bench.text.tokenizer import Tokenizer
 
 
 def random_corpus(seed: int, n_docs: int = 400, vocab: int = 60) -> list[list[str]]:
@@ -147,7 +148,7 @@ def test_empty_passages_and_unknown_terms() -> None:
 
 
 def test_aliases_become_the_canonical_entity_token() -> None:
-    from retrieval_bench.data.records import Entity
+    from retrieval_bench.records import Entity
 
     entities = [Entity("蜈支洲岛旅游区", ("蜈支洲岛", "蜈支洲")), Entity("Hotel ABC", ("abc",))]
     tokenizer = Tokenizer.for_entities(TextConfig(), entities)

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from retrieval_bench.benchmark.config import GateConfig
 from retrieval_bench.benchmark.gate import run_gate
 from retrieval_bench.benchmark.history import JobKey
 from retrieval_bench.compare.build import values_by_type
-from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import FinishedJob, canonical, parse_overrides
+from retrieval_bench.config.benchmark import GateConfig
+from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.jobdir.read import FinishedJob, canonical, parse_overrides
 from retrieval_bench.scoring.comparison import (
     LOSE,
     SECOND,
@@ -25,6 +25,7 @@ from retrieval_bench.scoring.comparison import (
     paired_values,
     verdict_cell,
 )
+from retrieval_bench.scoring.measure_names import canonical_compare_metrics
 from retrieval_bench.scoring.significance import (
     SignificanceSettings,
     holm,
@@ -171,7 +172,7 @@ def test_compare_config_baseline_spellings() -> None:
     with pytest.raises(ConfigError, match=r"compare\.baseline"):
         CompareConfig(baseline="top_k").validate()
     with pytest.raises(ConfigError, match=r"compare\.metrics"):
-        CompareConfig(metrics=["recall"]).validate()
+        canonical_compare_metrics(CompareConfig(metrics=["recall"]))
 
 
 def _job(path: str, values: dict[str, float]) -> FinishedJob:

@@ -12,8 +12,9 @@ from conftest import ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.job.check import check_config
 
 register_configs()
 
@@ -145,7 +146,7 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
     typed.encoder.precision = "fp32"
     typed.reranker.precision = "fp32"  # the same for the reranker's devices
     typed.m3.precision = "fp32"  # the same for the m3 node's model
-    validate(typed)
+    check_config(typed)
 
 
 @pytest.mark.parametrize(
@@ -162,12 +163,12 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
 def test_out_of_range_values_name_their_key(override: str, key: str) -> None:
     cfg: RunConfig = OmegaConf.to_object(compose_run([override]))  # type: ignore[assignment]
     with pytest.raises(ConfigError, match=re.escape(f"config key '{key}'")):
-        validate(cfg)
+        check_config(cfg)
 
 
 def test_defaults_validate_and_are_the_documented_ones() -> None:
     cfg: RunConfig = OmegaConf.to_object(compose_run([]))  # type: ignore[assignment]
-    validate(cfg)
+    check_config(cfg)
     assert (cfg.dataset.name, cfg.retriever.name, cfg.encoder.kind) == ("travel", "hybrid", "use")
     assert (cfg.top_k, cfg.retriever.pool_size, cfg.retriever.rrf_k) == (6, 10, 60)
     assert cfg.retriever.arms == ["bm25", "dense"] and cfg.retriever.combine == "rrf"

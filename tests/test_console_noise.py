@@ -14,17 +14,20 @@ from conftest import ROOT, mini_overrides, run_app
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.config import RunConfig, register_configs, validate
-from retrieval_bench.embedding_cache import EmbeddingCache
+from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config.text import TextConfig
+from retrieval_bench.encoders.cache import EmbeddingCache
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.experiment import JobResult, run_job
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.result import JobResult
+from retrieval_bench.job.runner import run_job
 from retrieval_bench.reports.console import job_line, job_summary
 from retrieval_bench.reports.families import headline_section
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.tables import fmt, trim_empty
 from retrieval_bench.retrievers.dense_index import DenseIndexConfig, FaissIndex, check_index_fits
-from retrieval_bench.text import TextConfig, Tokenizer
-from retrieval_bench.token_cache import tokenize_corpus
+from retrieval_bench.text.token_cache import tokenize_corpus
+from retrieval_bench.text.tokenizer import Tokenizer
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -65,7 +68,7 @@ def mini_job(tmp_path_factory: pytest.TempPathFactory) -> JobResult:
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         dict_cfg = compose(config_name="config", overrides=["retriever=bm25", *mini_overrides(tmp)])
     cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
-    validate(cfg)
+    check_config(cfg)
     return run_job(cfg)
 
 
@@ -168,7 +171,7 @@ def test_cache_keys_and_paths_are_debug_only(
     info = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     debug = [r.getMessage() for r in caplog.records if r.levelno < logging.INFO]
     assert not any(HEX64.search(m) or str(tmp_path) in m for m in info)
-    caches = ("retrieval_bench.token_cache", "retrieval_bench.embedding_cache")
+    caches = ("retrieval_bench.text.token_cache", "retrieval_bench.encoders.cache")
     assert [r.getMessage() for r in caplog.records if r.name in caches and r.levelno > 10] == [
         "tokenising 2 passages (not in the token cache)",
         "encoding 2 passages (not in the embedding cache)",
@@ -183,7 +186,7 @@ def _compose(tmp: Path, *overrides: str) -> RunConfig:
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         dict_cfg = compose(config_name="config", overrides=[*overrides, *mini_overrides(tmp)])
     cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
-    validate(cfg)
+    check_config(cfg)
     return cfg
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from conftest import mini_overrides, run_in_process
+from random_models import build_random_cross_encoder
 
 from retrieval_bench.compare.drilldown import _cell, drilldown, to_markdown
-from retrieval_bench.compare.jobs import FinishedJob
-from retrieval_bench.random_bge_m3 import build_random_cross_encoder
+from retrieval_bench.jobdir.read import FinishedJob
 
 
 def test_cell_shows_arms_in_brackets_and_later_stages_only_where_final_lacks_it() -> None:

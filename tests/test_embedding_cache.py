@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval_bench.embedding_cache import CacheStats, EmbeddingCache, cache_key
+from retrieval_bench.encoders.cache import CacheStats, EmbeddingCache, cache_key
 
 TEXTS = ["北京是中国的首都。", "上海的交通非常方便。", "", "A passage in English.", "深圳"]
 
@@ -175,7 +175,7 @@ def test_damaged_entries_are_detected_and_rebuilt(
     damage(npy, sidecar)
 
     encoder = CountingEncoder()
-    with caplog.at_level(logging.WARNING, logger="retrieval_bench.embedding_cache"):
+    with caplog.at_level(logging.WARNING, logger="retrieval_bench.encoders.cache"):
         rebuilt, stats2 = cache.encode(encoder, TEXTS, "passages")
     assert (stats2.encoded, stats2.cached) == (len(TEXTS), 0)
     assert np.array_equal(rebuilt, original)

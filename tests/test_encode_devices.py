@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from test_encoders import TINY_SENTENCES, _build_tiny_bge_m3
 
+from retrieval_bench.config.encoder import device_present
 from retrieval_bench.encoders import EncoderConfig, build_encoder
-from retrieval_bench.encoders.config import device_present
 from retrieval_bench.encoders.flag import BGEM3Encoder
 from retrieval_bench.errors import ConfigError
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from conftest import compose_config, mini_overrides
 
-from retrieval_bench.components import passage_text
 from retrieval_bench.config import register_configs
-from retrieval_bench.embedding_cache import EmbeddingCache
 from retrieval_bench.encoders import EncoderConfig, build_encoder
+from retrieval_bench.encoders.cache import EmbeddingCache
 from retrieval_bench.encoders.precomputed import load_precomputed
 from retrieval_bench.errors import ConfigError, DataError
-from retrieval_bench.experiment import run_job
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.records import passage_text
 
 ROOT = Path(__file__).resolve().parents[1]
 register_configs()

@@ -11,15 +11,15 @@ import pytest
 from conftest import compose_config, mini_overrides, run_app
 
 from retrieval_bench.config import register_configs
-from retrieval_bench.embedding_cache import EmbeddingCache
-from retrieval_bench.embedding_shards import (
+from retrieval_bench.encoders.cache import EmbeddingCache
+from retrieval_bench.encoders.shards import (
     MissingShards,
     encode_shard,
     encode_sharded,
     shard_bounds,
 )
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.experiment import run_job, run_shard_job
+from retrieval_bench.job.runner import run_job, run_shard_job
 
 ROOT = Path(__file__).resolve().parents[1]
 register_configs()

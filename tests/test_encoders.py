@@ -22,11 +22,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 import pytest
+from random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 from retrieval_bench.encoders.flag import clear_loaded_models
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
-from retrieval_bench.random_bge_m3 import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
 ZH_PARAPHRASES = [
     ("今天天气很好，适合出去散步。", "今天的天气非常不错，可以去外面走走。"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval_bench.retrievers.base import TieBreak
+from retrieval_bench.tiebreak import TieBreak
 
 
 def brute_force_top(ids: list[str], candidates: np.ndarray, scores: np.ndarray, k: int) -> list:

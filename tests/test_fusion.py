@@ -14,14 +14,15 @@ from conftest import ROOT, compose_config, mini_overrides, run_in_process
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.retrievers.base import Ranked, TieBreak
-from retrieval_bench.retrievers.fusion import (
+from retrieval_bench.fusion import (
     COMBINERS,
     Fill,
     ReciprocalRankFusion,
     ScoreFusion,
     build_combiner,
 )
+from retrieval_bench.records import Ranked
+from retrieval_bench.tiebreak import TieBreak
 
 IDS = ["a", "b", "c", "d", "e"]
 TIE_BREAK = TieBreak(IDS)
@@ -219,7 +220,7 @@ def test_a_router_strategy_over_an_unweighted_arm_is_refused() -> None:
 def test_the_registry_imports_nothing_heavy() -> None:
     """The config schema imports the registry to check names: it must stay light."""
     code = (
-        "import sys, retrieval_bench.retrievers.fusion; "
+        "import sys, retrieval_bench.fusion; "
         "print(sorted(m for m in ('faiss', 'jieba', 'scipy', 'torch') if m in sys.modules))"
     )
     out = subprocess.run(

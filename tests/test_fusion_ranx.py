@@ -23,8 +23,9 @@ import pytest
 from conftest import run_in_process
 from ranx import Run, fuse
 
-from retrieval_bench.retrievers.base import Ranked, TieBreak
-from retrieval_bench.retrievers.fusion import ReciprocalRankFusion, ScoreFusion
+from retrieval_bench.fusion import ReciprocalRankFusion, ScoreFusion
+from retrieval_bench.records import Ranked
+from retrieval_bench.tiebreak import TieBreak
 
 Pools = list[list[Ranked]]  # per query, one pool per arm
 Scores = dict[str, dict[str, float]]  # query id -> passage id -> fused score

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from retrieval_bench.benchmark.config import GateConfig
 from retrieval_bench.benchmark.gate import (
     DROP,
     IMPROVED,
@@ -26,7 +25,8 @@ from retrieval_bench.benchmark.gate import (
     run_gate,
 )
 from retrieval_bench.benchmark.history import JobKey
-from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.config.benchmark import GateConfig
+from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.scoring.significance import SignificanceSettings
 
 GATE = GateConfig(tolerances={"recall@K": 0.02}, alpha=0.05)

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from conftest import ROOT, run_in_process
 
+from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.data.loader import load_dataset
-from retrieval_bench.data.records import Dataset
-from retrieval_bench.experiment import JobResult
-from retrieval_bench.filters import FilterConfig, PassageFilter
+from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.result import JobResult
+from retrieval_bench.records import Dataset
 from retrieval_bench.scoring.families import ScoringContext
 from retrieval_bench.scoring.permissions import may_read
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_in_process
 
-from retrieval_bench.experiment import JobResult
+from retrieval_bench.job.result import JobResult
 
 README = ROOT / "corpus" / "travel" / "README.md"
 RETRIEVERS = ("bm25", "dense", "hybrid")

@@ -19,8 +19,7 @@ from omegaconf.errors import ValidationError
 
 import run.__main__ as app
 from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import UNFINISHED_MARKER, JobFolderError, scan_jobs
+from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import (
     ConfigError,
     DataError,
@@ -28,6 +27,7 @@ from retrieval_bench.errors import (
     NothingScored,
     interrupt_leaves,
 )
+from retrieval_bench.jobdir.read import UNFINISHED_MARKER, JobFolderError, scan_jobs
 from run import compare as compare_cli
 from run import score as score_cli
 from run.exits import report

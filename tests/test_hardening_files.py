@@ -20,9 +20,8 @@ from omegaconf import OmegaConf
 from test_embedding_cache import CountingEncoder
 
 from retrieval_bench.config import RunConfig
-from retrieval_bench.embedding_cache import EmbeddingCache, cache_key
+from retrieval_bench.encoders.cache import EmbeddingCache, cache_key
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.experiment import run_job
 from retrieval_bench.io import (
     atomic_write_text,
     claim_new_dir,
@@ -31,7 +30,8 @@ from retrieval_bench.io import (
     remove_stale_temps,
     writable_dir,
 )
-from retrieval_bench.token_cache import token_cache_key, tokenize_corpus
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.text.token_cache import token_cache_key, tokenize_corpus
 
 SRC = str(ROOT / "src")
 

@@ -16,18 +16,19 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
 from test_data import make_beir, write_jsonl
 
-from retrieval_bench.config import RunConfig, nearest_key, register_configs, validate
+from retrieval_bench.config import RunConfig, nearest_key, register_configs
+from retrieval_bench.config.bm25 import BM25_IMPLS, BM25Config
 from retrieval_bench.data.beir import load_beir
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.passages import load_lexicon, load_passages
-from retrieval_bench.data.records import UnjudgedQuery
 from retrieval_bench.errors import ConfigError, DataError
-from retrieval_bench.experiment import run_job
-from retrieval_bench.outputs import write_job
-from retrieval_bench.retrievers.base import Ranked, shared_tie_break
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.write import write_job
+from retrieval_bench.records import Ranked, UnjudgedQuery
 from retrieval_bench.retrievers.bm25 import BM25Retriever
-from retrieval_bench.retrievers.bm25_config import BM25_IMPLS, BM25Config
 from retrieval_bench.scoring.labels import judge
+from retrieval_bench.tiebreak import shared_tie_break
 
 register_configs()
 
@@ -67,7 +68,7 @@ def test_an_appended_unknown_key_is_refused_naming_the_nearest(
 ) -> None:
     cfg = typed([override])
     with pytest.raises(ConfigError) as caught:
-        validate(cfg)
+        check_config(cfg)
     assert caught.value.key == key
     assert str(caught.value).startswith(f"config key '{key}': unknown key; {hint}")
 
@@ -77,12 +78,12 @@ def test_unknown_keys_inside_mappings_and_lists_of_typed_nodes() -> None:
     with pytest.raises(
         ConfigError, match=re.escape("did you mean 'router.routes.default.strategy'")
     ):
-        validate(cfg)
+        check_config(cfg)
     cfg = typed(["router=rules", "+router.rules.0.when.min_entitys=1"])
     with pytest.raises(
         ConfigError, match=re.escape("did you mean 'router.rules[0].when.min_entities'")
     ):
-        validate(cfg)
+        check_config(cfg)
 
 
 def test_an_unknown_key_without_plus_is_refused_by_hydra_and_has_a_nearest_name() -> None:
@@ -104,21 +105,21 @@ def test_shipped_configs_and_presets_validate() -> None:
         ["experiment=monthly"],
         ["experiment=topk_ablation", "top_k=8"],  # the sweep's largest top_k
     ):
-        validate(typed(overrides))
+        check_config(typed(overrides))
 
 
 def test_a_pool_smaller_than_top_k_is_refused() -> None:
     with pytest.raises(ConfigError) as caught:
-        validate(typed(["retriever.pool_size=2", "top_k=6"]))
+        check_config(typed(["retriever.pool_size=2", "top_k=6"]))
     assert caught.value.key == "retriever.pool_size"
     assert "2 is smaller than top_k=6" in str(caught.value)
-    validate(typed(["retriever.pool_size=6", "top_k=6"]))
+    check_config(typed(["retriever.pool_size=6", "top_k=6"]))
 
 
 def test_top_k_larger_than_the_corpus_is_refused_at_load(tmp_path: Path) -> None:
     overrides = [*mini_overrides(tmp_path), "retriever=bm25", "top_k=13", "retriever.pool_size=13"]
     cfg = typed(overrides)
-    validate(cfg)
+    check_config(cfg)
     with pytest.raises(ConfigError) as caught:
         run_job(cfg)
     assert caught.value.key == "top_k"
@@ -289,7 +290,7 @@ def empty_query_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
     )
     overrides = [*mini_overrides(tmp), f"dataset.evalset={evalset}", "retriever=bm25"]
     cfg = typed(overrides)
-    validate(cfg)
+    check_config(cfg)
     job_dir = write_job(tmp / "job", run_job(cfg), OmegaConf.to_container(compose_run(overrides)))
     return job_dir, json.loads((job_dir / "metrics.json").read_text())
 
@@ -319,8 +320,9 @@ def test_empty_rankings_name_their_reason_in_rankings_and_report(empty_query_job
 
 
 def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
-    from retrieval_bench.pipeline import Pipeline, Strategy
-    from retrieval_bench.retrievers.fusion import ReciprocalRankFusion
+    from retrieval_bench.fusion import ReciprocalRankFusion
+    from retrieval_bench.job.pipeline import Pipeline
+    from retrieval_bench.routing.rules import Strategy
 
     empty = Ranked(np.empty(0, np.int64), np.empty(0), 10, "no_query_terms")
     other = Ranked(np.array([1]), np.array([0.5]), 10)
@@ -338,7 +340,7 @@ def test_a_misspelt_key_in_a_router_rules_file_names_the_nearest(tmp_path: Path)
     rules.write_text("routes:\n  default: {stratgy: hybrid}\n", encoding="utf-8")
     cfg = typed(["router=rules", f"router.rules_file={rules}"])
     with pytest.raises(DataError) as caught:
-        validate(cfg)
+        check_config(cfg)
     assert str(caught.value) == (
         f"{rules}: routes.default.stratgy: Key 'stratgy' not in 'RouteConfig'; "
         "did you mean 'routes.default.strategy'?"

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import FIXTURE, mini_overrides, run_in_process
+from random_models import TINY, build_random_bge_m3
 
 from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.errors import EncoderUnavailable
-from retrieval_bench.random_bge_m3 import TINY, build_random_bge_m3
 from retrieval_bench.retrievers.m3 import clear_m3_memo
 
 pytestmark = pytest.mark.slow

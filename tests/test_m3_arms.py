@@ -2,7 +2,7 @@
 encode and one cache entry, and that entry is plain arrays (no pickle).
 
 The model is a tiny random XLM-RoBERTa with BGE-M3's heads, built by the test
-(retrieval_bench.random_bge_m3), so nothing is downloaded."""
+(random_models), so nothing is downloaded."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
-from retrieval_bench.components import BuildContext
 from retrieval_bench.config import RunConfig
-from retrieval_bench.data.records import EvalQuery, Passage
+from retrieval_bench.config.m3 import M3Config
 from retrieval_bench.encoders.m3 import M3Cache, M3Encoder
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
-from retrieval_bench.random_bge_m3 import SAMPLE_SENTENCES, TINY, build_random_bge_m3
-from retrieval_bench.retrievers.base import FILTERED_OUT, shared_tie_break
+from retrieval_bench.protocols import BuildContext
+from retrieval_bench.records import FILTERED_OUT, EvalQuery, Passage
 from retrieval_bench.retrievers.m3 import M3Arm, M3Scorer, M3Spec, clear_m3_memo
-from retrieval_bench.retrievers.m3_config import M3Config
+from retrieval_bench.tiebreak import shared_tie_break
 
 MAX_LENGTH = 64
 PASSAGES = [Passage(id=f"p{i}", text=text) for i, text in enumerate(SAMPLE_SENTENCES)]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_bench.config.m3 import M3Config
 from retrieval_bench.encoders.m3 import M3Encoder
 from retrieval_bench.errors import EncoderUnavailable
-from retrieval_bench.retrievers.m3_config import M3Config
 
 
 def test_a_model_not_found_names_the_m3_node(tmp_path: Path) -> None:

@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
-from retrieval_bench.compare.config import CompareConfig
+from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
+from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.scoring.aggregate import metric_names
-from retrieval_bench.scoring.measure_names import canonical_metric, known_metrics
+from retrieval_bench.scoring.measure_names import (
+    canonical_benchmark_metrics,
+    canonical_compare_metrics,
+    canonical_metric,
+    known_metrics,
+)
 from run import compare
 
 SPELLINGS = {
@@ -58,19 +63,19 @@ def test_unknown_or_malformed_names_are_refused(spelling: str, message: str) -> 
 
 def test_compare_config_maps_its_metrics() -> None:
     cfg = CompareConfig(metrics=["nDCG@K", "R@100", "map@K"])
-    cfg.validate()
+    canonical_compare_metrics(cfg)
     assert cfg.metrics == ["ndcg@K", "recall@100", "map@K"]
 
 
 def test_compare_config_names_the_index_of_a_typo() -> None:
     with pytest.raises(ConfigError, match=r"compare.metrics\[1\]'.*did you mean 'ndcg@K'"):
-        CompareConfig(metrics=["recall@K", "ndgc@K"]).validate()
+        canonical_compare_metrics(CompareConfig(metrics=["recall@K", "ndgc@K"]))
 
 
 def test_benchmark_config_maps_tolerances_and_trend_metrics() -> None:
     gate = GateConfig(tolerances={"R@K": 0.02, "nDCG@K": 0.01})
     cfg = BenchmarkConfig(enabled=True, gate=gate, trend_metrics=["RR@K", "AP@K"])
-    cfg.validate()
+    canonical_benchmark_metrics(cfg)
     assert cfg.gate.tolerances == {"recall@K": 0.02, "ndcg@K": 0.01}
     assert cfg.trend_metrics == ["mrr@K", "map@K"]
 
@@ -78,13 +83,13 @@ def test_benchmark_config_maps_tolerances_and_trend_metrics() -> None:
 def test_benchmark_config_refuses_one_metric_spelt_twice() -> None:
     gate = GateConfig(tolerances={"recall@K": 0.02, "R@K": 0.01})
     with pytest.raises(ConfigError, match=r"tolerances.R@K'.*names recall@K twice"):
-        BenchmarkConfig(enabled=True, gate=gate).validate()
+        canonical_benchmark_metrics(BenchmarkConfig(enabled=True, gate=gate))
 
 
 def test_benchmark_config_refuses_a_typo_in_trend_metrics() -> None:
     cfg = BenchmarkConfig(enabled=True, trend_metrics=["mrr@K", "hti@K"])
     with pytest.raises(ConfigError, match=r"trend_metrics\[1\]'.*did you mean 'hit@K'"):
-        cfg.validate()
+        canonical_benchmark_metrics(cfg)
 
 
 def test_run_compare_refuses_a_typo_with_exit_2(

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import mini_overrides, run_in_process
 
-from retrieval_bench.reports.results_table import COLUMNS, write_results
+from retrieval_bench.scoring.table import COLUMNS, write_results
 
 
 @pytest.fixture(scope="module")

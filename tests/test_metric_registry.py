@@ -15,15 +15,16 @@ import numpy as np
 import pytest
 from conftest import compose_config, mini_overrides, run_in_process
 
-from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
 from retrieval_bench.benchmark.gate import IMPROVED, REGRESSION, Check, decide, run_gate
 from retrieval_bench.benchmark.history import JobKey
-from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.scoring import registry
 from retrieval_bench.scoring.aggregate import per_query_columns
 from retrieval_bench.scoring.comparison import verdict_cells
+from retrieval_bench.scoring.measure_names import canonical_benchmark_metrics
 from retrieval_bench.scoring.registry import lower_is_better
 from retrieval_bench.scoring.significance import SignificanceSettings
 from run.compare import main as compare_main
@@ -110,7 +111,7 @@ def test_an_outside_measure_reaches_every_output_and_the_gate(
 
     # The gate: the tolerance validates, and the check reads the measure's per-query values.
     benchmark = BenchmarkConfig(enabled=True, gate=GateConfig(tolerances={"rr_squared@K": 0.01}))
-    benchmark.validate()
+    canonical_benchmark_metrics(benchmark)
     key = JobKey("mini", "bm25")
     before, after = FinishedJob.load(job_a), FinishedJob.load(job_b)
     gate = run_gate({key: after}, {key: before}, benchmark.gate, SignificanceSettings())
@@ -132,7 +133,7 @@ def test_a_typo_of_a_plugin_measure_is_refused_with_its_nearest_name(
     )
     gate = GateConfig(tolerances={"recall@K": 0.02, "rr_sqaured@K": 0.01})
     with pytest.raises(ConfigError) as err:
-        BenchmarkConfig(enabled=True, gate=gate).validate()
+        canonical_benchmark_metrics(BenchmarkConfig(enabled=True, gate=gate))
     assert str(err.value) == (
         "config key 'benchmark.gate.tolerances.rr_sqaured@K': 'rr_sqaured@K' is not a metric: "
         "did you mean 'rr_squared@K'?"

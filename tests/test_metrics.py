@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.records import EvalQuery
 from retrieval_bench.scoring import metrics, registry
 from retrieval_bench.scoring.aggregate import metric_names, per_query_columns, score_stage
 from retrieval_bench.scoring.labels import Judgements, judge, judge_qrels

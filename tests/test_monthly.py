@@ -20,7 +20,6 @@ from conftest import ROOT, run_app
 from hydra import initialize_config_dir
 from synth_dataset import write_synthetic
 
-from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
 from retrieval_bench.benchmark.driver import (
     check_allowed_changes,
     compose_jobs,
@@ -37,6 +36,7 @@ from retrieval_bench.benchmark.history import (
     resolve_baseline,
 )
 from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.io import jsonl_text
 

@@ -13,15 +13,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, compose_config, run_app, run_in_process
 
-from retrieval_bench import (
-    BuildContext,
-    Dataset,
-    EvalQuery,
-    Passage,
-    Ranked,
-    compose,
-    evaluate,
-)
+from retrieval_bench import BuildContext, Dataset, EvalQuery, Passage, Ranked, compose, evaluate
 from retrieval_bench.errors import ConfigError
 
 OUTSIDE = ROOT / "tests" / "fixtures" / "outside_arm"
@@ -68,7 +60,7 @@ def test_an_arm_from_outside_the_package_runs_fuses_and_is_reported(
 
 def test_a_bad_key_of_an_outside_arm_names_the_arm(outside_module: None) -> None:
     with pytest.raises(ConfigError, match=r"config key 'arms.bigram'.*min_overlapp"):
-        from retrieval_bench.arms import instantiate_spec
+        from retrieval_bench.job.build import instantiate_spec
 
         cfg = compose_config([SEARCHPATH, "retriever=bigram_hybrid", "+arms.bigram.min_overlapp=3"])
         instantiate_spec("bigram", cfg.arms["bigram"])
@@ -93,7 +85,7 @@ def test_the_same_kind_twice_is_two_arms(tmp_path: Path) -> None:
 
 
 def test_an_unknown_override_of_a_builtin_arm_names_its_key() -> None:
-    from retrieval_bench.arms import instantiate_spec
+    from retrieval_bench.job.build import instantiate_spec
 
     cfg = compose_config(["+arms.bm25.k_1=1.0"])
     with pytest.raises(
@@ -160,7 +152,7 @@ def test_importing_the_package_and_its_schema_loads_no_implementation() -> None:
     import subprocess
 
     code = (
-        "import sys, retrieval_bench, retrieval_bench.config, retrieval_bench.components;"
+        "import sys, retrieval_bench, retrieval_bench.config, retrieval_bench.protocols;"
         "heavy = [m for m in ('faiss', 'jieba', 'torch', 'FlagEmbedding', 'rank_bm25')"
         " if m in sys.modules]; print(heavy)"
     )
@@ -193,8 +185,8 @@ def test_the_app_takes_an_outside_arm_from_a_config_dir(tmp_path: Path) -> None:
 
 
 def test_an_encoder_is_built_by_its_registered_kind_or_a_class_path() -> None:
+    from retrieval_bench.config.encoder import EncoderConfig
     from retrieval_bench.encoders import build_encoder
-    from retrieval_bench.encoders.config import EncoderConfig
     from retrieval_bench.encoders.use import USEEncoder
 
     assert type(build_encoder(EncoderConfig(kind="use"))) is USEEncoder

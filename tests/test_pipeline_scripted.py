@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from retrieval_bench.config import RetrieverConfig
-from retrieval_bench.data.records import EvalQuery, Passage
-from retrieval_bench.filters import FilterConfig, PassageFilter
-from retrieval_bench.pipeline import Pipeline, QueryRecord, Strategy
-from retrieval_bench.query_parser import QueryParser
-from retrieval_bench.retrievers.base import Ranked
-from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
-from retrieval_bench.router import build_router
+from retrieval_bench.config.filters import FilterConfig
+from retrieval_bench.fusion import COMBINERS, build_combiner
+from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.pipeline import Pipeline
+from retrieval_bench.records import EvalQuery, Passage, QueryRecord, Ranked
+from retrieval_bench.routing.parser import QueryParser
+from retrieval_bench.routing.router import build_router
+from retrieval_bench.routing.rules import Strategy
 
 CITIES = ["三亚", "海口", "三亚", "", "海口", "三亚", "", "海口", "三亚", ""]
 PASSAGES = [Passage(id=f"p{i}", text=f"text {i}", meta={"city": c}) for i, c in enumerate(CITIES)]

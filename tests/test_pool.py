@@ -18,10 +18,10 @@ from conftest import FIXTURE, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.compare.jobs import assign_labels, load_jobs
 from retrieval_bench.config import RunConfig, register_configs
-from retrieval_bench.experiment import run_job
-from retrieval_bench.outputs import write_job
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.read import assign_labels, load_jobs
+from retrieval_bench.jobdir.write import write_job
 from run.compare import main as compare_main
 from run.pool import main as pool_main
 from run.rescore import main as rescore_main

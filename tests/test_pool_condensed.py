@@ -15,12 +15,7 @@ import pytrec_eval
 
 from retrieval_bench.data.trec import trec_order
 from retrieval_bench.scoring.aggregate import per_query_columns, per_query_columns_coded
-from retrieval_bench.scoring.metrics import (
-    build_ranked_grades,
-    condense,
-    pad_labels,
-    pad_rankings,
-)
+from retrieval_bench.scoring.metrics import build_ranked_grades, condense, pad_labels, pad_rankings
 
 CUTOFFS = [1, 3, 5, 10]
 POOL = [f"d{i}" for i in range(60)]

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from retrieval_bench.benchmark.config import GateConfig
 from retrieval_bench.benchmark.gate import REGRESSION, run_gate
 from retrieval_bench.benchmark.history import JobKey
 from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.config.benchmark import GateConfig
+from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.scoring.comparison import delta_cells, verdict_cell, verdict_cells
 from retrieval_bench.scoring.power import (
     minimum_detectable_effect,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_bench.encoders.config import EncoderConfig
+from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.encoders.precomputed import load_precomputed
 
 

@@ -19,11 +19,12 @@ from tqdm import tqdm
 
 from retrieval_bench import io as bench_io
 from retrieval_bench import progress as progress_module
+from retrieval_bench.config.text import TextConfig
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 from retrieval_bench.io import file_lock
 from retrieval_bench.progress import progress
-from retrieval_bench.text import TextConfig, Tokenizer
-from retrieval_bench.token_cache import token_cache_key, tokenize_corpus
+from retrieval_bench.text.token_cache import token_cache_key, tokenize_corpus
+from retrieval_bench.text.tokenizer import Tokenizer
 
 RATE = r"\d+\.\d (?:{unit})/s"
 TIME = r"\d\d:\d\d"

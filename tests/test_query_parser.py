@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_bench.data.records import Entity
-from retrieval_bench.query_parser import NegationRules, QueryParser, query_length
+from retrieval_bench.records import Entity
+from retrieval_bench.routing.parser import NegationRules, QueryParser, query_length
 
 ENTITIES = (
     Entity("蜈支洲岛旅游区", ("蜈支洲岛", "蜈支洲"), "island", "三亚"),

@@ -237,7 +237,7 @@ def _tiny_reranker(ws: Workspace) -> str:
     """A local cross-encoder reranker (tiny, random weights), built once, for <RERANKER_DIR>."""
     target = ws.tmp / "reranker"
     if not target.is_dir():
-        from retrieval_bench.random_bge_m3 import build_random_cross_encoder
+        from random_models import build_random_cross_encoder
 
         target.mkdir()
         build_random_cross_encoder(target)

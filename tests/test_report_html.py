@@ -18,11 +18,11 @@ from chromium import explore, find_chromium
 from conftest import IN_CI, ROOT, mini_overrides, run_in_process
 
 from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import UNFINISHED_MARKER
-from retrieval_bench.components import passage_text
+from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.data.trec import read_qrels
+from retrieval_bench.jobdir.read import UNFINISHED_MARKER
+from retrieval_bench.records import passage_text
 from retrieval_bench.reports.explorer_data import (
     TRUNCATION_MARK,
     SystemRun,
@@ -30,7 +30,7 @@ from retrieval_bench.reports.explorer_data import (
     passage_table,
 )
 from retrieval_bench.reports.html import render_html
-from retrieval_bench.reports.results_table import COLUMNS, to_dataframe
+from retrieval_bench.scoring.table import COLUMNS, to_dataframe
 
 
 def embedded(html_path: Path) -> dict[str, Any]:

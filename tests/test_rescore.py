@@ -20,23 +20,20 @@ from conftest import FIXTURE, ROOT, mini_overrides
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.benchmark.config import BenchmarkConfig, GateConfig
 from retrieval_bench.benchmark.driver import gate_month
 from retrieval_bench.benchmark.history import month_jobs
 from retrieval_bench.benchmark.trend import write_trend
-from retrieval_bench.config import RunConfig, register_configs, validate
+from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.hashes import labels_hash, short
-from retrieval_bench.data.records import Dataset
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.experiment import run_job
-from retrieval_bench.outputs import write_job
-from retrieval_bench.rescore import (
-    RESCORE_NOTE,
-    RESCORED_METRICS,
-    RescoreError,
-    rescore_job,
-)
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.read import RescoreError
+from retrieval_bench.jobdir.write import write_job
+from retrieval_bench.labels.rescore import RESCORE_NOTE, RESCORED_METRICS, rescore_job
+from retrieval_bench.records import Dataset
 from run.rescore import main as rescore_main
 
 register_configs()
@@ -77,7 +74,7 @@ def make_job(folder: Path, overrides: list[str]) -> Path:
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         composed = compose(config_name="config", overrides=overrides)
     cfg: RunConfig = OmegaConf.to_object(composed)  # type: ignore[assignment]
-    validate(cfg)
+    check_config(cfg)
     write_job(folder, run_job(cfg), OmegaConf.to_container(composed, resolve=True))  # type: ignore[arg-type]
     (folder / ".hydra").mkdir()
     OmegaConf.save(composed, folder / ".hydra" / "config.yaml", resolve=True)

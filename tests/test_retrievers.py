@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval_bench.retrievers.base import Ranked, TieBreak
+from retrieval_bench.fusion import ReciprocalRankFusion
+from retrieval_bench.records import Ranked
 from retrieval_bench.retrievers.dense import DenseRetriever
-from retrieval_bench.retrievers.fusion import ReciprocalRankFusion
+from retrieval_bench.tiebreak import TieBreak
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int = 16) -> np.ndarray:

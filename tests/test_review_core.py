@@ -10,7 +10,7 @@ from test_open_pipeline import _TitleSpec
 
 from retrieval_bench import Dataset, EvalQuery, Passage, compose, evaluate
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.text import Tokenizer
+from retrieval_bench.text.tokenizer import Tokenizer
 
 PASSAGES = (
     Passage("a", "海口骑楼老街", title="骑楼"),

@@ -10,15 +10,14 @@ import pytest
 from omegaconf import OmegaConf
 
 from retrieval_bench.config import BUILTIN_ARMS
+from retrieval_bench.config.router import RouterConfig
 from retrieval_bench.data.passages import load_lexicon
-from retrieval_bench.data.records import Entity, EvalQuery
 from retrieval_bench.errors import ConfigError, DataError
-from retrieval_bench.filters import FilterDecision
-from retrieval_bench.pipeline import QueryRecord
-from retrieval_bench.query_parser import ParsedQuery, QueryParser
-from retrieval_bench.router import DEFAULT_RULE, RuleRouter
-from retrieval_bench.router_config import RouterConfig, RuleSet, load_rule_set
-from retrieval_bench.scoring.routing import routing_accuracy, routing_counts, serves
+from retrieval_bench.records import Entity, EvalQuery, FilterDecision, ParsedQuery, QueryRecord
+from retrieval_bench.routing.metrics import routing_accuracy, routing_counts, serves
+from retrieval_bench.routing.parser import QueryParser
+from retrieval_bench.routing.router import DEFAULT_RULE, RuleRouter
+from retrieval_bench.routing.rules import RuleSet, load_rule_set
 
 ROOT = Path(__file__).resolve().parents[1]
 LEXICON = (

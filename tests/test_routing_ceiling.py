@@ -14,17 +14,15 @@ from conftest import FIXTURE, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.config import BUILTIN_ARMS, RunConfig, register_configs, validate
+from retrieval_bench.config import BUILTIN_ARMS, RunConfig, register_configs
+from retrieval_bench.config.router import RouterConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.experiment import run_job
-from retrieval_bench.outputs import write_job
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.reports.router import ceiling_section, settings_lines
-from retrieval_bench.router_config import RouterConfig, load_rule_set
-from retrieval_bench.scoring.ceiling import (
-    assign_folds,
-    cross_validated_choice,
-    routing_ceiling,
-)
+from retrieval_bench.routing.ceiling import assign_folds, cross_validated_choice, routing_ceiling
+from retrieval_bench.routing.rules import load_rule_set
 
 register_configs()
 
@@ -209,7 +207,7 @@ def run_mini(tmp_path: Path, *overrides: str) -> Path:
             ],
         )
     cfg = cast(RunConfig, OmegaConf.to_object(dict_cfg))
-    validate(cfg)
+    check_config(cfg)
     config = cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True))
     return write_job(tmp_path / "run", run_job(cfg), config)
 

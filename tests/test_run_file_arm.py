@@ -7,17 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_bench.components import BuildContext
 from retrieval_bench.config import RunConfig
-from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.errors import ConfigError, DataError
-from retrieval_bench.retrievers.base import FILTERED_OUT, shared_tie_break
-from retrieval_bench.retrievers.run_file import (
-    NO_KNOWN_IDS,
-    NOT_IN_RUN,
-    RunFileArm,
-    RunFileArmSpec,
-)
+from retrieval_bench.protocols import BuildContext
+from retrieval_bench.records import FILTERED_OUT, EvalQuery, Passage
+from retrieval_bench.retrievers.run_file import NO_KNOWN_IDS, NOT_IN_RUN, RunFileArm, RunFileArmSpec
+from retrieval_bench.tiebreak import shared_tie_break
 
 IDS = ["p1", "p2", "p3", "p4", "p5"]
 

@@ -21,10 +21,11 @@ from conftest import FIXTURE, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.config import register_configs, validate
+from retrieval_bench.config import register_configs
 from retrieval_bench.data.trec import read_qrels, read_run
-from retrieval_bench.experiment import run_job
-from retrieval_bench.outputs import write_job
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.scoring.aggregate import metric_names
 from run.score import SCORED_ZERO, main
 
@@ -59,7 +60,7 @@ def _job(tmp: Path, cache: Path, overrides: list[str]) -> Path:
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         dict_cfg = compose(config_name="config", overrides=base + overrides)
     cfg = OmegaConf.to_object(dict_cfg)
-    validate(cfg)  # type: ignore[arg-type]
+    check_config(cfg)  # type: ignore[arg-type]
     result = run_job(cfg)  # type: ignore[arg-type]
     config = OmegaConf.to_container(dict_cfg, resolve=True)
     return write_job(tmp / "job", result, config)  # type: ignore[arg-type]

@@ -13,17 +13,16 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from retrieval_bench import experiment
 from retrieval_bench.config import RetrieverConfig
-from retrieval_bench.data.records import EvalQuery, Passage
+from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.data.trec import trec_order
-from retrieval_bench.experiment import score_records
-from retrieval_bench.filters import FilterConfig, PassageFilter
-from retrieval_bench.pipeline import Pipeline, Routing, Strategy
-from retrieval_bench.query_parser import ParsedQuery
-from retrieval_bench.retrievers.base import Ranked
-from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
+from retrieval_bench.fusion import COMBINERS, build_combiner
+from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.pipeline import Pipeline
+from retrieval_bench.records import EvalQuery, ParsedQuery, Passage, Ranked
+from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.scoring import metrics
+from retrieval_bench.scoring import records as scoring_records
 from retrieval_bench.scoring.aggregate import (
     CodedLabels,
     per_query_columns,
@@ -38,6 +37,7 @@ from retrieval_bench.scoring.metrics import (
     pad_labels,
     pad_rankings,
 )
+from retrieval_bench.scoring.records import score_records
 
 CUTOFFS = [1, 2, 3, 5, 10, 20]
 POOL = [f"d{i}" for i in range(40)] + [f"doc-{i}" for i in range(5)]
@@ -238,7 +238,7 @@ def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatc
     def no_strings(*args: object, **kwargs: object) -> None:
         raise AssertionError("the job path scored id strings")
 
-    monkeypatch.setattr(experiment, "score_stage", no_strings)
+    monkeypatch.setattr(scoring_records, "score_stage", no_strings)
     by_indices = score_records(records, judgements, [3, 8], passage_ids=[p.id for p in passages])
     assert set(by_ids["stages"]) == {"a", "b", "fused", "final"}
     assert by_indices == by_ids

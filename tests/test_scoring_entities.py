@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.records import EvalQuery
 from retrieval_bench.scoring.entities import (
     NO_EXPECTED_ENTITIES,
     NO_FINDABLE_EXPECTED,

@@ -7,7 +7,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.records import EvalQuery
 from retrieval_bench.scoring.evidence import UNREADABLE_HOP, hop_ranks, score_evidence
 from retrieval_bench.scoring.labels import judge
 

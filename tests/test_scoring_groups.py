@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.records import EvalQuery, Passage
 from retrieval_bench.scoring.aggregate import score_stage
 from retrieval_bench.scoring.groups import build_group_by, check_field, length_bucket, query_length
 from retrieval_bench.scoring.labels import judge

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from retrieval_bench.config import RetrieverConfig
-from retrieval_bench.data.records import EvalQuery, Passage
-from retrieval_bench.filters import FilterConfig, PassageFilter
-from retrieval_bench.pipeline import Pipeline, Routing, Strategy
-from retrieval_bench.query_parser import ParsedQuery
-from retrieval_bench.retrievers.base import Ranked
-from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
+from retrieval_bench.config.filters import FilterConfig
+from retrieval_bench.fusion import COMBINERS, build_combiner
+from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.pipeline import Pipeline
+from retrieval_bench.records import EvalQuery, ParsedQuery, Passage, Ranked
+from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.scoring.labels import judge_qrels
 from retrieval_bench.scoring.permissions import (
     NO_READABLE_RELEVANT,

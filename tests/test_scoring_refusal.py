@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.config.refusal import RefusalConfig
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.records import EvalQuery
 from retrieval_bench.scoring.labels import judge
 from retrieval_bench.scoring.refusal import (
     STAGE_NOT_RECORDED,
-    RefusalConfig,
     balanced_threshold,
     choose_stage,
     score_refusal,

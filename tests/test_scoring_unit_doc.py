@@ -14,15 +14,19 @@ import pytest
 import pytrec_eval
 from conftest import compose_config, run_in_process
 
-from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.data.trec import read_qrels, read_run
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.experiment import score_records
-from retrieval_bench.filters import FilterDecision
 from retrieval_bench.io import jsonl_text
-from retrieval_bench.query_parser import ParsedQuery
-from retrieval_bench.rankings import QueryRecord, StageRecord
+from retrieval_bench.records import (
+    EvalQuery,
+    FilterDecision,
+    ParsedQuery,
+    Passage,
+    QueryRecord,
+    StageRecord,
+)
 from retrieval_bench.scoring.labels import GOLD_MISSING
+from retrieval_bench.scoring.records import score_records
 from retrieval_bench.scoring.units import doc_labels, doc_ranking, judge_in_unit, passage_docs
 
 # Documents A (a1..a3), B (b1, b2), C (c1); `solo` has no doc_id: it is its own document.

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from service_server import Reply, serve, travel_ids
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.errors import BenchError, ConfigError
-from retrieval_bench.retrievers.base import NO_CANDIDATES, TieBreak
+from retrieval_bench.records import NO_CANDIDATES, EvalQuery
 from retrieval_bench.retrievers.service import (
     SERVICE_ERROR,
     UNKNOWN_IDS,
@@ -23,7 +23,7 @@ from retrieval_bench.retrievers.service import (
     ServiceArmSpec,
     ServiceError,
 )
-from retrieval_bench.retrievers.service_config import ServiceConfig
+from retrieval_bench.tiebreak import TieBreak
 
 IDS = travel_ids()
 POSITIONS = {pid: i for i, pid in enumerate(IDS)}

@@ -20,7 +20,7 @@ from conftest import ROOT, mini_overrides, run_app
 
 from retrieval_bench.benchmark.driver import launcher_overrides
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.slurm import Node, check_fits, slurm_fit
+from run.slurm import Node, check_fits, slurm_fit
 
 SLURM_UP = ROOT / ".ci" / "slurm-up.sh"
 
@@ -104,7 +104,7 @@ def test_check_fits_names_the_key_a_node_cannot_hold() -> None:
 
 
 def test_slurm_fit_caps_the_default_to_the_largest_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    import retrieval_bench.slurm as slurm_module
+    import run.slurm as slurm_module
 
     nodes = [Node(cpus=2, memory_mb=24105), Node(cpus=1, memory_mb=2048)]
     monkeypatch.setattr(slurm_module, "partition_nodes", lambda partition: nodes)

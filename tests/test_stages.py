@@ -11,19 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, compose_config, mini_overrides
+from random_models import build_random_cross_encoder
 
-from retrieval_bench.components import BuildContext
-from retrieval_bench.data.records import EvalQuery, Passage
+from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
-from retrieval_bench.random_bge_m3 import build_random_cross_encoder
-from retrieval_bench.retrievers.base import NO_QUERY_TERMS, Ranked, TieBreak
+from retrieval_bench.protocols import BuildContext
+from retrieval_bench.records import NO_QUERY_TERMS, EvalQuery, Passage, Ranked
 from retrieval_bench.scoring.labels import judge
 from retrieval_bench.scoring.refusal import choose_stage
 from retrieval_bench.scoring.stage_loss import stage_loss
 from retrieval_bench.stages import build_later_stages
-from retrieval_bench.stages.config import ContextConfig, RerankerConfig
 from retrieval_bench.stages.context import OVER_BUDGET, ContextBuilder
 from retrieval_bench.stages.rerank import CrossEncoderReranker
+from retrieval_bench.tiebreak import TieBreak
 
 # Text lengths 10, 4, 6, 3, 8 (no titles); documents d1 d1 d2 d1 (p4 is its own).
 PASSAGES = [
@@ -142,7 +142,7 @@ def test_rerank_depth_follows_the_pool_and_is_bounded_by_it(tmp_path: Path) -> N
 
 def test_stage_config_imports_nothing_heavy() -> None:
     code = (
-        "import sys, retrieval_bench.stages.config, retrieval_bench.stages; "
+        "import sys, retrieval_bench.config.stages, retrieval_bench.stages; "
         "print(sorted(m for m in ('torch', 'FlagEmbedding', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run(

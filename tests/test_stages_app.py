@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from conftest import mini_overrides, run_in_process
+from random_models import build_random_cross_encoder
 
 import run.__main__ as app
-from retrieval_bench.components import passage_text
 from retrieval_bench.data.trec import read_run
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.random_bge_m3 import build_random_cross_encoder
+from retrieval_bench.records import passage_text
 
 BUDGET = 120
 

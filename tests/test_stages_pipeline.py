@@ -11,14 +11,14 @@ import numpy as np
 from test_pipeline_scripted import PASSAGES, ScriptedArm
 
 from retrieval_bench.config import RetrieverConfig
-from retrieval_bench.data.records import EvalQuery
-from retrieval_bench.filters import FilterConfig, PassageFilter
-from retrieval_bench.pipeline import Pipeline
-from retrieval_bench.query_parser import ParsedQuery, QueryParser
-from retrieval_bench.retrievers.base import Ranked
-from retrieval_bench.retrievers.fusion import COMBINERS, build_combiner
-from retrieval_bench.router_config import Routing, Strategy
-from retrieval_bench.stages.config import ContextConfig
+from retrieval_bench.config.filters import FilterConfig
+from retrieval_bench.config.stages import ContextConfig
+from retrieval_bench.fusion import COMBINERS, build_combiner
+from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.pipeline import Pipeline
+from retrieval_bench.records import EvalQuery, ParsedQuery, Ranked
+from retrieval_bench.routing.parser import QueryParser
+from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.stages.context import ContextBuilder
 
 BOTH = Strategy("both", ("a", "b"), "rrf")

@@ -19,11 +19,12 @@ from omegaconf import OmegaConf
 from scipy import stats
 
 from retrieval_bench.compare.build import compare_dataset, settings_record
-from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import FinishedJob
-from retrieval_bench.config import register_configs, validate
+from retrieval_bench.config import register_configs
+from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.experiment import run_job
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.reports.comparison import comparison_markdown
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.scoring.comparison import (
@@ -262,7 +263,7 @@ def test_cutoff_deeper_than_the_list_is_flagged(tmp_path: Path, shared_cache: Pa
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         dict_cfg = compose(config_name="config", overrides=overrides)
     cfg = OmegaConf.to_object(dict_cfg)
-    validate(cfg)  # type: ignore[arg-type]
+    check_config(cfg)  # type: ignore[arg-type]
     result = run_job(cfg)  # type: ignore[arg-type]
     stages = result.metrics["stages"]
     # final holds top_k = 6: @10 is not measured at 10. bm25's pool holds 10: nothing to flag.

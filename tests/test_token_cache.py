@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from retrieval_bench.retrievers.bm25 import BM25Config, BM25Retriever, SparseBM25
-from retrieval_bench.token_cache import TokenizedCorpus, token_cache_key, tokenize_corpus
+from retrieval_bench.text.token_cache import TokenizedCorpus, token_cache_key, tokenize_corpus
 
 TEXTS = ["海口 骑楼 老街", "三亚 海棠湾 海口", "", "emoji 😀 and é café", "海口 海口 a\u00a0b"]
 IDENTITY = {"tokenizer": "split", "version": 1}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_bench import token_cache
-from retrieval_bench.token_cache import FROM_TOKENS_CHUNK, TokenizedCorpus, tokenize_corpus
+from retrieval_bench.text import token_cache
+from retrieval_bench.text.token_cache import FROM_TOKENS_CHUNK, TokenizedCorpus, tokenize_corpus
 
 
 class Tokens(list):  # type: ignore[type-arg]

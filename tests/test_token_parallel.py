@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_bench import token_cache
+from retrieval_bench.config.text import TextConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.text import TextConfig, Tokenizer
-from retrieval_bench.token_cache import tokenize_corpus
+from retrieval_bench.text import token_cache
+from retrieval_bench.text.token_cache import tokenize_corpus
+from retrieval_bench.text.tokenizer import Tokenizer
 
 LEXICON = ("蜈支洲岛", "骑楼老街", "海棠湾免税城")
 CANONICAL = (("蜈支洲", "蜈支洲岛"),)

@@ -25,17 +25,17 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "compose": "retrieval_bench.api",
     "evaluate": "retrieval_bench.api",
-    "JobResult": "retrieval_bench.job_result",
-    "write_job": "retrieval_bench.outputs",
-    "to_dataframe": "retrieval_bench.reports.results_table",
+    "JobResult": "retrieval_bench.job.result",
+    "write_job": "retrieval_bench.jobdir.write",
+    "to_dataframe": "retrieval_bench.scoring.table",
     "RunConfig": "retrieval_bench.config",
-    "Dataset": "retrieval_bench.data.records",
-    "Passage": "retrieval_bench.data.records",
-    "EvalQuery": "retrieval_bench.data.records",
-    "Arm": "retrieval_bench.components",
-    "ArmSpec": "retrieval_bench.components",
-    "BuildContext": "retrieval_bench.components",
-    "Ranked": "retrieval_bench.retrievers.base",
+    "Dataset": "retrieval_bench.records",
+    "Passage": "retrieval_bench.records",
+    "EvalQuery": "retrieval_bench.records",
+    "Arm": "retrieval_bench.protocols",
+    "ArmSpec": "retrieval_bench.protocols",
+    "BuildContext": "retrieval_bench.protocols",
+    "Ranked": "retrieval_bench.records",
 }
 __all__ = [
     "Arm",
@@ -55,13 +55,12 @@ __all__ = [
 
 if TYPE_CHECKING:
     from retrieval_bench.api import compose, evaluate
-    from retrieval_bench.components import Arm, ArmSpec, BuildContext
     from retrieval_bench.config import RunConfig
-    from retrieval_bench.data.records import Dataset, EvalQuery, Passage
-    from retrieval_bench.job_result import JobResult
-    from retrieval_bench.outputs import write_job
-    from retrieval_bench.reports.results_table import to_dataframe
-    from retrieval_bench.retrievers.base import Ranked
+    from retrieval_bench.job.result import JobResult
+    from retrieval_bench.jobdir.write import write_job
+    from retrieval_bench.protocols import Arm, ArmSpec, BuildContext
+    from retrieval_bench.records import Dataset, EvalQuery, Passage, Ranked
+    from retrieval_bench.scoring.table import to_dataframe
 
 
 def __getattr__(name: str) -> Any:

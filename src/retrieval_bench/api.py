@@ -13,11 +13,13 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.components import Arm, ArmSpec
-from retrieval_bench.config import RunConfig, register_configs, validate
-from retrieval_bench.data.records import Dataset
-from retrieval_bench.experiment import JobResult, run_job
-from retrieval_bench.router_config import PROJECT_ROOT
+from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.result import JobResult
+from retrieval_bench.job.runner import run_job
+from retrieval_bench.paths import PROJECT_ROOT
+from retrieval_bench.protocols import Arm, ArmSpec
+from retrieval_bench.records import Dataset
 
 CONF_DIR = PROJECT_ROOT / "conf"
 
@@ -30,7 +32,7 @@ def compose(overrides: Sequence[str] = (), config_dir: str | Path | None = None)
     with initialize_config_dir(config_dir=str(Path(config_dir or CONF_DIR)), version_base="1.3"):
         composed = hydra_compose(config_name="config", overrides=list(overrides))
     cfg = cast(RunConfig, OmegaConf.to_object(composed))
-    validate(cfg)
+    check_config(cfg)
     return cfg
 
 
@@ -48,5 +50,5 @@ def evaluate(
     cfg = cfg if cfg is not None else compose()
     if arms and all(name in cfg.arms and name not in arms for name in cfg.retriever.arms):
         cfg.retriever.arms = list(arms)
-    validate(cfg, tuple(arms or ()))
+    check_config(cfg, tuple(arms or ()))
     return run_job(cfg, dataset, arms)

@@ -11,6 +11,7 @@ import errno
 import fcntl
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -230,3 +231,21 @@ def update_texts(digest: Any, texts: Sequence[str]) -> None:
     digest.update(len(texts).to_bytes(8, "little"))
     for text in texts:
         update_len_prefixed(digest, text.encode("utf-8", errors="surrogatepass"))
+
+
+def json_number(value: float) -> float | None:
+    """`value`, or None where JSON has no number for it (infinite, NaN)."""
+    return float(value) if math.isfinite(value) else None
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every non-finite float (a mean over no query) as null: JSON has no NaN or
+    Infinity, and other tools' parsers refuse them. Infinite CI ends say why beside them
+    (`ci_unbounded`, written by the tests themselves)."""
+    if isinstance(value, float):
+        return json_number(value)
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value

@@ -20,9 +20,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from retrieval_bench.compare.jobs import UNFINISHED_MARKER
-from retrieval_bench.config import RunConfig, register_configs, validate
-from retrieval_bench.embedding_shards import MissingShards
+from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.encoders.shards import MissingShards
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -31,13 +30,15 @@ from retrieval_bench.errors import (
     NothingScored,
     interrupt_leaves,
 )
-from retrieval_bench.experiment import run_job, run_shard_job
 from retrieval_bench.io import claim_new_dir, release_unused_claims
-from retrieval_bench.outputs import mark_unfinished, write_job
+from retrieval_bench.job.check import check_config
+from retrieval_bench.job.runner import run_job, run_shard_job
+from retrieval_bench.jobdir.read import UNFINISHED_MARKER
+from retrieval_bench.jobdir.write import mark_unfinished, write_job
+from retrieval_bench.paths import PROJECT_ROOT
 from retrieval_bench.reports.console import job_line, job_summary
-from retrieval_bench.router_config import PROJECT_ROOT
-from retrieval_bench.slurm import slurm_fit
 from run.exits import JobFailed, guarded, log_traceback
+from run.slurm import slurm_fit
 
 register_configs()
 # conf/config.yaml's job folders; cached, so each folder is claimed once per job.
@@ -69,7 +70,7 @@ def hydra_main(dict_cfg: DictConfig) -> float | None:
 def _task(dict_cfg: DictConfig) -> float | None:
     with _user_environment():
         cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
-        validate(cfg)
+        check_config(cfg)
         if cfg.benchmark.enabled:  # python -m run experiment=monthly: the benchmark driver
             from retrieval_bench.benchmark.driver import run_from_hydra
 

@@ -62,7 +62,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     from retrieval_bench.answers.report import answers_text
     from retrieval_bench.answers.score import load_job_answers
-    from retrieval_bench.compare.jobs import JobFolderError, is_finished
+    from retrieval_bench.jobdir.read import JobFolderError, is_finished
 
     if not is_finished(args.job_dir):
         raise JobFolderError(f"{args.job_dir}: not a finished job folder")

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.compare.config import CompareConfig
-from retrieval_bench.compare.jobs import is_job_dir
+from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.jobdir.read import is_job_dir
+from retrieval_bench.scoring.measure_names import canonical_compare_metrics
 from retrieval_bench.scoring.registry import load_plugins
 from run.exits import guarded
 from run.options import add_plugin_option
@@ -81,6 +82,7 @@ def _main(argv: Sequence[str] | None) -> int:
         out = args.dirs[0]
     load_plugins(args.plugins, "--plugin")
     cfg.validate()
+    canonical_compare_metrics(cfg)
     result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
     print(result.text)
     if out is None and not args.no_write:

@@ -10,7 +10,7 @@ checks the filled pool (JSONL or CSV) and writes a new label snapshot beside EVA
 `<name>.<hash>.jsonl`, for `python -m run dataset.evalset=<snapshot>`; EVALSET stays as it is.
 
 Exit 0 ok, 2 bad input (the message names file:line), 3 internal error. The work is done by
-the library (`retrieval_bench.labels_pool`, `retrieval_bench.data.judgments`).
+the library (`retrieval_bench.labels.pool`, `retrieval_bench.data.judgments`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from retrieval_bench.data.judgments import (
     parse_grades,
 )
 from retrieval_bench.errors import EXIT_OK
-from retrieval_bench.labels_pool import pool_folders, write_pool
+from retrieval_bench.labels.pool import pool_folders, write_pool
 from run.exits import guarded
 
 

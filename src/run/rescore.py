@@ -4,7 +4,7 @@ Every finished job at or under the folder (a job, a sweep or a benchmark month) 
 again from its rankings.jsonl against its dataset's current labels (or the label snapshot
 `--evalset`), without retrieving again; each gets metrics.rescored.json and rescore.json beside
 its metrics.json, which is kept as the job measured it. Exit 2, with nothing written, when a
-job's corpus or queries changed since it ran. The work is done by `retrieval_bench.rescore`.
+job's corpus or queries changed since it ran. The work is done by `retrieval_bench.labels.rescore`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from retrieval_bench.rescore import Rescored, rescore_path, write_rescored
+from retrieval_bench.labels.rescore import Rescored, rescore_path, write_rescored
 from run.exits import guarded
 
 

@@ -7,12 +7,12 @@ from typing import Any
 
 from hydra_plugins.hydra_submitit_launcher import submitit_launcher  # type: ignore[import-untyped]
 
-from retrieval_bench.slurm import check_fits, partition_nodes
+from run.slurm import check_fits, partition_nodes
 
 
 class SlurmLauncher(submitit_launcher.SlurmLauncher):
     """`hydra/launcher=slurm`: submitit's SlurmLauncher, but a request that fits no node of the
-    partition (`retrieval_bench.slurm.check_fits`) is refused (exit 2) before anything is
+    partition (`run.slurm.check_fits`) is refused (exit 2) before anything is
     submitted. Without `sinfo` there is nothing to check (submitting fails on its own)."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.answers.names import ANSWER_METRICS, JUDGE_PREFIX, is_answer_metric
 from retrieval_bench.answers.read import AnswerOptions
+from retrieval_bench.scoring.answer_names import ANSWER_METRICS, JUDGE_PREFIX, is_answer_metric
 
 __all__ = [
     "ANSWERS_FILE",
@@ -35,8 +35,7 @@ def write_answers(job_dir: str | Path, record: dict[str, Any]) -> list[Path]:
     job's own metrics.json is never touched."""
     from retrieval_bench.answers.report import answers_markdown
     from retrieval_bench.answers.score import ANSWERS_JSON, ANSWERS_MD
-    from retrieval_bench.compare.build import strict_json
-    from retrieval_bench.io import atomic_write_json, atomic_write_text
+    from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
 
     job_dir = Path(job_dir)
     paths = [job_dir / ANSWERS_JSON, job_dir / ANSWERS_MD]

@@ -25,8 +25,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from retrieval_bench.data.jsonl import check_fields, read_jsonl
-from retrieval_bench.data.records import Passage
 from retrieval_bench.errors import ConfigError, DataError
+from retrieval_bench.records import Passage
 
 FIELDS = ("query_id", "answer", "citations", "refused", "scores")
 DEFAULT_CITATION_PATTERN = r"\[([^\[\]\n]+)\]|【([^【】\n]+)】"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_bench.answers.names import JUDGE_PREFIX
 from retrieval_bench.answers.score import DIAGNOSIS, IN_CONTEXT, NOT_IN_CONTEXT
 from retrieval_bench.reports.tables import fmt, markdown_table, text_table
+from retrieval_bench.scoring.answer_names import JUDGE_PREFIX
 
 ALL = "all"
 Table = tuple[list[str], list[list[Any]]]

@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_bench.answers.names import ANSWER_METRICS, JUDGE_PREFIX
 from retrieval_bench.answers.read import AnswerOptions, AnswersInput, CitationMap, read_answers
 from retrieval_bench.data.jsonl import file_sha256, read_jsonl
 from retrieval_bench.errors import DataError
 from retrieval_bench.scoring.aggregate import summarise
+from retrieval_bench.scoring.answer_names import ANSWER_METRICS, JUDGE_PREFIX
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.refusal import REFUSE, populations
 
@@ -389,8 +389,8 @@ def load_job_answers(
     """Score `answers_path` against the finished job in `job_dir`: the job's config (as
     `rescore` reads it), the dataset's labels now (`dataset`: another job's dataset config, as
     the gate re-scores a baseline with the current month's), the job's recorded context."""
-    from retrieval_bench.experiment import load_labelled
-    from retrieval_bench.rescore import job_config
+    from retrieval_bench.job.runner import load_labelled
+    from retrieval_bench.jobdir.read import job_config
     from retrieval_bench.scoring.families import ScoringContext
 
     job_dir, answers_path = Path(job_dir), Path(answers_path)
@@ -445,7 +445,7 @@ def _check_corpus(job_dir: Path, data: Any, fmt: str) -> None:
     """Refuse a job whose corpus changed since it ran: its recorded context ids would name
     other passages than the generator saw."""
     from retrieval_bench.data.hashes import hash_record, short
-    from retrieval_bench.rescore import RescoreError
+    from retrieval_bench.jobdir.read import RescoreError
 
     manifest = json.loads((job_dir / "manifest.json").read_text(encoding="utf-8"))
     then = (manifest.get("corpus") or {}).get("hash")

@@ -14,7 +14,7 @@
 4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
 5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one; a
    baseline job scored against other labels than this month's is re-scored against the
-   current labels first, see retrieval_bench.rescore),
+   current labels first, see retrieval_bench.labels.rescore),
    write gate.md/gate.json (with the month's gate status, which decides whether it can be a
    later month's baseline); redraw the trend over every finished month. Exit 1 when the gate
    fails: a regression, a plan difference not allowed, or no check at all.
@@ -63,12 +63,13 @@ from retrieval_bench.benchmark.history import (
 )
 from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.compare.build import compare_dirs, significance_settings
-from retrieval_bench.compare.jobs import FinishedJob
-from retrieval_bench.config import RunConfig, validate
+from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
+from retrieval_bench.job.check import check_config
+from retrieval_bench.jobdir.read import FinishedJob
+from retrieval_bench.labels.rescore import relabel_baseline
 from retrieval_bench.reports.tables import markdown_table
-from retrieval_bench.rescore import relabel_baseline
 
 # Command-line keys the driver owns; every other override is applied to each job.
 _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")
@@ -130,7 +131,7 @@ def compose_jobs(
                     _culprit(str(exc), dataset, retriever, overrides),
                     f"job dataset={dataset} retriever={retriever}: {exc}",
                 ) from None
-            validate(job)
+            check_config(job)
             jobs[(dataset, retriever)] = job
     return jobs
 
@@ -150,7 +151,7 @@ def dataset_folder(job: RunConfig) -> tuple[str, str]:
     sets it: `dataset.name`, else (BEIR) the name of the `dataset.path` folder."""
     if job.dataset.name or job.dataset.format != "beir":
         return job.dataset.name, "dataset.name"
-    from retrieval_bench.router_config import resolve_path
+    from retrieval_bench.paths import resolve_path
 
     return resolve_path(job.dataset.path).name, "dataset.path"
 
@@ -361,7 +362,7 @@ def _start(
             "configurations: rerun with the same settings, pick another benchmark.month, "
             "or remove the folder"
         )
-    from retrieval_bench.experiment import git_revision
+    from retrieval_bench.jobdir.write import git_revision
 
     state["runs"].append(
         {"started": _now(), "finished": None, "git_revision": git_revision(), "log": log_dir}

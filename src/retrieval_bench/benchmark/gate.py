@@ -32,19 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.benchmark.config import GateConfig
 from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKey
 from retrieval_bench.compare.build import values_by_type
-from retrieval_bench.compare.jobs import IGNORED_KEYS, FinishedJob, canonical
+from retrieval_bench.config.benchmark import GateConfig
+from retrieval_bench.io import json_number
+from retrieval_bench.jobdir.read import IGNORED_KEYS, FinishedJob, canonical
 from retrieval_bench.scoring.comparison import ordered_types, paired_values, too_few
 from retrieval_bench.scoring.registry import lower_is_better
-from retrieval_bench.scoring.significance import (
-    SignificanceSettings,
-    ci_json,
-    family_tests,
-    holm,
-    json_number,
-)
+from retrieval_bench.scoring.significance import SignificanceSettings, ci_json, family_tests, holm
 
 REGRESSION = "regression"
 DROP = "drop, not significant"
@@ -222,7 +217,7 @@ class GateResult:
     plan: list[PlanDifference] = field(default_factory=list)
     no_baseline_reason: str = ""
     # One line per baseline job whose labels differ from this month's: re-scored against the
-    # current labels first (retrieval_bench.rescore.relabel_baseline), or why it could not be.
+    # current labels first (labels.rescore.relabel_baseline), or why it could not be.
     relabelled: list[str] = field(default_factory=list)
 
     @property

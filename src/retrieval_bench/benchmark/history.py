@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.benchmark.config import MONTH
-from retrieval_bench.compare.jobs import FinishedJob, find_job_dirs, is_finished
+from retrieval_bench.config.benchmark import MONTH
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io import atomic_write_json
+from retrieval_bench.jobdir.read import FinishedJob, find_job_dirs, is_finished
 
 STATE_FILE = "benchmark.json"
 GATE_FILE = "gate.json"

@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.answers.names import is_answer_metric
-from retrieval_bench.compare.config import CompareConfig
 from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
-from retrieval_bench.compare.jobs import (
+from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE, CompareConfig
+from retrieval_bench.errors import BenchError
+from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
+from retrieval_bench.jobdir.read import (
     FinishedJob,
     JobFolderError,
     Snapshot,
@@ -37,18 +38,16 @@ from retrieval_bench.compare.jobs import (
     group_by_dataset,
     scan_jobs,
 )
-from retrieval_bench.errors import BenchError
-from retrieval_bench.io import atomic_write_json, atomic_write_text
+from retrieval_bench.scoring.answer_names import is_answer_metric
 from retrieval_bench.scoring.comparison import (
     ALL,
-    FAMILY_SCOPE,
     delta_families,
     family_key,
     ordered_types,
     verdict_cells,
 )
 from retrieval_bench.scoring.registry import ideal_value, lower_is_better
-from retrieval_bench.scoring.significance import CORRECTIONS, SignificanceSettings, json_number
+from retrieval_bench.scoring.significance import SignificanceSettings
 
 
 def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
@@ -356,17 +355,6 @@ INTERVALS = {
 }
 
 
-def strict_json(value: Any) -> Any:
-    """`value` with every non-finite float (a mean over no query) as null: JSON has no NaN or
-    Infinity, and other tools' parsers refuse them. Infinite CI ends say why beside them
-    (`ci_unbounded`, written by the tests themselves)."""
-    if isinstance(value, float):
-        return json_number(value)
-    if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    return value
 
 
 @dataclass
@@ -418,7 +406,7 @@ def compare_dirs(
             "\n".join(badcases_markdown(b, name) for name, b in badcases.items()),
         )
         from retrieval_bench.compare.html import write_comparison_html
-        from retrieval_bench.reports.results_table import write_sweep_results
+        from retrieval_bench.scoring.table import write_sweep_results
 
         groups = group_by_dataset(jobs)
         html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)

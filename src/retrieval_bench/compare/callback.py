@@ -22,14 +22,14 @@ class CompareCallback(Callback):
         self._before: dict[str, tuple[int, int]] = {}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from retrieval_bench.compare.jobs import snapshot
+        from retrieval_bench.jobdir.read import snapshot
 
         self._before = snapshot(Path(str(config.hydra.sweep.dir)))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         # Imported here: Hydra builds this callback in every job process too, and the
         # comparison's statistics (scipy.stats, about a second) only when it is wanted.
-        from retrieval_bench.compare.config import CompareConfig
+        from retrieval_bench.config.compare import CompareConfig
 
         node = config.get("compare")
         cfg = OmegaConf.to_object(node) if node is not None else CompareConfig()
@@ -43,10 +43,12 @@ class CompareCallback(Callback):
         sweep_dir = Path(str(config.hydra.sweep.dir))
         try:
             # A launcher that ran the jobs elsewhere left their plugins unimported here.
+            from retrieval_bench.scoring.measure_names import canonical_compare_metrics
             from retrieval_bench.scoring.registry import load_plugins
 
             load_plugins(config.get("scoring", {}).get("plugins") or [], "scoring.plugins")
             cfg.validate()
+            canonical_compare_metrics(cfg)
             result = compare_dirs([sweep_dir], cfg, out_dir=sweep_dir, unchanged=self._before)
         except BenchError as exc:
             # The jobs' own outputs stand; say why there is no comparison.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_bench.compare.jobs import FinishedJob
+from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.reports.coverage import coverage_specs
 
 

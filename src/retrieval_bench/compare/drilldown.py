@@ -19,9 +19,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_bench.compare.jobs import FinishedJob
 from retrieval_bench.data.trec import read_qrels
 from retrieval_bench.errors import BenchError
+from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.scoring.stage_loss import split_pool
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _entity_view(job: FinishedJob) -> tuple[dict[str, tuple[str, ...]], dict[str
     """(query id -> expected entities, passage id -> entities it carries), or empty maps."""
     from retrieval_bench.data.evalset import load_evalset
     from retrieval_bench.data.passages import load_passages
-    from retrieval_bench.experiment import resolve_path
+    from retrieval_bench.job.runner import resolve_path
 
     dataset = job.config.get("dataset") or {}
     if dataset.get("format", "native") != "native":

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.compare.jobs import FinishedJob
-from retrieval_bench.components import passage_text
 from retrieval_bench.data.trec import read_qrels
 from retrieval_bench.errors import BenchError
+from retrieval_bench.jobdir.read import FinishedJob
+from retrieval_bench.records import passage_text
 from retrieval_bench.reports.explorer_data import (
     SystemRun,
     TextOf,
@@ -33,7 +33,7 @@ def corpus_texts(job: FinishedJob) -> TextOf:
     """passage id -> the text every component saw (title, newline, text), from the corpus the
     job's config names; a lookup that knows nothing when that corpus cannot be read."""
     from retrieval_bench.data.loader import load_dataset
-    from retrieval_bench.router_config import resolve_path
+    from retrieval_bench.paths import resolve_path
 
     ds = job.config.get("dataset") or {}
     try:

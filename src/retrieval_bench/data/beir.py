@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.data.jsonl import check_fields, file_sha256, read_jsonl_with_ids, require_str
-from retrieval_bench.data.records import (
+from retrieval_bench.errors import DataError
+from retrieval_bench.records import (
     NO_QRELS,
     OTHER_SPLIT,
     Dataset,
@@ -20,7 +21,6 @@ from retrieval_bench.data.records import (
     Passage,
     UnjudgedQuery,
 )
-from retrieval_bench.errors import DataError
 
 CORPUS_FIELDS = ("_id", "title", "text", "metadata")
 QUERY_FIELDS = ("_id", "text", "metadata")

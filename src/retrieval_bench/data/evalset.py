@@ -27,8 +27,8 @@ from retrieval_bench.data.jsonl import (
     read_jsonl,
     require_str,
 )
-from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery
 from retrieval_bench.errors import DataError
+from retrieval_bench.records import LABEL_STATUSES, EvalQuery
 
 _REQUIRED = ("query_id", "query", "query_type", "label_status", "relevant_ids")
 _OPTIONAL = (

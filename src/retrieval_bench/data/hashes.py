@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from retrieval_bench.data.records import Dataset, EvalQuery
+from retrieval_bench.records import Dataset, EvalQuery
 
 # The files of each dataset format that retrieval reads besides the queries.
 CORPUS_FILES = {"native": ("passages.jsonl", "lexicon.jsonl"), "beir": ("corpus.jsonl",)}

@@ -8,8 +8,8 @@ from retrieval_bench.data.beir import load_beir
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.jsonl import file_sha256
 from retrieval_bench.data.passages import load_lexicon, load_passages
-from retrieval_bench.data.records import Dataset
 from retrieval_bench.errors import DataError
+from retrieval_bench.records import Dataset
 
 
 def load_native(name: str, corpus_dir: Path, evalset_path: Path) -> Dataset:

@@ -13,8 +13,8 @@ from retrieval_bench.data.jsonl import (
     read_jsonl_with_ids,
     require_str,
 )
-from retrieval_bench.data.records import Entity, Passage
 from retrieval_bench.errors import DataError
+from retrieval_bench.records import Entity, Passage
 
 # Record fields (corpus/README.md); any other is refused naming the nearest of these.
 PASSAGE_FIELDS = ("id", "text", "title", "doc_id", *FREE_FORM)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from hydra.utils import get_class
 
-from retrieval_bench.encoders.base import Encoder
-from retrieval_bench.encoders.config import ENCODER_CLASSES, ENCODER_KINDS, EncoderConfig
+from retrieval_bench.config.encoder import ENCODER_CLASSES, ENCODER_KINDS, EncoderConfig
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.protocols import Encoder
 
 __all__ = ["ENCODER_CLASSES", "ENCODER_KINDS", "Encoder", "EncoderConfig", "build_encoder"]
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.encoders.config import EncoderConfig
+from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.errors import EncoderUnavailable
 from retrieval_bench.progress import progress
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.embedding_cache import (
+from retrieval_bench.encoders.cache import (
     ROLES,
     CacheEntryInvalid,
     CacheStats,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_bench.encoders.config import EncoderConfig
+from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.errors import ConfigError, DataError
 
 UNIT_NORM_TOLERANCE = 1e-3

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval_bench.job_result import JobResult
+from retrieval_bench.job.result import JobResult
 from retrieval_bench.reports.families import console_lines
 from retrieval_bench.reports.router import router_summary
 from retrieval_bench.reports.tables import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_bench.job_result import JobResult
+from retrieval_bench.config.schema import DOC, PASSAGE
+from retrieval_bench.job.result import JobResult
 from retrieval_bench.reports.coverage import job_coverage_section
 from retrieval_bench.reports.families import (
     evidence_section,
@@ -24,7 +25,6 @@ from retrieval_bench.reports.tables import (
     per_type_table,
     stage_columns,
 )
-from retrieval_bench.scoring.units import DOC, PASSAGE
 
 
 def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] = ()) -> str:

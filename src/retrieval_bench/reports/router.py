@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from retrieval_bench.reports.tables import fmt, markdown_table, text_table
-from retrieval_bench.router_config import describe_when
-from retrieval_bench.scoring.routing import ROUTED
+from retrieval_bench.routing.metrics import ROUTED
+from retrieval_bench.routing.rules import describe_when
 
 
 def _delta(a: float | None, b: float | None) -> str:

@@ -17,19 +17,14 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from retrieval_bench.arms import with_overrides
-from retrieval_bench.components import Arm, BuildContext
+from retrieval_bench.config.bm25 import BM25Config
+from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
-from retrieval_bench.retrievers.base import (
-    FILTERED_OUT,
-    NO_MATCHING_TERMS,
-    NO_QUERY_TERMS,
-    Ranked,
-    TextArm,
-    shared_tie_break,
-)
-from retrieval_bench.retrievers.bm25_config import BM25Config
-from retrieval_bench.token_cache import TokenizedCorpus
+from retrieval_bench.protocols import Arm, BuildContext
+from retrieval_bench.records import FILTERED_OUT, NO_MATCHING_TERMS, NO_QUERY_TERMS, Ranked
+from retrieval_bench.retrievers.base import TextArm
+from retrieval_bench.text.token_cache import TokenizedCorpus
+from retrieval_bench.tiebreak import shared_tie_break
 
 
 class SparseBM25:
@@ -219,8 +214,8 @@ class BM25ArmSpec:
         with_overrides(BM25Config(), overrides)  # an unknown key fails when the config is read
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
-        from retrieval_bench.text import cached_tokenizer, lexicon_of
-        from retrieval_bench.token_cache import tokenize_corpus
+        from retrieval_bench.text.token_cache import tokenize_corpus
+        from retrieval_bench.text.tokenizer import cached_tokenizer, lexicon_of
 
         config = with_overrides(ctx.cfg.bm25, self.overrides)
         tokenizer = cached_tokenizer(ctx.cfg.text, *lexicon_of(ctx.entities))

@@ -15,17 +15,19 @@ from typing import Any
 import faiss
 import numpy as np
 
-from retrieval_bench.arms import with_overrides
-from retrieval_bench.components import Arm, BuildContext
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
-from retrieval_bench.retrievers.base import Ranked, TextArm, shared_tie_break
+from retrieval_bench.protocols import Arm, BuildContext
+from retrieval_bench.records import Ranked
+from retrieval_bench.retrievers.base import TextArm
 from retrieval_bench.retrievers.dense_index import (
     DenseIndexConfig,
     FaissIndex,
     build_index,
     check_index_fits,
 )
+from retrieval_bench.tiebreak import shared_tie_break
 
 
 class DenseRetriever:
@@ -142,7 +144,7 @@ class DenseArmSpec:
     def __init__(
         self, encoder: dict[str, Any] | None = None, index: dict[str, Any] | None = None
     ) -> None:
-        from retrieval_bench.encoders.config import EncoderConfig
+        from retrieval_bench.config.encoder import EncoderConfig
 
         self.encoder_overrides = dict(encoder or {})
         self.index_overrides = dict(index or {})
@@ -179,9 +181,9 @@ class DenseArmSpec:
         check_index_fits(index_cfg, len(ctx.ids), dimension, ctx.possible_filters)
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
-        from retrieval_bench.embedding_cache import EmbeddingCache
-        from retrieval_bench.embedding_shards import encode_sharded
+        from retrieval_bench.encoders.cache import EmbeddingCache
         from retrieval_bench.encoders.precomputed import PrecomputedVectors
+        from retrieval_bench.encoders.shards import encode_sharded
 
         if self._source is None:
             self.check(name, ctx)

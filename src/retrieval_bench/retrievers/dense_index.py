@@ -30,9 +30,9 @@ from typing import Any
 import faiss
 import numpy as np
 
+from retrieval_bench.config.dense import DenseIndexConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.progress import progress
-from retrieval_bench.retrievers.dense_config import DenseIndexConfig
 
 log = logging.getLogger(__name__)
 

@@ -36,21 +36,21 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from retrieval_bench.arms import with_overrides
-from retrieval_bench.components import BuildContext
-from retrieval_bench.data.records import EvalQuery
-from retrieval_bench.embedding_cache import CacheStats
+from retrieval_bench.config.m3 import M3_MODES, M3Config
+from retrieval_bench.encoders.cache import CacheStats
 from retrieval_bench.encoders.m3 import M3Cache, M3Encoder, M3Outputs
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
-from retrieval_bench.retrievers.base import (
+from retrieval_bench.protocols import BuildContext
+from retrieval_bench.records import (
     FILTERED_OUT,
     NO_MATCHING_TERMS,
     NO_QUERY_TERMS,
+    EvalQuery,
     Ranked,
-    TieBreak,
 )
-from retrieval_bench.retrievers.m3_config import M3_MODES, M3Config
+from retrieval_bench.tiebreak import TieBreak
 
 CACHE_SUBDIR = "m3"
 _MEMO_SIZE = 4

@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.arms import with_overrides
-from retrieval_bench.components import BuildContext
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.config.run_file import KEY, RunFileConfig, check_run_path
 from retrieval_bench.data.trec import read_run
-from retrieval_bench.retrievers.base import FILTERED_OUT, Ranked, TieBreak
-from retrieval_bench.retrievers.run_file_config import KEY, RunFileConfig, check_run_path
-from retrieval_bench.router_config import resolve_path
+from retrieval_bench.paths import resolve_path
+from retrieval_bench.plugins import with_overrides
+from retrieval_bench.protocols import BuildContext
+from retrieval_bench.records import FILTERED_OUT, EvalQuery, Ranked
+from retrieval_bench.tiebreak import TieBreak
 
 log = logging.getLogger(__name__)
 

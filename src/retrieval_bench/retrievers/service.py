@@ -44,13 +44,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from retrieval_bench.arms import with_overrides
-from retrieval_bench.components import BuildContext
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.errors import BenchError
+from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
-from retrieval_bench.retrievers.base import NO_CANDIDATES, Ranked, TieBreak
-from retrieval_bench.retrievers.service_config import ServiceConfig
+from retrieval_bench.protocols import BuildContext
+from retrieval_bench.records import NO_CANDIDATES, EvalQuery, Ranked
+from retrieval_bench.tiebreak import TieBreak
 
 log = logging.getLogger(__name__)
 

@@ -33,6 +33,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from retrieval_bench.config.compare import FAMILIES
+from retrieval_bench.io import json_number
 from retrieval_bench.scoring.power import paired_counts, per_test_alpha, power_entry, summary
 from retrieval_bench.scoring.significance import (
     FamilyTest,
@@ -41,7 +43,6 @@ from retrieval_bench.scoring.significance import (
     at_floor,
     ci_json,
     family_tests,
-    json_number,
     min_p_value,
     paired_test,
 )
@@ -50,13 +51,6 @@ WIN, SECOND, TIE, LOSE = "win", "second", "tie", "lose"
 VERDICTS = (WIN, SECOND, TIE, LOSE)
 # The row of every query, whatever its type.
 ALL = "all"
-# Holm families (`compare.family`) and what each spans, as reports say it.
-FAMILY_SCOPE = {
-    "cell": "each cell (one type x one metric)",
-    "metric": "each metric (every type of it)",
-    "table": "the whole table (every type x metric)",
-}
-FAMILIES = tuple(FAMILY_SCOPE)
 
 Key = TypeVar("Key", bound=Hashable)
 

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.records import EvalQuery
 from retrieval_bench.scoring.aggregate import check_cutoffs, names_at, summarise
 from retrieval_bench.scoring.labels import NOT_IN_RUN, label_state
 from retrieval_bench.scoring.permissions import Acl, may_read

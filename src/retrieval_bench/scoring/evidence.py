@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.records import EvalQuery
 from retrieval_bench.scoring.aggregate import MISSING_GROUP, check_cutoffs, names_at, summarise
 from retrieval_bench.scoring.labels import GOLD_MISSING, NOT_IN_RUN, Judgements
 from retrieval_bench.scoring.permissions import Acl, may_read

@@ -26,16 +26,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from retrieval_bench.data.records import Dataset, EvalQuery
+from retrieval_bench.records import Dataset, EvalQuery
 from retrieval_bench.scoring.entities import EntityIndex, score_entities, score_negative_entities
 from retrieval_bench.scoring.evidence import score_evidence
 from retrieval_bench.scoring.labels import Judgements
-from retrieval_bench.scoring.permissions import (
-    Acl,
-    score_leak,
-    score_readable,
-    unreadable_queries,
-)
+from retrieval_bench.scoring.permissions import Acl, score_leak, score_readable, unreadable_queries
 from retrieval_bench.scoring.registry import lower_is_better
 
 __all__ = ["FAMILIES", "ScoringContext", "lower_is_better", "merge_headlines", "score_families"]

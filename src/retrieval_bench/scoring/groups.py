@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_bench.data.records import EvalQuery, Passage
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.records import EvalQuery, Passage
 from retrieval_bench.scoring.aggregate import MISSING_GROUP
-from retrieval_bench.text import query_length
+from retrieval_bench.text.tokenizer import query_length
 
 KEY = "scoring.group_by"
 META_PREFIX = "meta."

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from retrieval_bench.data.records import LABEL_STATUSES, EvalQuery, UnjudgedQuery
+from retrieval_bench.records import LABEL_STATUSES, EvalQuery, UnjudgedQuery
 
 log = logging.getLogger(__name__)
 

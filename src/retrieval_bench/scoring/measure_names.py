@@ -13,8 +13,10 @@ report (its rankings are cut), so it must be written with one (`AP@10`, `AP@K`).
 
 from __future__ import annotations
 
-from retrieval_bench.answers.names import ANSWER_METRICS, is_answer_metric
+from retrieval_bench.config.benchmark import BenchmarkConfig
+from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
+from retrieval_bench.scoring.answer_names import ANSWER_METRICS, is_answer_metric
 from retrieval_bench.scoring.registry import ir_measures_names, known_metrics
 
 
@@ -43,3 +45,28 @@ def canonical_metric(spec: str, key: str) -> str:
         hint = nearest_hint(name, [*known, *spellings], suffix=f"@{k}")
         raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
     return f"{name}@{k}"
+
+
+def canonical_compare_metrics(cfg: CompareConfig) -> None:
+    """`compare.metrics` in the project's spelling, in place; an unknown name is refused naming
+    its index."""
+    cfg.metrics = [
+        canonical_metric(name, f"compare.metrics[{i}]") for i, name in enumerate(cfg.metrics)
+    ]
+
+
+def canonical_benchmark_metrics(cfg: BenchmarkConfig) -> None:
+    """`benchmark.gate.tolerances` and `benchmark.trend_metrics` in the project's spelling, in
+    place; an unknown name, or one measure under two spellings, is refused naming its key."""
+    tolerances: dict[str, float] = {}
+    for metric, tolerance in cfg.gate.tolerances.items():
+        key = f"benchmark.gate.tolerances.{metric}"
+        name = canonical_metric(metric, key)
+        if name in tolerances:
+            raise ConfigError(key, f"names {name} twice (as {metric!r} and another spelling)")
+        tolerances[name] = tolerance
+    cfg.gate.tolerances = tolerances
+    cfg.trend_metrics = [
+        canonical_metric(name, f"benchmark.trend_metrics[{i}]")
+        for i, name in enumerate(cfg.trend_metrics)
+    ]

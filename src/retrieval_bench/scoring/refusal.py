@@ -43,37 +43,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from retrieval_bench.config.refusal import AUTO
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.scoring.labels import NO_ANSWER, UNKNOWN_TYPE, Judgements
 from retrieval_bench.scoring.permissions import NO_READABLE_RELEVANT
 
-AUTO = "auto"
 AUTO_ORDER = ("rerank", "dense", "bm25")
 ANSWER = "answer"
 REFUSE = "refuse"
 STAGE_NOT_RECORDED = "stage_not_recorded"
-
-
-@dataclass
-class RefusalConfig:
-    """The `refusal:` config node."""
-
-    # Whose top score decides answer-or-refuse: auto, or any recorded stage (an arm's name,
-    # fused, rerank, final, context); checked against the stages the job records.
-    score_stage: str = AUTO
-    # Rows of the threshold table (evenly spaced over the observed top scores).
-    thresholds: int = 21
-
-    def validate(self) -> None:
-        if not self.score_stage.strip():
-            raise ConfigError("refusal.score_stage", "must name a stage, or auto")
-        if self.thresholds < 2:
-            raise ConfigError("refusal.thresholds", f"must be >= 2, got {self.thresholds}")
 
 
 def check_stage(requested: str, stages: Collection[str]) -> None:

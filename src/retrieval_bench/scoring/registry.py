@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_bench.answers.names import is_answer_metric
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.scoring.answer_names import is_answer_metric
 
 if TYPE_CHECKING:
     from retrieval_bench.scoring.metrics import RankedGrades

@@ -45,6 +45,9 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_bench.config.compare import CORRECTIONS
+from retrieval_bench.io import json_number
+
 
 @dataclass(frozen=True)
 class SignificanceSettings:
@@ -62,18 +65,10 @@ class SignificanceSettings:
     target_delta: float = 0.05
 
 
-# Corrections and what each controls, as reports say it.
-CORRECTIONS = {
-    "holm": "Holm (family-wise error rate)",
-    "bh": "Benjamini-Hochberg (false discovery rate)",
-}
 # Written for a CI end no shift can reach (JSON null, markdown `unbounded`).
 UNBOUNDED = "unbounded: too few queries"
 
 
-def json_number(value: float) -> float | None:
-    """`value`, or None where JSON has no number for it (infinite, NaN)."""
-    return float(value) if math.isfinite(value) else None
 
 
 def ci_json(low: float, high: float) -> dict[str, Any]:

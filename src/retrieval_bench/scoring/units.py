@@ -21,13 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from retrieval_bench.data.records import EvalQuery, Passage, UnjudgedQuery
+from retrieval_bench.config.schema import PASSAGE
 from retrieval_bench.data.trec import trec_order
+from retrieval_bench.records import EvalQuery, Passage, UnjudgedQuery
 from retrieval_bench.scoring.labels import Judgements, judge
-
-PASSAGE = "passage"
-DOC = "doc"
-UNITS = (PASSAGE, DOC)
 
 
 def passage_docs(passages: Sequence[Passage]) -> dict[str, str]:

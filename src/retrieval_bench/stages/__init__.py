@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from retrieval_bench.components import BuildContext, LaterStage
+from retrieval_bench.protocols import BuildContext, LaterStage
 
 if TYPE_CHECKING:
     from retrieval_bench.config import RunConfig

@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.data.records import EvalQuery, Passage
+from retrieval_bench.config.stages import ContextConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.retrievers.base import Ranked
-from retrieval_bench.stages.config import ContextConfig
+from retrieval_bench.records import EvalQuery, Passage, Ranked
 
 CONTEXT = "context"
 # Why a context is empty when the final ranking was not: none of its passages fit the budget.

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.data.records import EvalQuery
+from retrieval_bench.config.stages import RerankerConfig
 from retrieval_bench.encoders.flag import (
     ModelRole,
     ResolvedModel,
@@ -28,8 +28,8 @@ from retrieval_bench.encoders.flag import (
     load_shared,
     resolve_model,
 )
-from retrieval_bench.retrievers.base import Ranked, TieBreak
-from retrieval_bench.stages.config import RerankerConfig
+from retrieval_bench.records import EvalQuery, Ranked
+from retrieval_bench.tiebreak import TieBreak
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,86 @@
+"""The `benchmark:` config node: the monthly benchmark job and its regression gate.
+
+Off by default; `python -m run experiment=monthly` (conf/experiment/monthly.yaml) turns it on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval_bench.errors import ConfigError
+
+MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+
+
+@dataclass
+class GateConfig:
+    enabled: bool = True
+    # Gated metric -> the largest drop tolerated (absolute, in the metric's units). `@K` is
+    # each job's top_k. A drop fails the gate only when it exceeds the tolerance AND is
+    # significant (paired randomization test, Holm across every gated check of the run).
+    tolerances: dict[str, float] = field(default_factory=lambda: {"recall@K": 0.02, "ndcg@K": 0.02})
+    # Query types gated; empty: every type and `all`.
+    types: list[str] = field(default_factory=list)
+    alpha: float = 0.05
+    # Plan differences from the baseline that do not fail the gate: config keys or key prefixes
+    # (`top_k`, `bm25`, `encoder.model`), `benchmark.datasets` / `benchmark.retrievers` (jobs
+    # added or dropped), `dataset.files` (the dataset's content changed). Every difference is
+    # named in the gate report, allowed or not; one not allowed fails the gate.
+    allow_plan_changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BenchmarkConfig:
+    enabled: bool = False
+    # YYYY-MM; empty: the current month. Every job of a run goes under <root>/<month>/.
+    month: str = ""
+    root: str = "outputs/benchmarks"
+    # Config group options run every month: each dataset x each retriever.
+    datasets: list[str] = field(default_factory=lambda: ["travel"])
+    retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense", "hybrid"])
+    # hydra/launcher option for the jobs: basic, parallel (joblib), local / slurm (submitit).
+    launcher: str = "basic"
+    # hydra.launcher.<key> settings for the jobs' launcher, e.g. {partition: gpu} with launcher
+    # slurm (command line: +benchmark.launcher_settings.partition=gpu). Where the jobs run, not
+    # what they measure: no part of the month's plan.
+    launcher_settings: dict[str, Any] = field(default_factory=dict)
+    # What to gate against: "previous" (the latest earlier finished month whose gate passed),
+    # a month (YYYY-MM) or the path of a benchmark month folder (a pinned baseline, used
+    # whatever its own gate said: how a deliberate change is accepted).
+    baseline: str = "previous"
+    gate: GateConfig = field(default_factory=GateConfig)
+    # Metrics drawn in the trend report; empty: the gated metrics.
+    trend_metrics: list[str] = field(default_factory=list)
+
+    def validate(self) -> None:
+        if not self.enabled:
+            return
+        if self.month and not MONTH.fullmatch(self.month):
+            raise ConfigError("benchmark.month", f"expected YYYY-MM, got {self.month!r}")
+        if not self.datasets:
+            raise ConfigError("benchmark.datasets", "needs at least one dataset option")
+        if not self.retrievers:
+            raise ConfigError("benchmark.retrievers", "needs at least one retriever option")
+        for key, values in (("datasets", self.datasets), ("retrievers", self.retrievers)):
+            if len(set(values)) != len(values):
+                raise ConfigError(f"benchmark.{key}", f"an option is listed twice: {values}")
+            for value in values:
+                if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*", value):
+                    raise ConfigError(f"benchmark.{key}", f"{value!r} is not a config option name")
+        for key in self.launcher_settings:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                raise ConfigError(
+                    f"benchmark.launcher_settings.{key}", "is not a hydra.launcher key name"
+                )
+        if not 0 < self.gate.alpha < 1:
+            raise ConfigError(
+                "benchmark.gate.alpha", f"must be within (0, 1), got {self.gate.alpha}"
+            )
+        for metric, tolerance in self.gate.tolerances.items():
+            if tolerance < 0:
+                raise ConfigError(
+                    f"benchmark.gate.tolerances.{metric}", f"must be >= 0, got {tolerance}"
+                )
+        # The metric names are checked against the registry by job.check (plug-ins add some).

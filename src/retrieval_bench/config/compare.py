@@ -1,0 +1,108 @@
+"""The `compare:` config node: how a sweep's jobs are compared when the sweep ends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval_bench.errors import ConfigError
+
+# Holm families (`compare.family`) and what each spans, as reports say it.
+FAMILY_SCOPE = {
+    "cell": "each cell (one type x one metric)",
+    "metric": "each metric (every type of it)",
+    "table": "the whole table (every type x metric)",
+}
+FAMILIES = tuple(FAMILY_SCOPE)
+# Multiple-testing corrections (`compare.correction`) and what each controls, as reports say it.
+CORRECTIONS = {
+    "holm": "Holm (family-wise error rate)",
+    "bh": "Benjamini-Hochberg (false discovery rate)",
+}
+
+# `@K` stands for each job's own top_k, so a top_k 6 vs 8 ablation compares recall@6 with
+# recall@8: what each setting actually returns.
+DEFAULT_METRICS = ["recall@K", "hit@K", "mrr@K", "ndcg@K"]
+
+
+@dataclass
+class CompareConfig:
+    # Build the comparison at the end of a multirun (the Hydra callback).
+    enabled: bool = True
+    stage: str = "final"
+    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    alpha: float = 0.05
+    n_resamples: int = 10000
+    confidence: float = 0.95
+    seed: int = 0
+    # A group with fewer paired queries gets no verdict ("too few queries to decide").
+    min_queries: int = 5
+    # Ablation baseline: {top_k: 6} (YAML / `compare.baseline={top_k:6}`) or "top_k=6"
+    # (`'compare.baseline="top_k=6,retriever=bm25"'`); unset: the first job of the sweep.
+    baseline: Any = None
+    # The best configuration of a type is flagged "all weak" when its value is below this
+    # fraction of the metric's ideal bound there (recall_bound@K for recall, 1 for hit/mrr/ndcg).
+    weak_below: float = 0.5
+    # Holm family: "cell" (one type x one metric), "metric" (every type of a metric) or
+    # "table" (every type x metric of the table: the family a reader scans).
+    family: str = "table"
+    # Multiple-testing correction over a family: "holm" (family-wise error) or "bh"
+    # (Benjamini-Hochberg, false discovery rate).
+    correction: str = "holm"
+    # Power analysis: the minimum detectable effect is stated at this power, and the queries
+    # needed are those that detect a difference of `target_delta` (in the metric's units).
+    power: float = 0.8
+    target_delta: float = 0.05
+
+    def baseline_setting(self) -> dict[str, Any]:
+        """The baseline as KEY -> VALUE, whichever spelling the config used."""
+        if self.baseline is None or self.baseline == "":
+            return {}
+        if isinstance(self.baseline, Mapping):
+            return {str(k): v for k, v in self.baseline.items()}
+        out: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in str(self.baseline).split(","))):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(
+                    "compare.baseline", f"{self.baseline!r}: expected KEY=VALUE[,KEY=VALUE]"
+                )
+            out[key.strip()] = value.strip()
+        return out
+
+    def validate(self) -> None:
+        self.baseline_setting()
+        if not self.metrics:
+            raise ConfigError("compare.metrics", "needs at least one metric, e.g. recall@K")
+        # The names themselves are checked against the metric registry (plug-ins add measures)
+        # by job.check, which also maps ir_measures' spellings (`nDCG@10`) to the project's.
+        if not 0 < self.alpha < 1:
+            raise ConfigError("compare.alpha", f"must be within (0, 1), got {self.alpha}")
+        if not 0 < self.confidence < 1:
+            raise ConfigError("compare.confidence", f"must be within (0, 1), got {self.confidence}")
+        if self.n_resamples < 100:
+            raise ConfigError("compare.n_resamples", f"must be >= 100, got {self.n_resamples}")
+        if self.family not in FAMILIES:
+            raise ConfigError(
+                "compare.family", f"{self.family!r} is not one of: {', '.join(FAMILIES)}"
+            )
+        if self.correction not in CORRECTIONS:
+            raise ConfigError(
+                "compare.correction",
+                f"{self.correction!r} is not one of: {', '.join(CORRECTIONS)}",
+            )
+        if not 0 < self.power < 1:
+            raise ConfigError("compare.power", f"must be within (0, 1), got {self.power}")
+        if not 0 < self.target_delta <= 1:
+            raise ConfigError(
+                "compare.target_delta",
+                f"is a difference in the metric's units, within (0, 1], got {self.target_delta}",
+            )
+        if not 0 < self.weak_below <= 1:
+            raise ConfigError(
+                "compare.weak_below",
+                f"is a fraction of the ideal bound in (0, 1], got {self.weak_below}",
+            )
+        if self.min_queries < 1:
+            raise ConfigError("compare.min_queries", f"must be >= 1, got {self.min_queries}")

@@ -1,0 +1,126 @@
+"""The typed schema behind `conf/`: every key of a job, its type and its default. Hydra rejects
+wrong types and unknown keys with it; `config.validate` rejects what Hydra lets through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+
+from retrieval_bench.config.benchmark import BenchmarkConfig
+from retrieval_bench.config.bm25 import BM25Config
+from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.config.dense import DenseIndexConfig
+from retrieval_bench.config.encoder import EncoderConfig
+from retrieval_bench.config.filters import FilterConfig
+from retrieval_bench.config.m3 import M3Config
+from retrieval_bench.config.refusal import RefusalConfig
+from retrieval_bench.config.router import RouterConfig
+from retrieval_bench.config.run_file import SPEC as RUN_FILE_SPEC
+from retrieval_bench.config.run_file import RunFileConfig
+from retrieval_bench.config.service import ServiceConfig
+from retrieval_bench.config.stages import ContextConfig, RerankerConfig
+from retrieval_bench.config.text import TextConfig
+
+# The arms every job can name in `retriever.arms` without a config file of its own: name -> the
+# ArmSpec class (retrieval_bench.protocols) Hydra instantiates. A config adds more under
+# `arms.<name>` (a class anywhere on the path, plus its keyword arguments): no list to edit.
+BUILTIN_ARMS: dict[str, dict[str, Any]] = {
+    "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
+    "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
+    "run_file": {"_target_": RUN_FILE_SPEC},
+    # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
+    "m3_dense": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "dense"},
+    "m3_sparse": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "sparse"},
+    "m3_colbert": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "colbert"},
+    "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
+    "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
+}
+DATASET_FORMATS = ("native", "beir")
+# What one scored item is (`scoring.unit`): a passage, or its document (scoring.units).
+PASSAGE = "passage"
+DOC = "doc"
+UNITS = (PASSAGE, DOC)
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "travel"
+    format: str = "native"
+    # native: a folder holding passages.jsonl (and lexicon.jsonl), and an evaluation set file
+    corpus: str = "corpus/travel"
+    evalset: str = "evalsets/travel.jsonl"
+    # beir: a folder holding corpus.jsonl, queries.jsonl and qrels/<split>.tsv
+    path: str = ""
+    split: str = "test"
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = "hybrid"
+    arms: list[str] = field(default_factory=lambda: ["bm25", "dense"])
+    # How the arms' pools become one ranking (retrieval_bench.fusion): rrf, score or
+    # fill. rrf_k is RRF's k (and fill's); normalize and method are score fusion's.
+    combine: str = "rrf"
+    pool_size: int = 10
+    rrf_k: int = 60
+    normalize: str = "minmax"  # none, minmax, zscore
+    method: str = "combsum"  # combsum, combmnz
+    # One weight per arm of `arms`, in its order (rrf and score); empty: all 1.
+    weights: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ScoringConfig:
+    # Cut-offs scored besides top_k.
+    cutoffs: list[int] = field(default_factory=list)
+    # Fields to break every metric down by: meta.<field> (of the relevant passages), a query
+    # field (user_role, ...) or query_length (see retrieval_bench.scoring.groups).
+    group_by: list[str] = field(default_factory=list)
+    # What one ranked item is: "passage", or "doc" (rankings and labels read by document:
+    # retrieval_bench.scoring.units).
+    unit: str = "passage"
+    # Modules to import before anything is scored or validated: each registers its own
+    # measures (scoring.registry.register_measure), e.g. plugins=[my_metrics].
+    plugins: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunConfig:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    bm25: BM25Config = field(default_factory=BM25Config)
+    # Dense index: FAISS factory string (Flat = exact) and its search settings.
+    dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
+    # A TREC run from another system as an arm (retriever=run_file run_file.path=RUN).
+    run_file: RunFileConfig = field(default_factory=RunFileConfig)
+    # BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`.
+    m3: M3Config = field(default_factory=M3Config)
+    # An external retriever over HTTP (retriever=service service.url=URL).
+    service: ServiceConfig = field(default_factory=ServiceConfig)
+    text: TextConfig = field(default_factory=TextConfig)
+    filters: FilterConfig = field(default_factory=FilterConfig)
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    # Stages after fusion (retrieval_bench.stages): rerank before the top_k cut, context after.
+    reranker: RerankerConfig = field(default_factory=RerankerConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    # Which stage's top score the refusal evaluation thresholds (retrieval_bench.scoring.refusal).
+    refusal: RefusalConfig = field(default_factory=RefusalConfig)
+    top_k: int = 6
+    # Embedding cache shared by every job (relative paths resolve against the project root).
+    cache_dir: str = "outputs/cache"
+    # Arm name -> its spec: `_target_` (an ArmSpec class) and the spec's keyword arguments.
+    arms: dict[str, Any] = field(
+        default_factory=lambda: {name: dict(node) for name, node in BUILTIN_ARMS.items()}
+    )
+    # How a multirun's jobs are compared when it ends (retrieval_bench.compare).
+    compare: CompareConfig = field(default_factory=CompareConfig)
+    # The monthly benchmark job (python -m run experiment=monthly).
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+
+
+def register_configs() -> None:
+    ConfigStore.instance().store(name="base_config", node=RunConfig)

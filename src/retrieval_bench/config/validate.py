@@ -1,0 +1,152 @@
+"""What the schema's types cannot say: keys Hydra let through (`+key=...`), out-of-range values and
+combinations that cannot run, each refused as a ConfigError naming its key. Only the schema is
+read here: checks that need an implementation (measure names, plug-in classes, router rules)
+are `job.check`'s."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, is_dataclass
+
+from retrieval_bench.config.bm25 import BM25_IMPLS
+from retrieval_bench.config.schema import DATASET_FORMATS, DOC, UNITS, RunConfig
+from retrieval_bench.errors import ConfigError, nearest_hint
+
+
+def _positive(key: str, value: int) -> None:
+    if value < 1:
+        raise ConfigError(key, f"must be a positive integer, got {value}")
+
+
+def _one_of(key: str, value: str, options: tuple[str, ...]) -> None:
+    if value not in options:
+        raise ConfigError(key, f"'{value}' is not one of: {', '.join(options)}")
+
+
+def check_known_keys(node: object, prefix: str = "") -> None:
+    """Every key of a typed node must be a field of its schema; the first that is not raises
+    ConfigError naming it and its nearest known name.
+
+    Hydra's struct mode refuses `retriever.poolsize=5`, but an append (`+retriever.poolsize=5`,
+    Hydra's own hint for that error) or a force-add (`++`) opens the node and adds the key, and
+    `OmegaConf.to_object` then sets it as a stray attribute of the dataclass, where nothing
+    reads it. This walks the built objects (dataclasses, and the dicts and lists holding them)
+    and refuses such attributes."""
+    if is_dataclass(node) and not isinstance(node, type):
+        known = [f.name for f in fields(node)]
+        for key in vars(node):
+            if key not in known:
+                raise ConfigError(
+                    f"{prefix}{key}", f"unknown key; {nearest_hint(key, known, prefix)}"
+                )
+        for name in known:
+            check_known_keys(getattr(node, name), f"{prefix}{name}.")
+    elif isinstance(node, Mapping):
+        for key, value in node.items():
+            check_known_keys(value, f"{prefix}{key}.")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            check_known_keys(value, f"{prefix[:-1]}[{i}].")
+
+
+def nearest_key(key: str) -> str | None:
+    """The known dotted key nearest to an unknown one (`retriever.poolsize` ->
+    `retriever.pool_size`), for messages about keys Hydra refused before any config existed;
+    None when nothing is close or the key lies under a free-form mapping."""
+    node: object = RunConfig()
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if not (is_dataclass(node) and not isinstance(node, type)):
+            return None
+        known = [f.name for f in fields(node)]
+        if part not in known:
+            nearest = difflib.get_close_matches(part, known, n=1)
+            if not nearest:
+                return None
+            return ".".join([*parts[:i], nearest[0], *parts[i + 1 :]])
+        node = getattr(node, part)
+    return None
+
+
+def check_corpus_size(cfg: RunConfig, passages: int, dataset: str) -> None:
+    """Once the corpus is loaded: a `top_k` above its size would score every query @top_k on a
+    shorter list."""
+    if cfg.top_k > passages:
+        raise ConfigError(
+            "top_k",
+            f"{cfg.top_k} is larger than the corpus of dataset '{dataset}' ({passages} passages)",
+        )
+
+
+def check_arm_specs(cfg: RunConfig) -> None:
+    """Each `arms.<name>` node names a class by `_target_`; its other keys are that class's
+    keyword arguments, checked when the spec is instantiated (`instantiate_arm`), so only the
+    shape is checked here, without importing any implementation."""
+    for name, node in cfg.arms.items():
+        if not isinstance(node, Mapping) or not isinstance(node.get("_target_"), str):
+            raise ConfigError(f"arms.{name}", "needs a `_target_`: the ArmSpec class to build")
+
+
+def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
+    """What Hydra's types cannot check; the first bad key or value raises ConfigError.
+    `given_arms`: arm names a library caller passes as objects (not under `arms`)."""
+    check_known_keys(cfg)
+    _positive("top_k", cfg.top_k)
+    _positive("retriever.pool_size", cfg.retriever.pool_size)
+    if cfg.retriever.pool_size < cfg.top_k:
+        # Each arm returns at most pool_size passages: a shorter list would be scored @top_k
+        # as if top_k had been retrieved.
+        raise ConfigError(
+            "retriever.pool_size",
+            f"{cfg.retriever.pool_size} is smaller than top_k={cfg.top_k}: each arm would "
+            f"return fewer passages than are scored; set retriever.pool_size>={cfg.top_k}",
+        )
+    if cfg.retriever.rrf_k < 0:
+        raise ConfigError("retriever.rrf_k", f"must be >= 0, got {cfg.retriever.rrf_k}")
+    if not cfg.retriever.arms:
+        raise ConfigError("retriever.arms", "needs at least one arm")
+    for i, arm in enumerate(cfg.retriever.arms):
+        if arm not in cfg.arms and arm not in given_arms:
+            raise ConfigError(
+                f"retriever.arms[{i}]",
+                f"unknown arm '{arm}'; {nearest_hint(arm, [*cfg.arms, *given_arms])} (a new "
+                f"arm is an `arms.{arm}` node naming its class in _target_)",
+            )
+    if len(set(cfg.retriever.arms)) != len(cfg.retriever.arms):
+        raise ConfigError("retriever.arms", f"an arm is listed twice: {list(cfg.retriever.arms)}")
+    for i, cutoff in enumerate(cfg.scoring.cutoffs):
+        _positive(f"scoring.cutoffs[{i}]", cutoff)
+    if cfg.scoring.unit not in UNITS:
+        raise ConfigError(
+            "scoring.unit",
+            f"unknown unit {cfg.scoring.unit!r}; {nearest_hint(cfg.scoring.unit, UNITS)}",
+        )
+    for name in cfg.scoring.group_by:
+        if cfg.scoring.unit == DOC and name.startswith("meta."):
+            # meta.<field> reads the relevant passages; document labels name no passage.
+            raise ConfigError(
+                "scoring.group_by",
+                f"{name!r} groups by the relevant passages' metadata, which scoring.unit=doc "
+                "does not have; group by a query field instead",
+            )
+    cfg.refusal.validate()
+    cfg.reranker.validate(cfg.retriever.pool_size, cfg.top_k)
+    cfg.context.validate()
+    _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)
+    if cfg.dataset.format == "beir" and not cfg.dataset.path:
+        raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")
+    _one_of("bm25.impl", cfg.bm25.impl, BM25_IMPLS)
+    if cfg.bm25.k1 < 0:
+        raise ConfigError("bm25.k1", f"must be >= 0, got {cfg.bm25.k1}")
+    if not 0 <= cfg.bm25.b <= 1:
+        raise ConfigError("bm25.b", f"must be within [0, 1], got {cfg.bm25.b}")
+    cfg.text.resolved_workers()
+    cfg.encoder.validate()
+    cfg.dense.validate()
+    cfg.run_file.validate([cfg.arms.get(arm) for arm in cfg.retriever.arms])
+    cfg.m3.validate()
+    cfg.service.validate()
+    cfg.compare.validate()
+    cfg.benchmark.validate()
+    check_arm_specs(cfg)

@@ -1,0 +1,263 @@
+"""On-disk cache of encoded texts, so a sweep never encodes the same corpus twice.
+
+Layout: `<root>/<key[:2]>/<key>.npy` (the float32 matrix) and `<key>.json` (its sidecar: shape,
+dtype, sha256 of the .npy bytes, encoder identity, role, count). Plain arrays and JSON, never
+pickles, so a cache file cannot run code and any tool can read it.
+
+The key is a sha256 over the encoder identity, the role and the texts (each length-prefixed,
+so `["ab", "c"]` and `["a", "bc"]` differ). Hydra multirun jobs may share the cache at the same
+time, so:
+
+* every file is written to a temp file in its folder, fsynced, then `os.replace`d: a reader
+  sees the old file or the new one, never half of one; the sidecar goes last, so a sidecar
+  always describes a complete .npy;
+* encoding and writing happen under an exclusive `fcntl` lock on `<key>.lock`: a second job
+  that wants the same key waits, then reads what the first one wrote instead of encoding again;
+* a read checks the sidecar against the file (checksum, shape, dtype, count); a truncated,
+  corrupt or unmatched entry is logged as a warning and rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+
+import numpy as np
+
+from retrieval_bench.io import (
+    atomic_writer,
+    file_lock,
+    lock_path_for,
+    remove_stale_temps,
+    update_len_prefixed,
+    update_texts,
+)
+from retrieval_bench.protocols import Encoder
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+ROLES: tuple[str, ...] = ("passages", "queries")
+CACHE_FORMAT = 1
+_HASH_CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """How many texts were encoded now versus read from the cache (for the run manifest)."""
+
+    encoded: int = 0
+    cached: int = 0
+    key: str = ""
+
+    def __add__(self, other: CacheStats) -> CacheStats:
+        return CacheStats(self.encoded + other.encoded, self.cached + other.cached, "")
+
+
+def cache_key(identity: dict[str, Any], role: str, texts: list[str]) -> str:
+    """sha256 over encoder identity (sorted-key JSON), role and texts, each length-prefixed."""
+    digest = hashlib.sha256()
+    update_len_prefixed(digest, f"retrieval_bench.encoders.cache/v{CACHE_FORMAT}".encode())
+    ident = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    update_len_prefixed(digest, ident.encode())
+    update_len_prefixed(digest, role.encode())
+    update_texts(digest, texts)
+    return digest.hexdigest()
+
+
+class CacheEntryInvalid(Exception):
+    """A cache entry exists but cannot be trusted; the message says why."""
+
+
+def read_or_build(
+    root: Path,
+    data: Path,
+    sidecar: Path,
+    what: str,
+    *,
+    read: Callable[[], T],
+    build: Callable[[], T],
+    write: Callable[[T], object],
+) -> tuple[T, bool]:
+    """A cache entry (`data` plus its `sidecar`, written last) read when valid, else built and
+    written under the entry's lock; returns (value, True when read). The discipline every
+    content-keyed cache here shares (module doc): `read` raises CacheEntryInvalid for an entry
+    it cannot trust, `write` replaces each file atomically, the sidecar last."""
+    # Fast path without the lock: files only ever appear whole (os.replace), so a valid entry
+    # can be read while another job works on a different key.
+    if sidecar.exists():
+        with contextlib.suppress(CacheEntryInvalid):
+            return read(), True
+    data.parent.mkdir(parents=True, exist_ok=True)
+    lock = lock_path_for(data)
+    with file_lock(lock, what):
+        remove_stale_temps(root, lock)  # left by writers killed mid-write
+        # Another job may have written it while this one waited for the lock.
+        if data.exists() or sidecar.exists():
+            try:
+                return read(), True
+            except CacheEntryInvalid as exc:
+                logger.warning("cache entry %s is invalid (%s); rebuilding it", data, exc)
+        value = build()
+        # Any previous sidecar describes the previous data file; drop it before replacing that.
+        sidecar.unlink(missing_ok=True)
+        write(value)
+        return value, False
+
+
+class EmbeddingCache:
+    """Encodes through a content-keyed on-disk cache that concurrent jobs can share safely."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    # -- paths --------------------------------------------------------------------------------
+    def paths(self, key: str) -> tuple[Path, Path, Path]:
+        """(.npy, .json sidecar, .lock) for a key."""
+        npy = self.root / key[:2] / f"{key}.npy"
+        return npy, npy.with_suffix(".json"), lock_path_for(npy)
+
+    # -- public -------------------------------------------------------------------------------
+    def encode(
+        self, encoder: Encoder, texts: list[str], role: str
+    ) -> tuple[np.ndarray, CacheStats]:
+        """The vectors for `texts`, from the cache when a valid entry exists, else encoded now."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        texts = list(texts)
+        identity = encoder.identity()
+        key = cache_key(identity, role, texts)
+        if not texts:
+            return self._run_encoder(encoder, texts, role), CacheStats(0, 0, key)
+        npy, sidecar, _ = self.paths(key)
+
+        def build() -> np.ndarray:
+            logger.info("encoding %d %s (not in the embedding cache)", len(texts), role)
+            return self._run_encoder(encoder, texts, role)
+
+        array, hit = read_or_build(
+            self.root,
+            npy,
+            sidecar,
+            f"the embedding cache entry of {len(texts)} {role}",
+            read=lambda: self._read(npy, sidecar, key, role, len(texts)),
+            build=build,
+            write=lambda built: self._write(npy, sidecar, built, key, identity, role),
+        )
+        logger.debug("embedding cache %s: %s %s", "hit" if hit else "wrote", array.shape, npy)
+        if hit:
+            return array, CacheStats(encoded=0, cached=len(texts), key=key)
+        return array, CacheStats(encoded=len(texts), cached=0, key=key)
+
+    def lookup(self, encoder: Encoder, texts: list[str], role: str) -> np.ndarray | None:
+        """The cached vectors for `texts`, or None when no valid entry exists; never encodes
+        (and so never loads a model: the identity of a FlagEmbedding encoder is a file walk)."""
+        key = cache_key(encoder.identity(), role, list(texts))
+        npy, sidecar, _ = self.paths(key)
+        try:
+            return self._read(npy, sidecar, key, role, len(texts))
+        except CacheEntryInvalid:
+            return None
+
+    # -- internals ----------------------------------------------------------------------------
+    @staticmethod
+    def _run_encoder(encoder: Encoder, texts: list[str], role: str) -> np.ndarray:
+        encode = encoder.encode_queries if role == "queries" else encoder.encode_passages
+        raw = encode(texts)
+        array = np.ascontiguousarray(raw, dtype=np.float32)
+        if array.ndim != 2 or array.shape[0] != len(texts):
+            raise ValueError(
+                f"encoder returned shape {array.shape} for {len(texts)} {role}; "
+                "expected one row per text"
+            )
+        return array
+
+    @staticmethod
+    def _read(npy: Path, sidecar: Path, key: str, role: str, count: int) -> np.ndarray:
+        """Load an entry and check it against its sidecar; CacheEntryInvalid says what is wrong."""
+        try:
+            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise CacheEntryInvalid("sidecar .json is missing") from exc
+        except (OSError, ValueError) as exc:
+            raise CacheEntryInvalid(f"sidecar is unreadable: {exc}") from exc
+        if not isinstance(meta, dict):
+            raise CacheEntryInvalid("sidecar is not a JSON object")
+        expected = {"format": CACHE_FORMAT, "key": key, "role": role, "count": count}
+        for field, value in expected.items():
+            if meta.get(field) != value:
+                raise CacheEntryInvalid(f"sidecar {field}={meta.get(field)!r}, expected {value!r}")
+        try:
+            fh = npy.open("rb")
+        except FileNotFoundError as exc:
+            raise CacheEntryInvalid(".npy file is missing") from exc
+        with fh:
+            # Hash and load through one handle: a concurrent os.replace cannot swap the file
+            # between the checksum and the load.
+            digest = hashlib.sha256()
+            for block in iter(lambda: fh.read(_HASH_CHUNK), b""):
+                digest.update(block)
+            if digest.hexdigest() != meta.get("sha256"):
+                raise CacheEntryInvalid("sha256 of the .npy does not match the sidecar")
+            fh.seek(0)
+            try:
+                array = np.load(fh, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as exc:
+                raise CacheEntryInvalid(f".npy does not load: {exc}") from exc
+        if list(array.shape) != meta.get("shape") or array.ndim != 2 or array.shape[0] != count:
+            raise CacheEntryInvalid(
+                f"shape {array.shape} does not match sidecar {meta.get('shape')} / {count} texts"
+            )
+        if str(array.dtype) != meta.get("dtype") or array.dtype != np.float32:
+            raise CacheEntryInvalid(f"dtype {array.dtype} does not match sidecar")
+        return array
+
+    @staticmethod
+    def _write(
+        npy: Path,
+        sidecar: Path,
+        array: np.ndarray,
+        key: str,
+        identity: dict[str, Any],
+        role: str,
+    ) -> None:
+        sha256 = _atomic_write(npy, lambda fh: np.save(fh, array, allow_pickle=False))
+        meta = {
+            "format": CACHE_FORMAT,
+            "key": key,
+            "shape": list(array.shape),
+            "dtype": str(array.dtype),
+            "sha256": sha256,
+            "identity": identity,
+            "role": role,
+            "count": int(array.shape[0]),
+        }
+        text = json.dumps(meta, ensure_ascii=False, indent=2, sort_keys=True).encode()
+        _atomic_write(sidecar, lambda fh: fh.write(text))
+
+
+class _HashingWriter:
+    """File-like that hashes what passes through, so the .npy is written and hashed in one pass
+    (np.save streams through `write` for non-file objects, without a full in-memory copy)."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self.sha256 = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        return self._fh.write(data)
+
+
+def _atomic_write(path: Path, write: Callable[[_HashingWriter], object]) -> str:
+    """Write whole-or-nothing (io.atomic_writer); returns the sha256 of what was written."""
+    with atomic_writer(path) as fh:
+        writer = _HashingWriter(fh)
+        write(writer)
+    return writer.sha256.hexdigest()

@@ -1,0 +1,43 @@
+"""Everything a job's config must satisfy before any work, in one call: the schema's own checks
+(`config.validate`), then what needs an implementation to answer: the measures that plug-ins
+register, the metric names compare and the gate use, the group-by fields, the fusion settings and
+the router's rules. The app and the library (`api.compose`, `api.evaluate`) call it; the first bad
+key raises ConfigError naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from retrieval_bench.config import RunConfig, validate
+from retrieval_bench.fusion import check_fusion, check_strategy_weights
+from retrieval_bench.routing.rules import load_rule_set
+from retrieval_bench.scoring.groups import check_field
+from retrieval_bench.scoring.measure_names import (
+    canonical_benchmark_metrics,
+    canonical_compare_metrics,
+)
+from retrieval_bench.scoring.registry import load_plugins
+
+
+def check_config(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
+    """Refuse the first bad key of `cfg` (ConfigError). `given_arms`: arm names a library caller
+    passes as objects (not under `arms`). Metric names are rewritten in place to the project's
+    spelling (`nDCG@10` -> `ndcg@10`)."""
+    validate(cfg, given_arms)
+    # First: the measures plugins register are names compare and the gate may use.
+    load_plugins(cfg.scoring.plugins, "scoring.plugins")
+    canonical_compare_metrics(cfg.compare)
+    canonical_benchmark_metrics(cfg.benchmark)
+    check_fusion(cfg.retriever)
+    for name in cfg.scoring.group_by:
+        check_field(name)
+    # router=rules: its rules, routes, strategies and cues
+    rule_set = load_rule_set(cfg.router, (*cfg.arms, *given_arms))
+    if rule_set is not None:
+        check_strategy_weights(
+            cfg.retriever,
+            {
+                r.strategy.name: (r.strategy.combine, r.strategy.arms)
+                for r in rule_set.routes.values()
+            },
+        )

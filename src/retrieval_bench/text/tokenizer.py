@@ -1,0 +1,122 @@
+"""Tokenisation for BM25 and the query parser: jieba with the dataset's entity lexicon."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import unicodedata
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from retrieval_bench.config.text import TextConfig
+from retrieval_bench.records import Entity
+
+
+@lru_cache(maxsize=1)
+def _jieba() -> Any:
+    """jieba, imported on first tokenisation (not with the config schema that holds
+    TextConfig), its start-up chatter silenced."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
+_ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _is_punctuation(token: str) -> bool:
+    return all(unicodedata.category(ch).startswith(("P", "S")) for ch in token)
+
+
+def normalise(text: str) -> str:
+    """NFKC and ASCII lowercase: what the tokenizer does to text, for whole-string lookups."""
+    return unicodedata.normalize("NFKC", text).translate(_ASCII_UPPER)
+
+
+def query_length(text: str) -> int:
+    """Characters that carry meaning: whitespace, punctuation and symbols do not count."""
+    return sum(1 for ch in text if not ch.isspace() and not _is_punctuation(ch))
+
+
+class Tokenizer:
+    """jieba over NFKC text with the entity lexicon as user words.
+
+    Each instance owns its own `jieba.Tokenizer`, so two datasets' lexicons never leak into
+    each other through jieba's global dictionary.
+    """
+
+    def __init__(
+        self,
+        config: TextConfig,
+        lexicon_words: Sequence[str] = (),
+        canonical: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.config = config
+        self.lexicon_words = tuple(sorted(set(lexicon_words))) if config.use_lexicon else ()
+        use_canonical = config.use_lexicon and config.canonical_entities
+        self.canonical = dict(sorted(canonical)) if use_canonical else {}
+        self._jieba = _jieba().Tokenizer()
+        for word in self.lexicon_words:
+            self._jieba.add_word(word)
+
+    @classmethod
+    def for_entities(cls, config: TextConfig, entities: Iterable[Entity]) -> Tokenizer:
+        words, canonical = lexicon_of(entities)
+        return cls(config, words, canonical)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as its settings and lexicon (jieba's own tokenizer holds a lock and does
+        not pickle): a worker process that unpickles it builds its own jieba with the same
+        user words, so it tokenises exactly as this one does."""
+        return (Tokenizer, (self.config, self.lexicon_words, tuple(self.canonical.items())))
+
+    def identity(self) -> dict[str, object]:
+        """Everything that changes the tokens: enters cache keys and the manifest."""
+        lexicon = [self.lexicon_words, sorted(self.canonical.items())]
+        digest = hashlib.sha256(json.dumps(lexicon, ensure_ascii=False).encode())
+        return {
+            "tokenizer": "jieba",
+            "jieba_version": getattr(_jieba(), "__version__", "unknown"),
+            "use_lexicon": self.config.use_lexicon,
+            "hmm": self.config.hmm,
+            "drop_punctuation": self.config.drop_punctuation,
+            "canonical_entities": bool(self.canonical),
+            "lexicon_sha256": digest.hexdigest(),
+        }
+
+    def tokenize(self, text: str) -> list[str]:
+        normalised = unicodedata.normalize("NFKC", text)
+        tokens = []
+        for token in self._jieba.lcut(normalised, HMM=self.config.hmm):
+            if not token.strip():
+                continue
+            if self.config.drop_punctuation and _is_punctuation(token):
+                continue
+            token = token.translate(_ASCII_UPPER)
+            tokens.append(self.canonical.get(token, token))
+        return tokens
+
+
+def lexicon_of(entities: Iterable[Entity]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The jieba user words of a lexicon, and each lower-cased alias's canonical name."""
+    words: list[str] = []
+    canonical: list[tuple[str, str]] = []
+    for entity in entities:
+        for surface in (entity.name, *entity.aliases):
+            words.append(surface)
+            key = surface.translate(_ASCII_UPPER)
+            canonical.append((key, entity.name.translate(_ASCII_UPPER)))
+    return tuple(words), tuple(canonical)
+
+
+@lru_cache(maxsize=8)
+def cached_tokenizer(
+    config: TextConfig,
+    lexicon_words: tuple[str, ...],
+    canonical: tuple[tuple[str, str], ...] = (),
+) -> Tokenizer:
+    """One tokenizer per process and lexicon: a multirun reuses it across jobs."""
+    return Tokenizer(config, lexicon_words, canonical)
