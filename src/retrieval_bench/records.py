@@ -185,18 +185,48 @@ class StageRecord:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], positions: Mapping[str, int]) -> StageRecord:
-        """Back from `to_json`, with the passage indices of the corpus order `positions`
-        (passage id -> index), so stored rankings score through the job's own path."""
-        ids = list(data["ids"])
+    def from_json(
+        cls, data: dict[str, Any], positions: Mapping[str, int] | None = None
+    ) -> StageRecord:
+        """Back from `to_json`; with the corpus order `positions` (passage id -> index) also
+        the passage indices, so stored rankings score through the job's own path (without it,
+        `indices` is None). A malformed record raises ValueError (TypeError, KeyError for a
+        missing field) saying what is wrong."""
+        ids, scores = data["ids"], data["scores"]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ValueError("'ids' must be a list of passage ids")
+        if not isinstance(scores, list) or not all(_is_number(s) for s in scores):
+            raise ValueError("'scores' must be a list of numbers")
+        if len(scores) != len(ids):
+            raise ValueError(f"{len(ids)} ids but {len(scores)} scores")
+        reason = data.get("empty_reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError("'empty_reason' must be a string")
+        indices = None
+        if positions is not None:
+            unknown = next((pid for pid in ids if pid not in positions), None)
+            if unknown is not None:
+                raise ValueError(f"passage {unknown!r} is not in the corpus")
+            indices = np.fromiter((positions[pid] for pid in ids), dtype=np.int64, count=len(ids))
         return cls(
-            ids=ids,
-            scores=[float(s) for s in data["scores"]],
-            pool_requested=int(data["pool_requested"]),
-            pool_returned=int(data["pool_returned"]),
-            indices=np.fromiter((positions[pid] for pid in ids), dtype=np.int64, count=len(ids)),
-            empty_reason=data.get("empty_reason"),
+            ids=list(ids),
+            scores=[float(s) for s in scores],
+            pool_requested=_count(data, "pool_requested"),
+            pool_returned=_count(data, "pool_returned"),
+            indices=indices,
+            empty_reason=reason,
         )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(data: dict[str, Any], key: str) -> int:
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{key!r} must be a non-negative integer")
+    return value
 
 
 @dataclass(frozen=True)
@@ -229,22 +259,56 @@ class QueryRecord:
 
     @classmethod
     def from_json(
-        cls, data: dict[str, Any], query: EvalQuery, positions: Mapping[str, int]
+        cls,
+        data: dict[str, Any],
+        query: EvalQuery | None = None,
+        positions: Mapping[str, int] | None = None,
     ) -> QueryRecord:
-        """Back from `to_json` (one line of rankings.jsonl) for `query` as the labels now
-        describe it; the filter's mask is not stored (scoring reads only what it applied)."""
+        """Back from `to_json` (one line of rankings.jsonl): the one parser of that line.
+
+        `query` is the query as the labels now describe it (re-scoring); without it, the query
+        the line recorded (its id, text, type and label status; no labels). `positions` as for
+        `StageRecord.from_json`. The filter's mask is not stored (scoring reads only what it
+        applied). A malformed line raises ValueError, TypeError or KeyError (a missing field),
+        naming the stage at fault."""
+        if not isinstance(data.get("query_id"), str):
+            raise ValueError("'query_id' must be a string")
+        if query is None:
+            query = EvalQuery(
+                query_id=data["query_id"],
+                query=str(data["query"]),
+                query_type=str(data["query_type"]),
+                label_status=str(data["label_status"]),
+            )
         return cls(
             query=query,
             route=data["route"],
             strategy=data["strategy"],
             parsed=ParsedQuery.from_json(data["parsed"]),
             filter=FilterDecision(None, tuple(data["filter"]["applied"])),
-            stages={n: StageRecord.from_json(s, positions) for n, s in data["stages"].items()},
+            stages=_stages(data, "stages", positions),
             rule=data["rule"],
-            baselines={
-                n: StageRecord.from_json(s, positions) for n, s in data["baselines"].items()
-            },
+            baselines=_stages(data, "baselines", positions),
         )
+
+
+def _stages(
+    data: dict[str, Any], group: str, positions: Mapping[str, int] | None
+) -> dict[str, StageRecord]:
+    recorded = data[group]
+    if not isinstance(recorded, dict):
+        raise ValueError(f"{group!r} must be an object of stages")
+    out = {}
+    for name, stage in recorded.items():
+        try:
+            if not isinstance(stage, dict):
+                raise ValueError("not an object")
+            out[name] = StageRecord.from_json(stage, positions)
+        except KeyError as exc:
+            raise ValueError(f"{group}.{name}: missing {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{group}.{name}: {exc}") from None
+    return out
 
 
 def empty_rankings(stages: Sequence[StageRecord | None]) -> dict[str, int]:
