@@ -81,7 +81,8 @@ def build_seconds(sweep: Path) -> float:
     """Seconds to write comparison.html again from the finished folders (comparison.json's
     record as it is)."""
     from retrieval_bench.compare.html import write_comparison_html
-    from retrieval_bench.jobdir.read import assign_labels, group_by_dataset, scan_jobs
+    from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset
+    from retrieval_bench.jobdir.read import scan_jobs
 
     record = json.loads((sweep / "comparison.json").read_text(encoding="utf-8"))
     scan = scan_jobs([sweep])

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from retrieval_bench.errors import (
     NothingScored,
     interrupt_leaves,
 )
-from retrieval_bench.jobdir.read import UNFINISHED_MARKER, JobFolderError, scan_jobs
+from retrieval_bench.jobdir.names import UNFINISHED as UNFINISHED_MARKER
+from retrieval_bench.jobdir.read import JobFolderError, scan_jobs
 from run import compare as compare_cli
 from run import score as score_cli
 from run.exits import report
@@ -293,6 +295,42 @@ def test_ctrl_c_in_a_job_exits_130_and_leaves_it_marked(tmp_path: Path) -> None:
     code, _, err = _finish(_python("-m", "run.compare", str(tmp_path)))
     assert code == 2
     assert err.startswith(f"error: no finished job to compare; skipped {job_dir}: unfinished: ")
+
+
+@pytest.mark.slow
+def test_a_job_killed_outright_reads_interrupted_not_running(tmp_path: Path) -> None:
+    """SIGKILL leaves no chance to rewrite the marker: it still says `running`, and the
+    readers judge it by its process (before: "running (..., pid N)" forever)."""
+    job_dir = tmp_path / "job"
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        import run.__main__ as app
+        def run_job(cfg):  # a job at work, until it is killed
+            time.sleep(600)
+        app.run_job = run_job
+        sys.argv = ['run', *{[*mini_overrides(tmp_path), f"hydra.run.dir={job_dir}"]!r}]
+        sys.exit(app.main())
+        """
+    )
+    proc = _python("-c", script)
+    marker = job_dir / UNFINISHED_MARKER
+    try:
+        for _ in range(1200):  # the marker is the job's first file
+            if marker.is_file() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert marker.read_text().startswith("running (")
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert marker.read_text().startswith("running (")  # as the killed job left it
+    code, _, err = _finish(_python("-m", "run.compare", str(tmp_path)))
+    assert code == 2
+    assert err == (
+        f"error: no finished job to compare; skipped {job_dir}: unfinished: "
+        f"interrupted (process {proc.pid} is gone)\n"
+    )
 
 
 @pytest.mark.slow

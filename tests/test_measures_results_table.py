@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import mini_overrides, run_in_process
 
-from retrieval_bench.scoring.table import COLUMNS, write_results
+from retrieval_bench.jobdir.write import write_results_table
+from retrieval_bench.scoring.table import COLUMNS, result_rows
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,7 @@ def test_without_pyarrow_only_the_csv_is_written(
 
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
     metrics = json.loads((job / "metrics.json").read_text())
-    assert write_results(tmp_path, metrics, "bm25") == [tmp_path / "results.csv"]
+    rows = list(result_rows(metrics, "bm25"))
+    assert write_results_table(tmp_path, rows) == [tmp_path / "results.csv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
     assert (tmp_path / "results.csv").read_bytes() == (job / "results.csv").read_bytes()

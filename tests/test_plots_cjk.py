@@ -15,8 +15,9 @@ from matplotlib.patches import Rectangle
 
 from retrieval_bench.benchmark.history import FAILED, PASSED
 from retrieval_bench.benchmark.trend import _plot, trend_figure
+from retrieval_bench.jobdir.names import PLOT_FILES
 from retrieval_bench.reports import fonts
-from retrieval_bench.reports.plots import PER_TYPE_PNG, per_type_figure, write_plots
+from retrieval_bench.reports.plots import PER_TYPE, per_type_figure, write_plots
 
 K = 10
 TYPES = ["负向实体", "多跳推理", "精确匹配"]
@@ -68,8 +69,9 @@ def test_job_plots_draw_chinese_types_without_missing_glyphs(tmp_path: Path) -> 
     metrics = {"stages": {"final": _final_stage()}}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        written = write_plots(tmp_path, metrics, K)
-    assert written == [PER_TYPE_PNG]
+        written = write_plots(tmp_path, metrics, K, PLOT_FILES)
+    assert written == {PER_TYPE: PLOT_FILES[PER_TYPE]}
+    assert (tmp_path / PLOT_FILES[PER_TYPE]).is_file()
     assert _glyph_warnings(caught) == []
     with fonts.cjk_fonts():
         fig = per_type_figure(_final_stage(), K)

@@ -20,7 +20,8 @@ from omegaconf import OmegaConf
 
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.job.runner import run_job
-from retrieval_bench.jobdir.read import assign_labels, load_jobs
+from retrieval_bench.jobdir.job_sets import assign_labels
+from retrieval_bench.jobdir.read import load_jobs
 from retrieval_bench.jobdir.write import write_job
 from run.compare import main as compare_main
 from run.pool import main as pool_main

@@ -21,8 +21,16 @@ from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.data.trec import read_qrels
-from retrieval_bench.jobdir.read import UNFINISHED_MARKER
-from retrieval_bench.records import passage_text
+from retrieval_bench.jobdir.files import to_dataframe
+from retrieval_bench.jobdir.names import UNFINISHED as UNFINISHED_MARKER
+from retrieval_bench.records import (
+    EvalQuery,
+    FilterDecision,
+    ParsedQuery,
+    QueryRecord,
+    StageRecord,
+    passage_text,
+)
 from retrieval_bench.reports.explorer_data import (
     TRUNCATION_MARK,
     SystemRun,
@@ -30,7 +38,7 @@ from retrieval_bench.reports.explorer_data import (
     passage_table,
 )
 from retrieval_bench.reports.html import render_html
-from retrieval_bench.scoring.table import COLUMNS, to_dataframe
+from retrieval_bench.scoring.table import COLUMNS
 
 
 def embedded(html_path: Path) -> dict[str, Any]:
@@ -50,6 +58,22 @@ def embedded_text(text: str) -> dict[str, Any]:
 def rankings(job_dir: Path) -> list[dict[str, Any]]:
     lines = (job_dir / "rankings.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def query_record(
+    query: str, stages: dict[str, tuple[list[str], list[float]]], query_type: str = "t"
+) -> QueryRecord:
+    """A query `q1`'s record with these stages (ids, scores), as a pipeline records it."""
+    return QueryRecord(
+        query=EvalQuery("q1", query, query_type, "reviewed"),
+        route=None,
+        strategy="rrf",
+        parsed=ParsedQuery(),
+        filter=FilterDecision(None),
+        stages={
+            n: StageRecord(ids, scores, len(ids), len(ids)) for n, (ids, scores) in stages.items()
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -99,13 +123,7 @@ def test_stage_names_come_from_the_records() -> None:
     """A pipeline with stages this package never names (rerank, context) shows them in the
     order rankings.jsonl recorded them."""
     stages = ("sparse", "fused", "rerank", "final", "context")
-    record = {
-        "query_id": "q1",
-        "query": "<script>x</script>",
-        "query_type": "t",
-        "route": None,
-        "stages": {s: {"ids": ["p2", "p1"], "scores": [2.0, 1.0]} for s in stages},
-    }
+    record = query_record("<script>x</script>", {s: (["p2", "p1"], [2.0, 1.0]) for s in stages})
     metrics = {
         "stages": {s: {"overall": {"n": 1}, "per_query": {}} for s in stages},
         "baselines": {"bm25": {"overall": {"n": 1, "recall@2": 0.5}}},
@@ -130,7 +148,7 @@ def test_stage_names_come_from_the_records() -> None:
 def test_the_page_names_the_lower_is_better_metrics_it_shows() -> None:
     """The page colours a low leak_any as good: `lower_is_better` names exactly the shown
     metrics (the systems' and the comparison's, without `@K`) that are better when smaller."""
-    record = {"query_id": "q1", "query": "q", "stages": {"final": {"ids": ["p1"], "scores": [1.0]}}}
+    record = query_record("q", {"final": (["p1"], [1.0])})
     system = SystemRun("x", "/x", 1, {"stages": {}}, [record])
     specs = ["recall@K", "leak_any@K", "negative_any@5", "exact_match"]
     comparison = {"metrics": [{"spec": spec} for spec in specs]}
@@ -262,13 +280,7 @@ def test_explorer_in_chromium(chromium_or_skip: None, tmp_path: Path, shared_cac
 
 def test_deep_rankings_are_cut_and_labelled_passages_below_keep_their_rank() -> None:
     ids = [f"p{i}" for i in range(1, 1001)]
-    record = {
-        "query_id": "q1",
-        "query": "q",
-        "query_type": "t",
-        "route": None,
-        "stages": {"bm25": {"ids": ids, "scores": [float(-i) for i in range(1000)]}},
-    }
+    record = query_record("q", {"bm25": (ids, [float(-i) for i in range(1000)])})
     metrics = {"stages": {"bm25": {"overall": {"n": 1}, "per_query": {}}}}
     system = SystemRun("x", "/x", 10, metrics, [record])
     payload = explorer_payload(

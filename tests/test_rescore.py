@@ -30,9 +30,10 @@ from retrieval_bench.data.hashes import labels_hash, short
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job
+from retrieval_bench.jobdir.names import RESCORE_NOTE, RESCORED_METRICS
 from retrieval_bench.jobdir.read import RescoreError
 from retrieval_bench.jobdir.write import write_job
-from retrieval_bench.labels.rescore import RESCORE_NOTE, RESCORED_METRICS, rescore_job
+from retrieval_bench.labels.rescore import rescore_job
 from retrieval_bench.records import Dataset
 from run.rescore import main as rescore_main
 

@@ -27,7 +27,7 @@ _EXPORTS = {
     "evaluate": "retrieval_bench.api",
     "JobResult": "retrieval_bench.job.result",
     "write_job": "retrieval_bench.jobdir.write",
-    "to_dataframe": "retrieval_bench.scoring.table",
+    "to_dataframe": "retrieval_bench.jobdir.files",
     "RunConfig": "retrieval_bench.config",
     "Dataset": "retrieval_bench.records",
     "Passage": "retrieval_bench.records",
@@ -57,10 +57,10 @@ if TYPE_CHECKING:
     from retrieval_bench.api import compose, evaluate
     from retrieval_bench.config import RunConfig
     from retrieval_bench.job.result import JobResult
+    from retrieval_bench.jobdir.files import to_dataframe
     from retrieval_bench.jobdir.write import write_job
     from retrieval_bench.protocols import Arm, ArmSpec, BuildContext
     from retrieval_bench.records import Dataset, EvalQuery, Passage, Ranked
-    from retrieval_bench.scoring.table import to_dataframe
 
 
 def __getattr__(name: str) -> Any:

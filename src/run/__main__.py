@@ -33,8 +33,9 @@ from retrieval_bench.errors import (
 from retrieval_bench.io import claim_new_dir, release_unused_claims
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job, run_shard_job
-from retrieval_bench.jobdir.read import UNFINISHED_MARKER
-from retrieval_bench.jobdir.write import mark_unfinished, write_job
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.marker import INTERRUPTED, RUNNING, mark_unfinished
+from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.paths import PROJECT_ROOT
 from retrieval_bench.reports.console import job_line, job_summary
 from run.exits import JobFailed, guarded, log_traceback
@@ -90,16 +91,16 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
     """One job into its folder, marked UNFINISHED until its last file is written (and with
     why, when it fails or is interrupted)."""
     job_dir = Path(HydraConfig.get().runtime.output_dir)
-    mark_unfinished(job_dir, "running")
+    mark_unfinished(job_dir, RUNNING)
     try:
-        with interrupt_leaves(f"job folder {job_dir} is unfinished (marked {UNFINISHED_MARKER})"):
+        with interrupt_leaves(f"job folder {job_dir} is unfinished (marked {names.UNFINISHED})"):
             try:
                 result = run_job(cfg)
             except MissingShards as exc:  # its rerun command, from this job's own overrides
                 raise exc.with_overrides(HydraConfig.get().overrides.task) from None
             write_job(job_dir, result, config)
     except KeyboardInterrupt:
-        mark_unfinished(job_dir, "interrupted")
+        mark_unfinished(job_dir, INTERRUPTED)
         raise
     except BenchError as exc:
         mark_unfinished(job_dir, f"failed: {exc}")

@@ -10,11 +10,11 @@ job's corpus or queries changed since it ran. The work is done by `retrieval_ben
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from retrieval_bench.jobdir.files import read_metrics
 from retrieval_bench.labels.rescore import Rescored, rescore_path, write_rescored
 from run.exits import guarded
 
@@ -48,12 +48,14 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     args = parser.parse_args(argv)
     results = rescore_path(args.path, args.evalset)
-    for rescored in results:
-        recorded = json.loads((rescored.job_dir / "metrics.json").read_text(encoding="utf-8"))
-        before = recorded["stages"]["final"]["overall"]
+    # Every job's recorded metrics read before anything is written: a bad one leaves every
+    # folder as it was.
+    recorded = [read_metrics(r.job_dir)["stages"].get("final", {}) for r in results]
+    for rescored, final in zip(results, recorded, strict=True):
         written = write_rescored(rescored)
         print(
-            f"{rescored.job_dir}: {rescored.labels_line()}; {_headline(rescored, before)}; "
+            f"{rescored.job_dir}: {rescored.labels_line()}; "
+            f"{_headline(rescored, final.get('overall', {}))}; "
             f"wrote {written[0].name}, {written[1].name}",
             flush=True,
         )

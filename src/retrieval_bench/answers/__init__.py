@@ -8,15 +8,14 @@ into the job folder. The metric names `run.compare` and the gate accept are decl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from retrieval_bench.answers.read import AnswerOptions
+from retrieval_bench.jobdir import names
 from retrieval_bench.scoring.answer_names import ANSWER_METRICS, JUDGE_PREFIX, is_answer_metric
 
 __all__ = [
-    "ANSWERS_FILE",
     "ANSWER_METRICS",
     "JUDGE_PREFIX",
     "AnswerOptions",
@@ -25,20 +24,15 @@ __all__ = [
     "write_answers",
 ]
 
-# A generator's answers dropped into a job folder under this name are scored by the monthly
-# benchmark before it compares and gates (`score_found_answers`).
-ANSWERS_FILE = "answers.jsonl"
-
 
 def write_answers(job_dir: str | Path, record: dict[str, Any]) -> list[Path]:
     """answers.json and answers.md in the job folder, each written whole (atomically); the
     job's own metrics.json is never touched."""
     from retrieval_bench.answers.report import answers_markdown
-    from retrieval_bench.answers.score import ANSWERS_JSON, ANSWERS_MD
     from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
 
     job_dir = Path(job_dir)
-    paths = [job_dir / ANSWERS_JSON, job_dir / ANSWERS_MD]
+    paths = [job_dir / names.ANSWERS_JSON, job_dir / names.ANSWERS_MD]
     atomic_write_json(paths[0], strict_json(record))
     atomic_write_text(paths[1], answers_markdown(record, str(job_dir)))
     return paths
@@ -51,23 +45,24 @@ def recorded_options(record: dict[str, Any]) -> AnswerOptions:
 
 
 def score_found_answers(job_dirs: list[Path]) -> list[str]:
-    """Score each job's `answers.jsonl` whose answers.json is missing or was scored from other
-    content (its sha256 differs), with the options that answers.json recorded (else the
-    defaults); one line per job scored. A job whose answers.json is current is left as it is,
-    so `run.answers` with other options is not undone."""
-    from retrieval_bench.answers.score import ANSWERS_JSON, load_job_answers
+    """Score each job's `answers.jsonl` (a generator's answers dropped into the job folder)
+    whose answers.json is missing or was scored from other content (its sha256 differs), with
+    the options that answers.json recorded (else the defaults); one line per job scored. A job
+    whose answers.json is current is left as it is, so `run.answers` with other options is not
+    undone."""
+    from retrieval_bench.answers.score import load_job_answers
     from retrieval_bench.data.jsonl import file_sha256
+    from retrieval_bench.jobdir.files import read_scored_answers
 
     lines = []
     for job_dir in job_dirs:
-        found = job_dir / ANSWERS_FILE
+        found = job_dir / names.ANSWERS_INPUT
         if not found.is_file():
             continue
-        scored = job_dir / ANSWERS_JSON
-        previous = json.loads(scored.read_text(encoding="utf-8")) if scored.is_file() else None
+        previous = read_scored_answers(job_dir)
         if previous and previous["answers"]["sha256"] == file_sha256(found):
             continue
         options = recorded_options(previous) if previous else AnswerOptions()
         write_answers(job_dir, load_job_answers(job_dir, found, options))
-        lines.append(f"{job_dir}: scored {found.name} into {ANSWERS_JSON}")
+        lines.append(f"{job_dir}: scored {found.name} into {names.ANSWERS_JSON}")
     return lines

@@ -33,7 +33,6 @@ A query of the job without an answer is excluded as `not_in_answers`, never scor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +41,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retrieval_bench.answers.read import AnswerOptions, AnswersInput, CitationMap, read_answers
-from retrieval_bench.data.jsonl import file_sha256, read_jsonl
+from retrieval_bench.data.jsonl import file_sha256
 from retrieval_bench.errors import DataError
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import job_config, read_manifest, read_metrics, read_rankings
 from retrieval_bench.scoring.aggregate import summarise
 from retrieval_bench.scoring.answer_names import ANSWER_METRICS, JUDGE_PREFIX
 from retrieval_bench.scoring.labels import Judgements
@@ -52,8 +53,6 @@ from retrieval_bench.scoring.refusal import REFUSE, populations
 if TYPE_CHECKING:
     from retrieval_bench.config import DatasetConfig
 
-ANSWERS_JSON = "answers.json"
-ANSWERS_MD = "answers.md"
 NOT_IN_ANSWERS = "not_in_answers"
 CITATIONS_UNKNOWN = "citations_unknown"
 NO_CITATIONS = "no_citations"
@@ -78,24 +77,22 @@ class Context:
     note: str = ""
 
 
-def read_context(rankings: Path) -> Context:
+def read_context(job_dir: Path) -> Context:
     """Each query's `context` stage from a job's rankings.jsonl, else its `final` stage."""
-    stages: dict[str, dict[str, Any]] = {}
-    for number, record in read_jsonl(rankings):
-        qid, recorded = record.get("query_id"), record.get("stages")
-        if not isinstance(qid, str) or not isinstance(recorded, dict):
-            raise DataError(rankings, "not a rankings line (query_id, stages)", number)
-        stages[qid] = recorded
+    stages = {r.query.query_id: r.stages for r in read_rankings(job_dir)}
     if stages and all("context" in s for s in stages.values()):
-        return Context("context", {q: list(s["context"]["ids"]) for q, s in stages.items()})
+        return Context("context", {q: list(s["context"].ids) for q, s in stages.items()})
     missing = [q for q, s in stages.items() if "final" not in s]
     if missing:
-        raise DataError(rankings, f"no 'final' stage for {len(missing)} queries, e.g. {missing[0]}")
+        raise DataError(
+            job_dir / names.RANKINGS,
+            f"no 'final' stage for {len(missing)} queries, e.g. {missing[0]}",
+        )
     note = (
         "the job recorded no context stage: the final stage (the cut to top_k) is taken as the "
         "context the generator saw"
     )
-    return Context("final", {q: list(s["final"]["ids"]) for q, s in stages.items()}, note)
+    return Context("final", {q: list(s["final"].ids) for q, s in stages.items()}, note)
 
 
 @dataclass
@@ -390,7 +387,6 @@ def load_job_answers(
     `rescore` reads it), the dataset's labels now (`dataset`: another job's dataset config, as
     the gate re-scores a baseline with the current month's), the job's recorded context."""
     from retrieval_bench.job.runner import load_labelled
-    from retrieval_bench.jobdir.read import job_config
     from retrieval_bench.scoring.families import ScoringContext
 
     job_dir, answers_path = Path(job_dir), Path(answers_path)
@@ -401,12 +397,11 @@ def load_job_answers(
         cfg.dataset = dataset
     data, judgements, _ = load_labelled(cfg)
     _check_corpus(job_dir, data, cfg.dataset.format)
-    context = read_context(job_dir / "rankings.jsonl")
+    context = read_context(job_dir)
     answers = read_answers(answers_path, judgements.query_types, options)
     unreadable = ScoringContext.from_dataset(data).unreadable(judgements)
     record = score_answers(answers, judgements, unreadable, context, CitationMap(data.passages))
-    metrics = json.loads((job_dir / "metrics.json").read_text(encoding="utf-8"))
-    retrieval_refusal = metrics.get("refusal") or {}
+    retrieval_refusal = read_metrics(job_dir).get("refusal") or {}
     return {
         "answers": {
             "path": str(answers_path.resolve()),
@@ -447,8 +442,7 @@ def _check_corpus(job_dir: Path, data: Any, fmt: str) -> None:
     from retrieval_bench.data.hashes import hash_record, short
     from retrieval_bench.jobdir.read import RescoreError
 
-    manifest = json.loads((job_dir / "manifest.json").read_text(encoding="utf-8"))
-    then = (manifest.get("corpus") or {}).get("hash")
+    then = ((read_manifest(job_dir) or {}).get("corpus") or {}).get("hash")
     now = hash_record(data, fmt)["corpus"]["hash"]
     if then is not None and then != now:
         raise RescoreError(

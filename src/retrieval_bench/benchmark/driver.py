@@ -46,7 +46,6 @@ from retrieval_bench.benchmark.gate import (
 )
 from retrieval_bench.benchmark.history import (
     FINISHED,
-    GATE_FILE,
     NOT_GATED,
     RUNNING,
     BenchmarkError,
@@ -54,10 +53,10 @@ from retrieval_bench.benchmark.history import (
     fingerprint,
     folder_name_problem,
     inside,
+    job_folder_state,
     month_jobs,
     month_lock,
     planned_done,
-    read_state,
     resolve_baseline,
     write_state,
 )
@@ -67,6 +66,8 @@ from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.job.check import check_config
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import read_month_state
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.labels.rescore import relabel_baseline
 from retrieval_bench.reports.tables import markdown_table
@@ -239,10 +240,17 @@ def _launch(
     )
     proc = subprocess.run(cmd, check=False)
     if proc.returncode != 0:
+        states = {r: job_folder_state(month_dir / folder / r) for r in retrievers}
+        why = "".join(f"; {_job_line(dataset, r, s)}" for r, s in states.items() if s)
         raise BenchmarkError(
-            f"jobs for {dataset} x {list(retrievers)} failed (exit {proc.returncode}); "
+            f"jobs for {dataset} x {list(retrievers)} failed (exit {proc.returncode}){why}; "
             "finished jobs are kept: rerun the same command to resume"
         )
+
+
+def _job_line(dataset: str, retriever: str, state: str | None) -> str:
+    """`<dataset>/<retriever>`, with why its folder is not finished when it says."""
+    return f"{dataset}/{retriever}" + (f" ({state})" if state else "")
 
 
 def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | None = None) -> int:
@@ -281,7 +289,10 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
             finished = month_jobs(month_dir)
         done = planned_done(finished.values())
         absent = [
-            f"{d}/{r}" for d in bench.datasets for r in bench.retrievers if (d, r) not in done
+            _job_line(d, r, job_folder_state(month_dir / folders[d] / r))
+            for d in bench.datasets
+            for r in bench.retrievers
+            if (d, r) not in done
         ]
         if absent:
             raise BenchmarkError(f"{month_dir}: jobs did not finish: {', '.join(absent)}")
@@ -308,11 +319,11 @@ def gate_month(
     month_dir = root / month
     if not bench.gate.enabled:
         atomic_write_json(
-            month_dir / GATE_FILE,
+            month_dir / names.GATE_JSON,
             {"month": month, "status": NOT_GATED, "reason": "benchmark.gate.enabled=false"},
         )
         atomic_write_text(
-            month_dir / "gate.md",
+            month_dir / names.GATE_MD,
             f"# Regression gate {month}: not gated\n\nbenchmark.gate.enabled=false: this month "
             "is no later month's baseline unless pinned (benchmark.baseline).\n",
         )
@@ -347,7 +358,7 @@ def _start(
 ) -> dict[str, Any]:
     """Create or resume the month's state; refuse a resume under another plan."""
     fp = fingerprint(plan)
-    state = read_state(month_dir)
+    state = read_month_state(month_dir)
     if state is None:
         state = {"month": month, "plan": plan, "fingerprint": fp, "status": RUNNING, "runs": []}
     elif state.get("fingerprint") != fp:
@@ -431,7 +442,7 @@ def _baseline_line(gate: GateResult) -> str:
 
 
 def _write_gate(month_dir: Path, month: str, gate: GateResult) -> None:
-    atomic_write_json(month_dir / GATE_FILE, {"month": month, **gate.to_json()})
+    atomic_write_json(month_dir / names.GATE_JSON, {"month": month, **gate.to_json()})
     verdict = "PASSED" if gate.passed else "FAILED"
     lines = [
         f"# Regression gate {month}: {verdict}",
@@ -462,7 +473,7 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult) -> None:
             *([""] if gate.missing else []),
             markdown_table(_GATE_HEADER, _gate_rows(gate, only_flagged=False)),
         ]
-    atomic_write_text(month_dir / "gate.md", "\n".join([*lines, ""]))
+    atomic_write_text(month_dir / names.GATE_MD, "\n".join([*lines, ""]))
 
 
 def _print_gate(month: str, gate: GateResult) -> None:

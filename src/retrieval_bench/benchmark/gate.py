@@ -36,7 +36,8 @@ from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKe
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.config.benchmark import GateConfig
 from retrieval_bench.io import json_number
-from retrieval_bench.jobdir.read import IGNORED_KEYS, FinishedJob, canonical
+from retrieval_bench.jobdir.job_sets import IGNORED_KEYS
+from retrieval_bench.jobdir.read import FinishedJob, canonical
 from retrieval_bench.scoring.comparison import ordered_types, paired_values, too_few
 from retrieval_bench.scoring.registry import lower_is_better
 from retrieval_bench.scoring.significance import SignificanceSettings, ci_json, family_tests, holm

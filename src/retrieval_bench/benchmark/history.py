@@ -25,10 +25,16 @@ from typing import Any
 from retrieval_bench.config.benchmark import MONTH
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io import atomic_write_json
-from retrieval_bench.jobdir.read import FinishedJob, find_job_dirs, is_finished
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import read_gate_record, read_month_state
+from retrieval_bench.jobdir.read import (
+    FinishedJob,
+    find_job_dirs,
+    is_finished,
+    is_job_dir,
+    unfinished_reason,
+)
 
-STATE_FILE = "benchmark.json"
-GATE_FILE = "gate.json"
 RUNNING, FINISHED = "running", "finished"
 # A month's gate status (gate.json `status`). Only PASSED and NO_BASELINE (the first month,
 # the reference everything after it is gated against) make a month a baseline.
@@ -45,21 +51,12 @@ def fingerprint(plan: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def read_state(month_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((month_dir / STATE_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise BenchmarkError(f"{month_dir / STATE_FILE}: unreadable: {exc}") from None
-
-
 def write_state(month_dir: Path, state: Mapping[str, Any]) -> None:
-    atomic_write_json(month_dir / STATE_FILE, dict(state))
+    atomic_write_json(month_dir / names.MONTH_STATE, dict(state))
 
 
 def is_finished_month(month_dir: Path) -> bool:
-    state = read_state(month_dir) if month_dir.is_dir() else None
+    state = read_month_state(month_dir) if month_dir.is_dir() else None
     return bool(state) and state.get("status") == FINISHED  # type: ignore[union-attr]
 
 
@@ -99,6 +96,13 @@ def month_jobs(month_dir: Path, finished_only: bool = True) -> dict[JobKey, Fini
     return jobs
 
 
+def job_folder_state(job_dir: Path) -> str | None:
+    """Why a month's job folder is not finished (`jobdir.read.unfinished_reason`: a job killed
+    outright reads `interrupted (process N is gone)`), `no job folder` when it never started;
+    None when it is finished."""
+    return unfinished_reason(job_dir) if is_job_dir(job_dir) else "no job folder"
+
+
 def planned_done(jobs: Iterable[FinishedJob]) -> set[tuple[str, str]]:
     """(dataset option, retriever option) pairs of a month's finished jobs (`month_jobs`)."""
     done = set()
@@ -114,12 +118,9 @@ def gate_status(month_dir: Path) -> str | None:
     """What a month's own gate said (`passed`, `failed`, `no baseline`, `not gated`), or None
     when it has no gate result. A gate.json written before statuses were recorded counts as
     passed only if it passed with at least one check."""
-    try:
-        record = json.loads((month_dir / GATE_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    record = read_gate_record(month_dir)
+    if record is None:
         return None
-    except (OSError, ValueError) as exc:
-        raise BenchmarkError(f"{month_dir / GATE_FILE}: unreadable: {exc}") from None
     status = record.get("status")
     if isinstance(status, str):
         return status
@@ -212,7 +213,7 @@ def folder_name_problem(name: str) -> str:
 def month_lock(month_dir: Path) -> Iterator[None]:
     """One benchmark run per month folder at a time (a second one fails at once)."""
     month_dir.mkdir(parents=True, exist_ok=True)
-    with (month_dir / ".lock").open("a+b") as fh:
+    with (month_dir / names.MONTH_LOCK).open("a+b") as fh:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

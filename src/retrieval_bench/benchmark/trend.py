@@ -34,6 +34,7 @@ from retrieval_bench.benchmark.history import (
 )
 from retrieval_bench.data.hashes import short
 from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from retrieval_bench.jobdir import names
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.scoring.comparison import ordered_types
@@ -214,7 +215,7 @@ def trend_figure(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequen
 def write_trend(root: Path, metrics: Sequence[str], stage: str = "final") -> list[Path]:
     """Redraw trend.md, trend.json and one PNG per dataset from every finished month."""
     points = collect(root, metrics, stage)
-    files = [root / "trend.md", root / "trend.json"]
+    files = [root / names.TREND_MD, root / names.TREND_JSON]
     atomic_write_text(files[0], _markdown(points, metrics))
     atomic_write_json(
         files[1],
@@ -227,7 +228,7 @@ def write_trend(root: Path, metrics: Sequence[str], stage: str = "final") -> lis
     )
     for dataset in sorted({p["dataset"] for p in points}):
         # A dataset name from an older month's job may not be a plain file name.
-        path = inside(root, root / f"trend-{dataset}.png", "dataset.name")
+        path = inside(root, root / names.trend_png(dataset), "dataset.name")
         atomic_write_bytes(path, _plot(points, dataset, metrics))
         files.append(path)
     return files

@@ -29,15 +29,10 @@ from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE, CompareConfig
 from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
-from retrieval_bench.jobdir.read import (
-    FinishedJob,
-    JobFolderError,
-    Snapshot,
-    assign_labels,
-    canonical,
-    group_by_dataset,
-    scan_jobs,
-)
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import JobFolderError
+from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset
+from retrieval_bench.jobdir.read import FinishedJob, Snapshot, canonical, scan_jobs
 from retrieval_bench.scoring.answer_names import is_answer_metric
 from retrieval_bench.scoring.comparison import (
     ALL,
@@ -398,20 +393,21 @@ def compare_dirs(
     files: list[Path] = []
     if out_dir is not None:
         out = Path(out_dir)
-        atomic_write_json(out / "comparison.json", record)
-        atomic_write_text(out / "comparison.md", comparison_markdown(record))
-        atomic_write_json(out / "badcases.json", badcases)
+        atomic_write_json(out / names.COMPARISON_JSON, record)
+        atomic_write_text(out / names.COMPARISON_MD, comparison_markdown(record))
+        atomic_write_json(out / names.BADCASES_JSON, badcases)
         atomic_write_text(
-            out / "badcases.md",
+            out / names.BADCASES_MD,
             "\n".join(badcases_markdown(b, name) for name, b in badcases.items()),
         )
         from retrieval_bench.compare.html import write_comparison_html
-        from retrieval_bench.scoring.table import write_sweep_results
+        from retrieval_bench.jobdir.write import write_results_table
+        from retrieval_bench.scoring.table import sweep_rows
 
         groups = group_by_dataset(jobs)
         html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)
-        tables = write_sweep_results(out, jobs)
-        files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]
+        tables = write_results_table(out, sweep_rows(jobs))
+        files = [out / n for n in (names.COMPARISON_MD, names.COMPARISON_JSON, names.BADCASES_MD)]
         files += [*html, *tables]
     text = "\n".join([*scan.skipped_lines(), comparison_text(record, files)])
     return ComparisonOutput(record, text, files)

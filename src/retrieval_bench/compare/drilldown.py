@@ -2,10 +2,10 @@
 passage and entity, and what none of them found.
 
 Read from each job's `rankings.jsonl` (every stage's ids), `qrels.trec` (the labels scored
-against) and `metrics.json` (the per-query values). Expected entities come from the evaluation
-set named in the job's config, and a passage carries an entity when its `meta.entities` names it
-(or, without that field, when its title or text contains it); both are optional, so folders
-copied away from their dataset still give the passage view.
+against) and `metrics.json` (the per-query values), through `jobdir.files`. Expected entities
+come from the evaluation set named in the job's config, and a passage carries an entity when its
+`meta.entities` names it (or, without that field, when its title or text contains it); both are
+optional, so folders copied away from their dataset still give the passage view.
 
 A query *flips* when one configuration finds a relevant passage in its top K and another finds
 none (hit@K differs); those come first in each type, then queries whose primary metric differs,
@@ -14,14 +14,15 @@ then the rest. Queries every configuration answers fully are counted, not listed
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_bench.data.trec import read_qrels
 from retrieval_bench.errors import BenchError
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import read_job_qrels, read_rankings
 from retrieval_bench.jobdir.read import FinishedJob
+from retrieval_bench.records import QueryRecord
 from retrieval_bench.scoring.stage_loss import split_pool
 
 log = logging.getLogger(__name__)
@@ -30,26 +31,11 @@ FLIP, DIFFERS, SAME = "flip", "differs", "same"
 _ORDER = {FLIP: 0, DIFFERS: 1, SAME: 2}
 
 
-def _rankings(job: FinishedJob) -> dict[str, dict[str, Any]]:
-    path = job.path / "rankings.jsonl"
-    out: dict[str, dict[str, Any]] = {}
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    record = json.loads(line)
-                    out[str(record["query_id"])] = record
-    except FileNotFoundError:
-        log.warning("%s: no rankings.jsonl; its ranks are left out of the bad cases", job.path)
-    return out
-
-
-def _qrels(job: FinishedJob) -> dict[str, dict[str, int]]:
-    path = job.path / "qrels.trec"
-    try:
-        return read_qrels(path)
-    except FileNotFoundError:
+def _rankings(job: FinishedJob) -> dict[str, QueryRecord]:
+    if not (job.path / names.RANKINGS).is_file():
+        log.warning("%s: no %s; its ranks are left out of the bad cases", job.path, names.RANKINGS)
         return {}
+    return {record.query.query_id: record for record in read_rankings(job.path)}
 
 
 def _entity_view(job: FinishedJob) -> tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]:
@@ -111,7 +97,7 @@ def drilldown(
     qrels: dict[str, dict[str, int]] = {}
     types: dict[str, str] = {}
     for job in jobs:
-        for qid, labels_of in _qrels(job).items():
+        for qid, labels_of in (read_job_qrels(job.path) or {}).items():
             qrels.setdefault(qid, labels_of)
         for qid, qtype in job.query_types(stage).items():
             types.setdefault(qid, qtype)
@@ -130,10 +116,10 @@ def drilldown(
                 record = rankings[label].get(qid)
                 if record is None:
                     continue
-                text = text or str(record.get("query", ""))
+                text = text or record.query.query
                 ranks = {}
-                for name, st in record.get("stages", {}).items():
-                    ids = list(st.get("ids", []))
+                for name, st in record.stages.items():
+                    ids = st.ids
                     ranks[name] = (
                         _rank(ids, item["id"])
                         if item["kind"] == "passage"

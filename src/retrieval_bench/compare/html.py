@@ -1,6 +1,7 @@
 """comparison.html: a sweep's explorer, built from its finished job folders.
 
-Each job's rankings.jsonl, qrels.trec, metrics.json and plots are read back from its folder;
+Each job's rankings.jsonl, qrels.trec, metrics.json and plots are read back from its folder
+(`jobdir.files`);
 the passage texts from the corpus its config names (when it is still readable from here; else
 the page says the texts are not at hand). Job folders the comparison skipped (unfinished, not
 written by this sweep) are named in the page with the reason.
@@ -13,18 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.data.trec import read_qrels
 from retrieval_bench.errors import BenchError
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import read_job_qrels, read_plots, read_rankings
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.records import passage_text
-from retrieval_bench.reports.explorer_data import (
-    SystemRun,
-    TextOf,
-    explorer_payload,
-    read_plots,
-    read_rankings,
-)
-from retrieval_bench.reports.html import SWEEP_HTML, write_html
+from retrieval_bench.reports.explorer_data import SystemRun, TextOf, explorer_payload
+from retrieval_bench.reports.html import write_html
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +54,7 @@ def system_run(job: FinishedJob) -> SystemRun:
         path=str(job.path),
         top_k=job.top_k,
         metrics=job.metrics,
-        rankings=read_rankings(job.path / "rankings.jsonl"),
+        rankings=read_rankings(job.path) if (job.path / names.RANKINGS).is_file() else [],
         plots=read_plots(job.path),
     )
 
@@ -76,11 +72,8 @@ def write_comparison_html(
         group = jobs[name]
         qrels: dict[str, dict[str, int]] = {}
         for job in group:
-            try:
-                for qid, labels in read_qrels(job.path / "qrels.trec").items():
-                    qrels.setdefault(qid, labels)
-            except FileNotFoundError:
-                continue
+            for qid, labels in (read_job_qrels(job.path) or {}).items():
+                qrels.setdefault(qid, labels)
         payload = explorer_payload(
             f"Comparison: {name} ({len(group)} jobs, stage {record['stage']})",
             "sweep",
@@ -91,6 +84,6 @@ def write_comparison_html(
             settings=settings,
             left_out=[(str(path), reason) for path, reason in skipped],
         )
-        file = SWEEP_HTML if len(datasets) == 1 else f"comparison-{name}.html"
+        file = names.comparison_html(None if len(datasets) == 1 else name)
         written.append(write_html(out_dir / file, payload, f"sweep folder {out_dir}"))
     return written

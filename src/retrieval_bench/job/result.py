@@ -29,6 +29,6 @@ class JobResult:
         """The job's metrics as the long pandas table of results.csv (one row per system x
         stage x query x metric, then the aggregates); `system` names the rows (default "run").
         pandas is optional, imported only here (the `tables` extra)."""
-        from retrieval_bench.scoring.table import to_dataframe
+        from retrieval_bench.scoring.table import metrics_frame
 
-        return to_dataframe(self.metrics, system)
+        return metrics_frame(self.metrics, system or "run")

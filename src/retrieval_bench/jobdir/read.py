@@ -3,63 +3,54 @@
 A job folder is one holding `metrics.json` or the `UNFINISHED` marker a job writes when it
 starts (and rewrites when it fails or is interrupted); it is *finished* when the marker is gone
 and `report.md`, the last file a job writes, is there. Folders that are not finished are
-skipped, each named with the reason (`JobScan.skipped`).
+skipped, each named with the reason (`JobScan.skipped`): what the marker says, judged against
+the living (`jobdir.marker`: a `running` job whose process is gone reads as interrupted), or
+which files are missing.
 
 What a job was is read from its Hydra record: `.hydra/overrides.yaml` (what the command line
-changed), `.hydra/hydra.yaml` (group choices, job number) and the
-resolved config in `manifest.json`. A job's label is built from the keys whose values differ
-between the jobs compared, so it reads like `retriever=bm25` or `top_k=8,retriever=hybrid`.
+changed), `.hydra/hydra.yaml` (group choices, job number) and the resolved config in
+`manifest.json`. Every file is read by its typed reader (`jobdir.files`); file names come from
+`jobdir.names`. Telling the jobs of a set apart (labels) is `jobdir.job_sets`'.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
-from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import BenchError
+from retrieval_bench.jobdir import marker, names
+from retrieval_bench.jobdir.files import (
+    JobFolderError,
+    read_manifest,
+    read_metrics,
+    read_scored_answers,
+    read_yaml,
+)
 from retrieval_bench.scoring.answer_names import is_answer_metric
 
 log = logging.getLogger(__name__)
 
-FINISHED_MARKERS = ("metrics.json", "manifest.json", "report.md")
-# Written into a finished job by `python -m run.answers` (retrieval_bench.answers.score).
-ANSWERS_JSON = "answers.json"
-# Written at job start, removed after the job's last file: its presence means "not finished".
-UNFINISHED_MARKER = "UNFINISHED"
-# Keys that never describe what a job measured: where things are stored, how it was run.
-IGNORED_KEYS = ("hydra", "cache_dir", "compare", "benchmark", "experiment")
+# The files a finished job has (REPORT_MD, its last, included).
+FINISHED_FILES = (names.METRICS, names.MANIFEST, names.REPORT_MD)
 _MAX_DEPTH = 4
 
 
-class JobFolderError(BenchError):
-    """A folder is not a readable job folder; names the file at fault."""
-
-
 def is_job_dir(path: Path) -> bool:
-    return (path / "metrics.json").is_file() or (path / UNFINISHED_MARKER).is_file()
+    return (path / names.METRICS).is_file() or marker.is_marked(path)
 
 
 def unfinished_reason(path: Path) -> str | None:
-    """Why a job folder is not finished (what its marker says, or which files are missing);
-    None when it is finished."""
-    marker = path / UNFINISHED_MARKER
-    if marker.is_file():
-        try:
-            said = marker.read_text(encoding="utf-8").strip().splitlines()
-        except OSError as exc:
-            said = [f"marker unreadable: {exc.strerror}"]
-        return f"unfinished: {said[0] if said else 'marker is empty'}"
-    missing = [name for name in FINISHED_MARKERS if not (path / name).is_file()]
+    """Why a job folder is not finished (what its marker says, judged by `jobdir.marker`, or
+    which files are missing); None when it is finished."""
+    said = marker.marker_state(path)
+    if said is not None:
+        return f"unfinished: {said}"
+    missing = [name for name in FINISHED_FILES if not (path / name).is_file()]
     if missing:
         return f"unfinished: no {', '.join(missing)}"
     return None
@@ -80,24 +71,6 @@ def canonical(value: Any) -> str:
     return str(value)
 
 
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, yaml.YAMLError) as exc:
-        raise JobFolderError(f"{path}: unreadable: {exc}") from None
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise JobFolderError(f"{path}: unreadable JSON: {exc}") from None
-
-
 def parse_overrides(lines: Iterable[str]) -> dict[str, str]:
     """`key=value` command-line overrides as a dict (`+`/`++` dropped, `~key` -> `(deleted)`)."""
     out: dict[str, str] = {}
@@ -110,11 +83,6 @@ def parse_overrides(lines: Iterable[str]) -> dict[str, str]:
         if sep:
             out[key] = value.strip()
     return out
-
-
-def _ignored(key: str) -> bool:
-    root = re.split(r"[./]", key, maxsplit=1)[0]
-    return root in IGNORED_KEYS
 
 
 @dataclass
@@ -137,19 +105,17 @@ class FinishedJob:
     @classmethod
     def load(cls, path: str | Path) -> FinishedJob:
         path = Path(path)
-        metrics = _read_json(path / "metrics.json")
-        if not isinstance(metrics, dict) or "stages" not in metrics:
-            raise JobFolderError(f"{path / 'metrics.json'}: missing, or has no 'stages'")
-        manifest = _read_json(path / "manifest.json") or {}
-        config = manifest.get("config") or _read_yaml(path / ".hydra" / "config.yaml") or {}
-        hydra = (_read_yaml(path / ".hydra" / "hydra.yaml") or {}).get("hydra", {}) or {}
+        metrics = read_metrics(path)
+        manifest = read_manifest(path) or {}
+        config = manifest.get("config") or read_yaml(path / names.HYDRA_CONFIG) or {}
+        hydra = (read_yaml(path / names.HYDRA_SETTINGS) or {}).get("hydra", {}) or {}
         choices = {
             str(k): str(v)
             for k, v in ((hydra.get("runtime") or {}).get("choices") or {}).items()
             if not str(k).startswith("hydra/") and v is not None
         }
         num = (hydra.get("job") or {}).get("num")
-        overrides = parse_overrides(_read_yaml(path / ".hydra" / "overrides.yaml") or [])
+        overrides = parse_overrides(read_yaml(path / names.HYDRA_OVERRIDES) or [])
         return cls(
             path=path,
             metrics=metrics,
@@ -158,7 +124,7 @@ class FinishedJob:
             choices=choices,
             num=num if isinstance(num, int) else None,
             manifest=manifest,
-            answers=_read_json(path / ANSWERS_JSON) or {},
+            answers=read_scored_answers(path) or {},
         )
 
     @property
@@ -180,7 +146,7 @@ class FinishedJob:
         stages = self.metrics["stages"]
         if name not in stages:
             raise JobFolderError(
-                f"{self.path / 'metrics.json'}: no stage {name!r} (has: {', '.join(stages)})"
+                f"{self.path / names.METRICS}: no stage {name!r} (has: {', '.join(stages)})"
             )
         return stages[name]
 
@@ -198,7 +164,7 @@ class FinishedJob:
         name = self.resolve_metric(spec)
         rows = self.stage(stage).get("per_query")
         if rows is None:
-            raise JobFolderError(f"{self.path / 'metrics.json'}: stage {stage!r} has no per_query")
+            raise JobFolderError(f"{self.path / names.METRICS}: stage {stage!r} has no per_query")
         return {qid: row[name] for qid, row in rows.items() if row.get(name) is not None}
 
     def query_types(self, stage: str) -> dict[str, str]:
@@ -273,7 +239,7 @@ Snapshot = dict[str, tuple[int, int]]
 
 def _identity(path: Path) -> tuple[int, int]:
     try:
-        st = (path / "metrics.json").stat()
+        st = (path / names.METRICS).stat()
     except FileNotFoundError:
         return 0, 0  # an unfinished job: any later metrics.json differs from this
     return st.st_ino, st.st_mtime_ns
@@ -344,65 +310,5 @@ def load_jobs(paths: Sequence[str | Path], unchanged: Snapshot | None = None) ->
     return scan.jobs
 
 
-def group_by_dataset(jobs: Sequence[FinishedJob]) -> dict[str, list[FinishedJob]]:
-    groups: dict[str, list[FinishedJob]] = {}
-    for job in jobs:
-        groups.setdefault(job.dataset, []).append(job)
-    return groups
-
-
-def varying_keys(jobs: Sequence[FinishedJob]) -> list[str]:
-    """Override keys whose effective value differs between the jobs, in first-seen order."""
-    keys: dict[str, None] = {}
-    for job in jobs:
-        for key in job.overrides:
-            if not _ignored(key) and not key.startswith("dataset"):
-                keys.setdefault(key, None)
-    return [k for k in keys if len({job.value_of(k) for job in jobs}) > 1]
-
-
-def assign_labels(jobs: Sequence[FinishedJob]) -> list[str]:
-    """Give each job its `setting` (varying key -> value) and a unique label; returns the keys.
-
-    Fallbacks when the overrides do not tell jobs apart: the retriever name, then the folder.
-    """
-    keys = varying_keys(jobs)
-    for job in jobs:
-        job.setting = {k: job.value_of(k) for k in keys}
-        job.label = ",".join(f"{k}={v}" for k, v in job.setting.items())
-    labels = [j.label for j in jobs]
-    if len(set(labels)) == len(labels) and all(labels):
-        return keys
-    names = [j.value_of("retriever.name") for j in jobs]
-    if len(set(names)) == len(names):
-        for job, name in zip(jobs, names, strict=True):
-            job.setting = {"retriever": name}
-            job.label = f"retriever={name}"
-        return ["retriever"]
-    for job in jobs:
-        job.label = job.path.name if not job.label else f"{job.label}#{job.path.name}"
-        job.setting = {**job.setting, "job": job.path.name}
-    if len({j.label for j in jobs}) < len(jobs):
-        for job in jobs:
-            job.label = str(job.path)
-    return [*keys, "job"]
-
-
 class RescoreError(BenchError):
     """A job's stored rankings cannot be re-scored; names the job and what differs."""
-
-
-def job_config(job_dir: Path) -> RunConfig:
-    """The job's resolved config (`.hydra/config.yaml`, else manifest.json's `config`), typed."""
-    path = job_dir / ".hydra" / "config.yaml"
-    raw = _read_yaml(path)  # JobFolderError naming the file when it is unreadable
-    if raw is None:
-        path = job_dir / "manifest.json"
-        raw = (_read_json(path) or {}).get("config")
-    if not isinstance(raw, dict):
-        raise JobFolderError(f"{path}: holds no job config")
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(RunConfig), raw)
-        return OmegaConf.to_object(merged)  # type: ignore[return-value]
-    except OmegaConfBaseException as exc:
-        raise JobFolderError(f"{path}: not a job config of this version: {exc}") from None

@@ -1,9 +1,12 @@
-"""The per-job files of DESIGN.md's contracts, each written atomically."""
+"""The job folder's files, each written atomically (names: `jobdir.names`).
+
+`write_job` writes every file of a finished job, `report.md` last, then removes the job's
+`UNFINISHED` marker (`jobdir.marker`). The layers below (scoring's table, reports' plots and
+pages) are given the paths they write to; `write_results_table` is the long table's writer for a
+job folder and a sweep folder alike."""
 
 from __future__ import annotations
 
-import datetime as dt
-import os
 import subprocess
 from collections.abc import Mapping
 from importlib import metadata
@@ -15,15 +18,16 @@ from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
 from retrieval_bench.job.result import JobResult
-from retrieval_bench.jobdir.read import UNFINISHED_MARKER
+from retrieval_bench.jobdir import marker, names
+from retrieval_bench.jobdir.files import read_plots
 from retrieval_bench.paths import PROJECT_ROOT
 from retrieval_bench.records import StageRecord, passage_text
-from retrieval_bench.reports.explorer_data import SystemRun, explorer_payload, read_plots
-from retrieval_bench.reports.html import JOB_HTML, write_html
+from retrieval_bench.reports.explorer_data import SystemRun, explorer_payload
+from retrieval_bench.reports.html import write_html
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
 from retrieval_bench.scoring.records import doc_stage
-from retrieval_bench.scoring.table import system_tag, write_results
+from retrieval_bench.scoring.table import result_rows, system_tag, write_table
 from retrieval_bench.scoring.units import passage_docs
 
 PACKAGES = (
@@ -41,13 +45,6 @@ PACKAGES = (
 )
 
 
-def mark_unfinished(job_dir: str | Path, state: str) -> None:
-    """Say in the job folder that its outputs are not (yet) complete, and why: written when a
-    job starts and rewritten when it fails or is interrupted; `write_job` removes it last."""
-    when = dt.datetime.now().isoformat(timespec="seconds")
-    atomic_write_text(Path(job_dir) / UNFINISHED_MARKER, f"{state} ({when}, pid {os.getpid()})\n")
-
-
 def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
     """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
     job_dir = Path(job_dir)
@@ -63,20 +60,20 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
 
     for name in result.metrics["stages"]:
         stages = {r.query.query_id: scored(r.stages.get(name)) for r in result.records}
-        _export(job_dir / "trec", name, stages, qrels, tag)
+        _export(job_dir / names.TREC_DIR, name, stages, qrels, tag)
     for name in result.metrics.get("baselines", {}):
         stages = {r.query.query_id: scored(r.baselines.get(name)) for r in result.records}
-        _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
-    write_qrels(job_dir / "qrels.trec", qrels)
+        _export(job_dir / names.TREC_BASELINES_DIR, name, stages, qrels, name)
+    write_qrels(job_dir / names.QRELS, qrels)
     rankings = [r.to_json() for r in result.records]
-    atomic_write_text(job_dir / "rankings.jsonl", jsonl_text(rankings))
-    atomic_write_json(job_dir / "metrics.json", result.metrics, indent=None)
+    atomic_write_text(job_dir / names.RANKINGS, jsonl_text(rankings))
+    atomic_write_json(job_dir / names.METRICS, result.metrics, indent=None)
     job_manifest = manifest(result, config)
-    atomic_write_json(job_dir / "manifest.json", job_manifest)
-    write_results(job_dir, result.metrics, tag)
+    atomic_write_json(job_dir / names.MANIFEST, job_manifest)
+    write_results_table(job_dir, list(result_rows(result.metrics, tag)))
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
-    plots = write_plots(job_dir, result.metrics, top_k)
-    system = SystemRun(tag, str(job_dir), top_k, result.metrics, rankings)
+    plots = write_plots(job_dir, result.metrics, top_k, names.PLOT_FILES)
+    system = SystemRun(tag, str(job_dir), top_k, result.metrics, result.records)
     system.plots = read_plots(job_dir)
     by_id = {p.id: p for p in result.dataset.passages}
     payload = explorer_payload(
@@ -86,10 +83,16 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
         qrels,
         lambda pid: passage_text(by_id[pid]) if pid in by_id else None,
     )
-    write_html(job_dir / JOB_HTML, payload, f"job folder {job_dir}")
-    atomic_write_text(job_dir / "report.md", job_report(result, config, plots))
-    (job_dir / UNFINISHED_MARKER).unlink(missing_ok=True)
+    write_html(job_dir / names.REPORT_HTML, payload, f"job folder {job_dir}")
+    atomic_write_text(job_dir / names.REPORT_MD, job_report(result, config, plots))
+    marker.clear(job_dir)
     return job_dir
+
+
+def write_results_table(folder: Path, rows: list[tuple[Any, ...]]) -> list[Path]:
+    """results.csv (and results.parquet when pyarrow is importable) of `rows`
+    (`scoring.table.result_rows`, or `sweep_rows` in a sweep folder); returns the files."""
+    return write_table(folder / names.RESULTS_CSV, folder / names.RESULTS_PARQUET, rows)
 
 
 def _export(
@@ -105,10 +108,10 @@ def _export(
     A stage that did not run every labelled query (a router's arm stage ranks only the queries
     routed to it) also gets `<name>.qrels`, the labels of the queries it ran: metrics.json scores
     it on those, so `run.score <name>.qrels <name>.run --complete` does the same."""
-    write_run(folder / f"{name}.run", _run(stages), tag=tag)
+    write_run(folder / f"{name}{names.RUN_SUFFIX}", _run(stages), tag=tag)
     ran = {qid: labels for qid, labels in qrels.items() if stages.get(qid) is not None}
     if len(ran) < len(qrels):
-        write_qrels(folder / f"{name}.qrels", ran)
+        write_qrels(folder / f"{name}{names.QRELS_SUFFIX}", ran)
 
 
 def _run(stages: Mapping[str, StageRecord | None]) -> dict[str, list[tuple[str, float]]]:

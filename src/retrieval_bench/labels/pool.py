@@ -29,18 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.data.evalset import load_evalset
-from retrieval_bench.data.jsonl import file_sha256, read_jsonl
+from retrieval_bench.data.jsonl import file_sha256
 from retrieval_bench.data.passages import load_passages
-from retrieval_bench.errors import BenchError, DataError
+from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_text, jsonl_text
-from retrieval_bench.jobdir.read import FinishedJob, assign_labels, group_by_dataset, load_jobs
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import read_rankings
+from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset
+from retrieval_bench.jobdir.read import FinishedJob, load_jobs
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.records import EvalQuery, Passage
 
 log = logging.getLogger(__name__)
 
-POOL_JSONL = "pool.jsonl"
-POOL_CSV = "pool.csv"
 # The fields of a pool record, in file order; `grade` is null until an annotator fills it.
 POOL_FIELDS = (
     "query_id",
@@ -99,7 +100,7 @@ def _dataset_paths(job: FinishedJob) -> tuple[Path, Path]:
             "evaluation sets (evalsets/<name>.jsonl)"
         )
     if not dataset.get("corpus") or not dataset.get("evalset"):
-        raise PoolError(f"{job.path / 'manifest.json'}: config names no dataset corpus/evalset")
+        raise PoolError(f"{job.path / names.MANIFEST}: config names no dataset corpus/evalset")
     corpus = resolve_path(str(dataset["corpus"])) / "passages.jsonl"
     return corpus, resolve_path(str(dataset["evalset"]))
 
@@ -108,7 +109,7 @@ def _check_corpus(job: FinishedJob, passages: Path, current: str) -> None:
     """The corpus must be the one the job ranked, or its ids could name other texts."""
     recorded = ((job.manifest.get("dataset") or {}).get("files_sha256") or {}).get(passages.name)
     if recorded is None:
-        raise PoolError(f"{job.path / 'manifest.json'}: records no hash of {passages.name}")
+        raise PoolError(f"{job.path / names.MANIFEST}: records no hash of {passages.name}")
     if recorded != current:
         raise PoolError(
             f"job {job.path}: its corpus changed since it ran ({passages}: sha256 {recorded} "
@@ -118,21 +119,13 @@ def _check_corpus(job: FinishedJob, passages: Path, current: str) -> None:
 
 def _rankings(job: FinishedJob) -> dict[str, dict[str, list[str]]]:
     """query id -> {"<stage>" or "baselines.<name>": ranked ids} from the job's rankings.jsonl."""
-    path = job.path / "rankings.jsonl"
-    out: dict[str, dict[str, list[str]]] = {}
-    for number, record in read_jsonl(path):
-        qid = record.get("query_id")
-        if not isinstance(qid, str):
-            raise DataError(path, "record has no string 'query_id'", number)
-        stages: dict[str, list[str]] = {}
-        for group, prefix in (("stages", ""), ("baselines", "baselines.")):
-            for name, stage in (record.get(group) or {}).items():
-                ids = stage.get("ids") if isinstance(stage, dict) else None
-                if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-                    raise DataError(path, f"{group}.{name}: 'ids' must be a list of ids", number)
-                stages[prefix + name] = ids
-        out[qid] = stages
-    return out
+    return {
+        record.query.query_id: {
+            **{name: stage.ids for name, stage in record.stages.items()},
+            **{f"baselines.{name}": stage.ids for name, stage in record.baselines.items()},
+        }
+        for record in read_rankings(job.path)
+    }
 
 
 def build_pool(
@@ -141,7 +134,7 @@ def build_pool(
     queries: Sequence[EvalQuery],
     passages: Mapping[str, Passage],
 ) -> Pool:
-    """The pool of `jobs` (labelled, see `compare.jobs.assign_labels`) against `queries`.
+    """The pool of `jobs` (labelled, see `jobdir.job_sets.assign_labels`) against `queries`.
 
     Order: evaluation-set order of queries; within a query, best rank first, then the passages
     more rankings found, then id."""
@@ -166,7 +159,7 @@ def build_pool(
                         continue
                     if pid not in passages:
                         raise PoolError(
-                            f"{job.path / 'rankings.jsonl'}: query {qid!r}, {stage}: passage "
+                            f"{job.path / names.RANKINGS}: query {qid!r}, {stage}: passage "
                             f"{pid!r} is not in the corpus"
                         )
                     by_source = found.setdefault(qid, {}).setdefault(pid, {})
@@ -240,7 +233,10 @@ def pool_csv(records: Sequence[Mapping[str, Any]]) -> str:
 def write_pool(pool: Pool, out_dir: Path) -> list[Path]:
     """`pool.jsonl` and `pool.csv` in `out_dir`, each written whole. A pool file that exists
     with other content is refused, not replaced: an annotator may be filling it."""
-    texts = {POOL_JSONL: jsonl_text(pool.records), POOL_CSV: pool_csv(pool.records)}
+    texts = {
+        names.POOL_JSONL: jsonl_text(pool.records),
+        names.POOL_CSV: pool_csv(pool.records),
+    }
     for name, text in texts.items():
         path = out_dir / name
         if path.exists() and path.read_text(encoding="utf-8") != text:

@@ -27,28 +27,21 @@ from typing import Any, TypeVar
 
 from retrieval_bench.config import DatasetConfig
 from retrieval_bench.data.hashes import CORPUS_FILES, hash_record, short
-from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io import atomic_write_json
 from retrieval_bench.job.runner import load_labelled, score_job
-from retrieval_bench.jobdir.read import (
-    FinishedJob,
+from retrieval_bench.jobdir import names
+from retrieval_bench.jobdir.files import (
     JobFolderError,
-    RescoreError,
-    _read_json,
-    find_job_dirs,
-    is_finished,
     job_config,
+    read_manifest,
+    read_rankings,
 )
-from retrieval_bench.records import QueryRecord
+from retrieval_bench.jobdir.read import FinishedJob, RescoreError, find_job_dirs, is_finished
+from retrieval_bench.records import EvalQuery, QueryRecord
 from retrieval_bench.routing.rules import load_rule_set
 
-RESCORED_METRICS = "metrics.rescored.json"
-RESCORE_NOTE = "rescore.json"
-
 K = TypeVar("K")
-
-
 
 
 @dataclass
@@ -74,12 +67,10 @@ class Rescored:
         return f"labels {short(old)} -> {short(new)}"
 
 
-
-
 def _recorded(job_dir: Path) -> dict[str, Any]:
-    manifest = _read_json(job_dir / "manifest.json")
-    if not isinstance(manifest, dict):
-        raise JobFolderError(f"{job_dir / 'manifest.json'}: missing, or not a JSON object")
+    manifest = read_manifest(job_dir)
+    if manifest is None:
+        raise JobFolderError(f"{job_dir / names.MANIFEST}: missing")
     missing = [
         key for key in ("labels", "queries", "corpus") if "hash" not in (manifest.get(key) or {})
     ]
@@ -119,36 +110,37 @@ def rescore_job(
                 f"{short(new)} now): its rankings are not what a job would retrieve now; "
                 "re-run it instead"
             )
-    records = _records(job_dir / "rankings.jsonl", data.queries, [p.id for p in data.passages])
+    records = _records(job_dir, data.queries, [p.id for p in data.passages])
     metrics = score_job(
         cfg, data, judgements, groups, records, load_rule_set(cfg.router, tuple(cfg.arms))
     )
     return Rescored(job_dir, metrics, before, after, cfg.dataset, dict(data.hashes))
 
 
-def _records(path: Path, queries: Sequence[Any], passage_ids: Sequence[str]) -> list[QueryRecord]:
+def _records(
+    job_dir: Path, queries: Sequence[EvalQuery], passage_ids: Sequence[str]
+) -> list[QueryRecord]:
     """The stored records, in the order a fresh job would rank the queries (the evaluation
     set's), each with its query as the labels now describe it."""
-    stored = {str(record.get("query_id")): record for _, record in read_jsonl(path)}
     positions = {pid: i for i, pid in enumerate(passage_ids)}
+    stored = {r.query.query_id: r for r in read_rankings(job_dir, positions)}
     absent = [q.query_id for q in queries if q.query_id not in stored]
     if absent:
-        raise RescoreError(f"{path}: no ranking for {len(absent)} queries, e.g. {absent[:3]}")
-    try:
-        return [QueryRecord.from_json(stored[q.query_id], q, positions) for q in queries]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise JobFolderError(f"{path}: not a rankings file of this version: {exc!r}") from None
+        raise RescoreError(
+            f"{job_dir / names.RANKINGS}: no ranking for {len(absent)} queries, e.g. {absent[:3]}"
+        )
+    return [dataclasses.replace(stored[q.query_id], query=q) for q in queries]
 
 
 def write_rescored(rescored: Rescored) -> list[Path]:
     """metrics.rescored.json beside the job's own metrics.json (never replaced: it stays what
     the job measured), and rescore.json saying against which labels and when."""
     job_dir = rescored.job_dir
-    metrics_path, note_path = job_dir / RESCORED_METRICS, job_dir / RESCORE_NOTE
+    metrics_path, note_path = job_dir / names.RESCORED_METRICS, job_dir / names.RESCORE_NOTE
     atomic_write_json(metrics_path, rescored.metrics, indent=None)
     note = {
         "rescored_at": dt.datetime.now().isoformat(timespec="seconds"),
-        "metrics": RESCORED_METRICS,
+        "metrics": names.RESCORED_METRICS,
         "labels": {
             "then": rescored.before["labels"]["hash"],
             "now": rescored.after["labels"]["hash"],

@@ -1,8 +1,9 @@
 """The data the HTML report (`reports.html`) embeds: one job's or one sweep's records, compacted.
 
-Read from what a job wrote (metrics.json, rankings.jsonl, qrels.trec, plots/) and the passage
-texts of its corpus; nothing here runs or scores anything, so every number shown in the HTML is
-one of metrics.json's, and every ranking one of rankings.jsonl's.
+Built from a job's records (`QueryRecord`s: a job's own, or read back from its rankings.jsonl by
+`jobdir.files.read_rankings`), its metrics, labels and plots, and the passage texts of its
+corpus; nothing here runs, scores or reads anything, so every number shown in the HTML is one
+of metrics.json's, and every ranking one of rankings.jsonl's.
 
 Layout (columnar, so 3 jobs x 1,000 queries stay a few MB):
 
@@ -29,12 +30,11 @@ Layout (columnar, so 3 jobs x 1,000 queries stay a few MB):
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from retrieval_bench.records import QueryRecord
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.stage_loss import stage_loss
 
@@ -49,8 +49,6 @@ MAX_DEPTH = 100
 TRUNCATION_MARK = "…"
 # The metrics every table and query row shows, at the job's top_k; others stay in metrics.json.
 CORE_METRICS = ("recall", "hit", "mrr", "ndcg", "map")
-# The job folder's figures (`reports.plots` writes them there).
-PLOT_DIR = "plots"
 
 
 @dataclass
@@ -61,25 +59,10 @@ class SystemRun:
     path: str
     top_k: int
     metrics: Mapping[str, Any]
-    rankings: Sequence[Mapping[str, Any]]
+    # Every query's record in the job's order (the query as recorded, with its stages).
+    rankings: Sequence[QueryRecord]
+    # Each figure's PNG by its path relative to the job folder (the link the page shows).
     plots: Mapping[str, bytes] = field(default_factory=dict)
-
-
-def read_rankings(path: Path) -> list[dict[str, Any]]:
-    """rankings.jsonl's records, in file order (an absent file: none)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def read_plots(job_dir: Path) -> dict[str, bytes]:
-    """Every PNG under `<job>/plots/`, by its path relative to the job folder."""
-    folder = job_dir / PLOT_DIR
-    if not folder.is_dir():
-        return {}
-    return {f"{PLOT_DIR}/{p.name}": p.read_bytes() for p in sorted(folder.glob("*.png"))}
 
 
 def _round(value: Any) -> Any:
@@ -204,14 +187,13 @@ def _loss(
     loss = system.metrics.get("stage_loss")
     if loss is None:
         recorded = {
-            str(r["query_id"]): {n: s["ids"] for n, s in (r.get("stages") or {}).items()}
-            for r in system.rankings
+            r.query.query_id: {n: s.ids for n, s in r.stages.items()} for r in system.rankings
         }
-        types = {str(r["query_id"]): str(r.get("query_type", "unknown")) for r in system.rankings}
+        types = {r.query.query_id: r.query.query_type for r in system.rankings}
         labels = {q: dict(qrels[q]) for q in recorded if q in qrels}
         loss = stage_loss(recorded, Judgements(qrels=labels, query_types=types))
     # The queries stage_loss counted: the scored ones (those with labels) this job ranked.
-    ranked = {str(r["query_id"]) for r in system.rankings}
+    ranked = {r.query.query_id for r in system.rankings}
     lost = loss.get("per_query") or {}
     column = [
         [[index(pid), stage] for stage, pids in (lost.get(q) or {}).items() for pid in pids]
@@ -244,10 +226,10 @@ def explorer_payload(
     `left_out` names the job folders a sweep could not show, with why. Each stage's ranking is
     cut to its first `max_depth` ids (`returned` keeps its length); a labelled passage ranked
     below the cut is kept in `deep` as [rank, passage index, score]."""
-    queries: dict[str, dict[str, Any]] = {}
+    queries: dict[str, QueryRecord] = {}
     for system in systems:
         for record in system.rankings:
-            queries.setdefault(str(record["query_id"]), dict(record))
+            queries.setdefault(record.query.query_id, record)
     qids = list(queries)
     positions: dict[str, int] = {}
 
@@ -264,10 +246,10 @@ def explorer_payload(
     cut_stages: list[str] = []
     out_systems = []
     for system in systems:
-        by_query = {str(r["query_id"]): r for r in system.rankings}
+        by_query = {r.query.query_id: r for r in system.rankings}
         stage_names: dict[str, None] = {}
         for record in system.rankings:
-            for name in record.get("stages") or {}:
+            for name in record.stages:
                 stage_names.setdefault(name, None)
         stages = list(stage_names)
         names = [f"{m}@{system.top_k}" for m in CORE_METRICS]
@@ -285,12 +267,13 @@ def explorer_payload(
             deep_col: list[Any] = []
             length_col: list[int | None] = []
             for q in qids:
-                stage = ((by_query.get(q) or {}).get("stages") or {}).get(name)
+                found = by_query.get(q)
+                stage = found.stages.get(name) if found is not None else None
                 if stage is None:
                     for col in (ids_col, score_col, deep_col, length_col):
                         col.append(None)
                     continue
-                ids, stage_scores = stage["ids"], stage["scores"]
+                ids, stage_scores = stage.ids, stage.scores
                 ids_col.append([index(pid) for pid in ids[:max_depth]])
                 score_col.append([_round(float(x)) for x in stage_scores[:max_depth]])
                 length_col.append(len(ids))
@@ -314,7 +297,7 @@ def explorer_payload(
                 "stages": stages,
                 "loss": _loss(system, qrels, qids, index),
                 "metric_names": names,
-                "route": [(by_query.get(q) or {}).get("route") for q in qids],
+                "route": [by_query[q].route if q in by_query else None for q in qids],
                 "rankings": rankings,
                 "scores": scores,
                 "returned": returned,
@@ -343,8 +326,8 @@ def explorer_payload(
     first = {pid for q in qids for pid in qrels.get(q) or {}}
     for system in systems:
         for record in system.rankings:
-            for stage in (record.get("stages") or {}).values():
-                first.update(stage["ids"][: system.top_k])
+            for stage in record.stages.values():
+                first.update(stage.ids[: system.top_k])
     passages, text_note = passage_table(list(positions), text_of, text_budget, max_chars, first)
     return {
         "meta": {
@@ -361,8 +344,8 @@ def explorer_payload(
         },
         "queries": {
             "ids": qids,
-            "text": [queries[q].get("query", "") for q in qids],
-            "type": [str(queries[q].get("query_type", "unknown")) for q in qids],
+            "text": [queries[q].query.query for q in qids],
+            "type": [queries[q].query.query_type for q in qids],
             "labels": labels,
             "excluded": [excluded.get(q) for q in qids],
         },

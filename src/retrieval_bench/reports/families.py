@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_bench.reports.plots import EVIDENCE_PNG, PER_TYPE_PNG, REFUSAL_PNG
+from retrieval_bench.reports.plots import EVIDENCE, PER_TYPE, REFUSAL
 from retrieval_bench.reports.tables import (
     excluded_text,
     exclusions_line,
@@ -46,7 +46,7 @@ def _family(stage: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
     return (stage.get("families") or {}).get(name)
 
 
-def headline_section(metrics: Mapping[str, Any], k: int, plots: Sequence[str]) -> list[str]:
+def headline_section(metrics: Mapping[str, Any], k: int, plots: Mapping[str, str]) -> list[str]:
     """The final stage per type, one column block per family, each with its own n.
 
     Only blocks, types and columns that hold data are shown: a family that scored no query
@@ -104,8 +104,8 @@ def headline_section(metrics: Mapping[str, Any], k: int, plots: Sequence[str]) -
         if result is not None:
             lines.append(f"- {family}: {exclusions_line(result)}")
     lines.append("")
-    if PER_TYPE_PNG in plots:
-        lines += [f"![per-type metrics, final stage]({PER_TYPE_PNG})", ""]
+    if PER_TYPE in plots:
+        lines += [f"![per-type metrics, final stage]({plots[PER_TYPE]})", ""]
     return lines
 
 
@@ -120,7 +120,7 @@ def _same_rows(
     return cells(result, names) == cells(base, base_names)
 
 
-def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> list[str]:
+def refusal_section(refusal: Mapping[str, Any] | None, plots: Mapping[str, str]) -> list[str]:
     if not refusal:
         return []
     counts = refusal["counts"]
@@ -182,12 +182,12 @@ def refusal_section(refusal: Mapping[str, Any] | None, plots: Sequence[str]) -> 
                 markdown_table(["type", "n", "should", "correct at balanced t"], by_type_rows),
                 "",
             ]
-    if REFUSAL_PNG in plots:
-        lines += [f"![refusal curve]({REFUSAL_PNG})", ""]
+    if REFUSAL in plots:
+        lines += [f"![refusal curve]({plots[REFUSAL]})", ""]
     return lines
 
 
-def evidence_section(metrics: Mapping[str, Any], plots: Sequence[str]) -> list[str]:
+def evidence_section(metrics: Mapping[str, Any], plots: Mapping[str, str]) -> list[str]:
     final = metrics["stages"].get("final", {})
     evidence = _family(final, "evidence")
     curves = (evidence or {}).get("curves") or {}
@@ -209,8 +209,8 @@ def evidence_section(metrics: Mapping[str, Any], plots: Sequence[str]) -> list[s
         ]
         rows.append([f"{hops}-hop", curve["n"], *cells])
     lines += [markdown_table(["chain", "n", *(f"k={k}" for k in ks)], rows), ""]
-    if EVIDENCE_PNG in plots:
-        lines += [f"![evidence completeness]({EVIDENCE_PNG})", ""]
+    if EVIDENCE in plots:
+        lines += [f"![evidence completeness]({plots[EVIDENCE]})", ""]
     return lines
 
 

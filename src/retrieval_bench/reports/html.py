@@ -3,7 +3,8 @@ as embedded JSON, plots as base64 PNG), opened from disk with no network and no 
 
 The page (`reports/explorer/`) renders the payload of `reports.explorer_data`: the per-type
 win/loss heatmap, the per-stage tables, the plots and the query explorer. Its Content Security
-Policy forbids every fetch, so a page that works offline is the only kind it can be.
+Policy forbids every fetch, so a page that works offline is the only kind it can be. Where a
+page goes is the caller's (`jobdir.names`: `report.html`, `comparison.html`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from typing import Any
 
 from retrieval_bench.io import atomic_write_text
 from retrieval_bench.scoring.registry import lower_is_better
-
-JOB_HTML = "report.html"
-SWEEP_HTML = "comparison.html"
 
 
 def _asset(name: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from retrieval_bench.config.schema import DOC, PASSAGE
@@ -27,8 +27,12 @@ from retrieval_bench.reports.tables import (
 )
 
 
-def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] = ()) -> str:
-    """The report; `plots` are the figures written beside it (paths relative to the job)."""
+def job_report(
+    result: JobResult, config: dict[str, Any], plots: Mapping[str, str] | None = None
+) -> str:
+    """The report; `plots` are the figures written beside it (`reports.plots` kind -> path
+    relative to the job, as `write_plots` returns them)."""
+    plots = plots or {}
     cutoffs = result.metrics["cutoffs"]
     retriever = config.get("retriever", {})
     router = config.get("router", {}).get("name", "none")

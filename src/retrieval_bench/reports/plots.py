@@ -1,7 +1,8 @@
 """PNG figures for report.md: the refusal curve, per-type bars, evidence completeness curves.
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot state, no display needed) and
-written atomically under `<job>/plots/`. Query-type names may be Chinese: figures are drawn
+written atomically where the caller says (`jobdir.names.PLOT_FILES`: under `<job>/plots/`, one
+file per figure kind of `FIGURES`). Query-type names may be Chinese: figures are drawn
 with a CJK font (`reports.fonts`). Every plotted number is read from
 metrics.json, so a figure never shows anything the file does not hold. PNG metadata omits the
 matplotlib version, so the same metrics give the same bytes.
@@ -18,14 +19,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from retrieval_bench.io import atomic_write_bytes
-from retrieval_bench.reports.explorer_data import PLOT_DIR
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.scoring.registry import lower_is_better
 
-# Under PLOT_DIR, where the HTML report reads them back (explorer_data.read_plots).
-REFUSAL_PNG = f"{PLOT_DIR}/refusal.png"
-PER_TYPE_PNG = f"{PLOT_DIR}/per_type_final.png"
-EVIDENCE_PNG = f"{PLOT_DIR}/evidence_curves.png"
+# The figures a job may have, by kind: the refusal curve, per-type bars of the final stage,
+# evidence completeness curves.
+REFUSAL, PER_TYPE, EVIDENCE = "refusal", "per_type", "evidence"
+FIGURES = (REFUSAL, PER_TYPE, EVIDENCE)
 
 
 # Fixed margins rather than tight_layout, which renders each figure twice: in a sweep that
@@ -175,23 +175,31 @@ def evidence_figure(curves: Mapping[str, Any]) -> Figure | None:
     return fig
 
 
-def write_plots(job_dir: Path, metrics: Mapping[str, Any], k: int) -> list[str]:
-    """Write every figure the metrics allow; returns their paths relative to the job folder."""
+def write_plots(
+    job_dir: Path, metrics: Mapping[str, Any], k: int, files: Mapping[str, str]
+) -> dict[str, str]:
+    """Write every figure the metrics allow, each kind to its path in `files` (relative to
+    `job_dir`, one per kind of `FIGURES`); returns kind -> path of those written."""
+    missing = [kind for kind in FIGURES if kind not in files]
+    if missing:
+        raise ValueError(f"no file name for figure(s) {', '.join(missing)}")
     with cjk_fonts():
-        return _write_plots(job_dir, metrics, k)
+        return _write_plots(job_dir, metrics, k, files)
 
 
-def _write_plots(job_dir: Path, metrics: Mapping[str, Any], k: int) -> list[str]:
+def _write_plots(
+    job_dir: Path, metrics: Mapping[str, Any], k: int, files: Mapping[str, str]
+) -> dict[str, str]:
     final = metrics.get("stages", {}).get("final", {})
     evidence = final.get("families", {}).get("evidence", {})
     figures = {
-        REFUSAL_PNG: refusal_figure(metrics["refusal"]) if "refusal" in metrics else None,
-        PER_TYPE_PNG: per_type_figure(final, k) if final else None,
-        EVIDENCE_PNG: evidence_figure(evidence.get("curves", {})) if evidence else None,
+        REFUSAL: refusal_figure(metrics["refusal"]) if "refusal" in metrics else None,
+        PER_TYPE: per_type_figure(final, k) if final else None,
+        EVIDENCE: evidence_figure(evidence.get("curves", {})) if evidence else None,
     }
-    written = []
-    for name, fig in figures.items():
+    written = {}
+    for kind, fig in figures.items():
         if fig is not None:
-            _save(fig, Path(job_dir) / name)
-            written.append(name)
+            _save(fig, Path(job_dir) / files[kind])
+            written[kind] = files[kind]
     return written

@@ -1,7 +1,8 @@
 """A job's metrics as one long table (`results.csv`, and `results.parquet` when pyarrow is
 installed), for pandas, a spreadsheet or any tool that reads CSV rather than metrics.json; a
-sweep's folder holds the same table over all its jobs, and `to_dataframe` gives it as a
-DataFrame.
+sweep's folder holds the same table over all its jobs, and `metrics_frame` gives it as a
+DataFrame. Where the files go is the caller's (`jobdir.write.write_results_table`): this module
+is given their paths and reads no folder (`jobdir.files.to_dataframe` reads a job's).
 
 One row per system x stage x query x metric, then the aggregates of the same stage:
 
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -61,19 +60,15 @@ def system_tag(config: Mapping[str, Any]) -> str:
     return tag if router == "none" else f"router-{router}"
 
 
-def write_results(job_dir: Path, metrics: Mapping[str, Any], system: str) -> list[Path]:
-    """Write `results.csv` (and `results.parquet` when pyarrow is importable), atomically."""
-    return write_table(job_dir, list(result_rows(metrics, system)))
-
-
-def write_table(folder: Path, rows: list[tuple[Any, ...]]) -> list[Path]:
-    """`results.csv` (and `results.parquet` when pyarrow is importable) of `rows`, atomically."""
+def write_table(csv_path: Path, parquet_path: Path, rows: list[tuple[Any, ...]]) -> list[Path]:
+    """The table of `rows` as CSV (and as Parquet when pyarrow is importable), each written
+    atomically; returns the files written."""
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(COLUMNS)
     writer.writerows(rows)
-    written = [folder / "results.csv"]
-    atomic_write_text(written[0], text.getvalue())
+    written = [csv_path]
+    atomic_write_text(csv_path, text.getvalue())
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -83,50 +78,34 @@ def write_table(folder: Path, rows: list[tuple[Any, ...]]) -> list[Path]:
     schema = pa.schema([*((name, pa.string()) for name in COLUMNS[:-1]), ("value", pa.float64())])
     buffer = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_pydict(columns, schema=schema), buffer)
-    written.append(folder / "results.parquet")
-    atomic_write_bytes(written[1], buffer.getvalue().to_pybytes())
+    written.append(parquet_path)
+    atomic_write_bytes(parquet_path, buffer.getvalue().to_pybytes())
     return written
 
 
 class SweepJob(Protocol):
-    """What the sweep table needs of a finished job (`compare.jobs.FinishedJob` has it)."""
+    """What the sweep table needs of a finished job (`jobdir.read.FinishedJob` has it)."""
 
     label: str
     metrics: dict[str, Any]
 
 
-def write_sweep_results(sweep_dir: Path, jobs: Iterable[SweepJob]) -> list[Path]:
+def sweep_rows(jobs: Iterable[SweepJob]) -> list[tuple[Any, ...]]:
     """The sweep's table: every job's rows, `system` being the job's label in the comparison
     (`retriever=bm25`, `top_k=8,retriever=hybrid`, ...), so jobs of one retriever that differ in
     another setting stay apart."""
-    rows = [row for job in jobs for row in result_rows(job.metrics, job.label)]
-    return write_table(sweep_dir, rows)
+    return [row for job in jobs for row in result_rows(job.metrics, job.label)]
 
 
-def to_dataframe(
-    source: str | os.PathLike[str] | Mapping[str, Any], system: str | None = None
-) -> Any:
+def metrics_frame(metrics: Mapping[str, Any], system: str = "run") -> Any:
     """The long table (COLUMNS; one row per system x stage x query x metric, then the
-    aggregates) as a pandas DataFrame, from a job folder or a metrics.json dict.
-
-    `system` names the rows; by default a folder's system as its manifest says
-    (`system_tag`), a dict's `"run"`. `value` is float64 (an undefined aggregate is NaN);
-    the other columns are strings. pandas is optional: imported here, with a message naming
-    the install when it is missing."""
+    aggregates) of one job's metrics as a pandas DataFrame, its rows named `system`. `value`
+    is float64 (an undefined aggregate is NaN); the other columns are strings. pandas is
+    optional: imported here, with a message naming the install when it is missing."""
     try:
         import pandas as pd
     except ImportError:
         raise ImportError("to_dataframe needs pandas: pip install pandas") from None
-    if isinstance(source, Mapping):
-        metrics, name = source, system or "run"
-    else:
-        folder = Path(source)
-        metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-        manifest_path = folder / "manifest.json"
-        config: dict[str, Any] = {}
-        if manifest_path.is_file():
-            config = json.loads(manifest_path.read_text(encoding="utf-8")).get("config") or {}
-        name = system or system_tag(config)
-    frame = pd.DataFrame.from_records(list(result_rows(metrics, name)), columns=list(COLUMNS))
+    frame = pd.DataFrame.from_records(list(result_rows(metrics, system)), columns=list(COLUMNS))
     frame["value"] = pd.to_numeric(frame["value"], errors="raise").astype("float64")
     return frame
