@@ -3,7 +3,7 @@ recorded and to the labels (`python -m run.answers JOB_DIR ANSWERS`).
 
 `score.load_job_answers` reads and scores; `write_answers` writes answers.json and answers.md
 into the job folder. The metric names `run.compare` and the gate accept are declared in
-`names.ANSWER_METRICS`.
+`scoring.answer_names.ANSWER_METRICS`.
 """
 
 from __future__ import annotations
