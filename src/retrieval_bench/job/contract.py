@@ -4,8 +4,9 @@ An arm's `search` and a stage's `apply` return one `Ranked` per query they were 
 hold integer passage indices in range and unique, finite scores, best first (score never
 rising down the list), no more passages than asked, and only passages the query's filter
 allows. Tied scores are put in the project's order (passage id descending, what trec_eval
-imposes) where a plug-in left them otherwise, so the TREC export scores like metrics.json. A plug-in that breaks it fails the job with exit 2 naming the plug-in, the query
-and the offending value, instead of a silent wrong number (a passage the permission filter
+imposes) where a plug-in left them otherwise, so the TREC export scores like metrics.json. A
+plug-in that breaks the contract fails the job with exit 2 naming the plug-in, the query and
+the offending value, instead of a silent wrong number (a passage the permission filter
 excluded in `final`) or a raw IndexError.
 
 An arm that applies access control itself (a remote service ranks with its own rules) says so
@@ -155,8 +156,8 @@ class StageContract:
             rank = int(rising[0]) + 1
             raise ContractError(
                 f"{where}: not best first: rank {rank + 1} (passage "
-                f"{self.ids[int(indices[rank])]!r}) scores {float(values[rank])!r}, above rank {rank}'s "
-                f"{float(values[rank - 1])!r}"
+                f"{self.ids[int(indices[rank])]!r}) scores {float(values[rank])!r}, above "
+                f"rank {rank}'s {float(values[rank - 1])!r}"
             )
         if mask is not None:
             excluded = np.flatnonzero(~mask[indices])
