@@ -14,7 +14,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.fusion import Fill, ReciprocalRankFusion, ScoreFusion
 from retrieval_bench.job.check import check_config
+from retrieval_bench.stages.context import ContextBudget
+from retrieval_bench.stages.cut import TopKCut
+from retrieval_bench.stages.rerank import CrossEncoderRerank
 
 register_configs()
 
@@ -46,7 +50,7 @@ STRING_ALTERNATIVES = {
     "retriever.combine": "fill",
     "retriever.normalize": "zscore",
     "retriever.method": "combmnz",
-    "encoder.kind": "flag",
+    "encoder._target_": "retrieval_bench.encoders.flag.FlagModelEncoder",
     "encoder.model": "BAAI/bge-small-zh-v1.5",
     "encoder.pooling": "mean",
     "encoder.query_instruction": "query: ",
@@ -92,7 +96,38 @@ STRING_ALTERNATIVES = {
     "service.score_field": "",
     "service.on_error": "skip",
     "arms.service._target_": "my_arms.OtherServiceSpec",
+    # Stages and combiners are instantiated when the config is checked: real classes.
+    "stages.rerank._target_": "test_config.OtherRerank",
+    "stages.final._target_": "test_config.OtherCut",
+    "stages.context._target_": "test_config.OtherContext",
+    "combiners.rrf._target_": "test_config.OtherRRF",
+    "combiners.score._target_": "test_config.OtherScoreFusion",
+    "combiners.fill._target_": "test_config.OtherFill",
 }
+
+
+class OtherRerank(CrossEncoderRerank):
+    """Another rerank stage class, for the override test."""
+
+
+class OtherCut(TopKCut):
+    """Another cut class."""
+
+
+class OtherContext(ContextBudget):
+    """Another context stage class."""
+
+
+class OtherRRF(ReciprocalRankFusion):
+    """Another combiner class."""
+
+
+class OtherScoreFusion(ScoreFusion):
+    """Another combiner class."""
+
+
+class OtherFill(Fill):
+    """Another combiner class."""
 
 
 def different(key: str, value: Any, strings: dict[str, str]) -> Any:
@@ -169,6 +204,10 @@ def test_out_of_range_values_name_their_key(override: str, key: str) -> None:
 def test_defaults_validate_and_are_the_documented_ones() -> None:
     cfg: RunConfig = OmegaConf.to_object(compose_run([]))  # type: ignore[assignment]
     check_config(cfg)
-    assert (cfg.dataset.name, cfg.retriever.name, cfg.encoder.kind) == ("travel", "hybrid", "use")
+    assert (cfg.dataset.name, cfg.retriever.name, cfg.encoder._target_) == (
+        "travel",
+        "hybrid",
+        "retrieval_bench.encoders.use.USEEncoder",
+    )
     assert (cfg.top_k, cfg.retriever.pool_size, cfg.retriever.rrf_k) == (6, 10, 60)
     assert cfg.retriever.arms == ["bm25", "dense"] and cfg.retriever.combine == "rrf"
