@@ -126,3 +126,11 @@ def test_the_scan_finds_each_kind_of_spelling(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert [line for line, _ in spelt_names(sample)] == [2, 3, 4, 5, 6]
+
+
+def test_every_figure_kind_has_its_file() -> None:
+    """`reports.plots` draws figures by kind; the job folder names one file per kind."""
+    from retrieval_bench.reports.plots import FIGURES
+
+    assert sorted(names.PLOT_FILES) == sorted(FIGURES)
+    assert all(p.startswith(f"{names.PLOTS_DIR}/") for p in names.PLOT_FILES.values())

@@ -29,7 +29,7 @@ QRELS = "qrels.trec"
 # One TREC run per recorded stage (`trec/<stage>.run`), and `trec/<stage>.qrels` where a stage
 # ran only some of the labelled queries; a router's baselines in their own folder.
 TREC_DIR = "trec"
-TREC_BASELINES_DIR = "trec/baselines"
+TREC_BASELINES_DIR = f"{TREC_DIR}/baselines"
 RUN_SUFFIX = ".run"
 QRELS_SUFFIX = ".qrels"
 # metrics.json as one long table (scoring.table); in a sweep folder, every job's rows.
@@ -51,9 +51,9 @@ UNFINISHED = "UNFINISHED"
 # What Hydra records of the job: the resolved config, its own settings (group choices, job
 # number) and the command-line overrides.
 HYDRA_DIR = ".hydra"
-HYDRA_CONFIG = ".hydra/config.yaml"
-HYDRA_SETTINGS = ".hydra/hydra.yaml"
-HYDRA_OVERRIDES = ".hydra/overrides.yaml"
+HYDRA_CONFIG = f"{HYDRA_DIR}/config.yaml"
+HYDRA_SETTINGS = f"{HYDRA_DIR}/hydra.yaml"
+HYDRA_OVERRIDES = f"{HYDRA_DIR}/overrides.yaml"
 # `python -m run.rescore`: the stored rankings scored against newer labels, and which labels.
 RESCORED_METRICS = "metrics.rescored.json"
 RESCORE_NOTE = "rescore.json"
