@@ -219,11 +219,14 @@ class BM25ArmSpec:
         with_overrides(BM25Config(), overrides)  # an unknown key fails when the config is read
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
+        from retrieval_bench.segment.parity import checked_tokenizer
         from retrieval_bench.text import cached_tokenizer, lexicon_of
         from retrieval_bench.token_cache import tokenize_corpus
 
         config = with_overrides(ctx.cfg.bm25, self.overrides)
         tokenizer = cached_tokenizer(ctx.cfg.text, *lexicon_of(ctx.entities))
+        # text.impl=fast: jieba instead where the fast cut differs on a sample of this corpus.
+        tokenizer = checked_tokenizer(tokenizer, ctx.texts, ctx.ids)
         # The manifest's `tokenizer`: recorded by the arm that tokenises, so a job without a
         # BM25 arm loads no jieba (every BM25 arm of a job shares `text`, hence one identity).
         ctx.stats["tokenizer"] = tokenizer.identity()
