@@ -23,6 +23,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from retrieval_bench.compiled import load
 from retrieval_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,10 @@ whenever the C cut changes, so no cache entry written by another version is read
 REFERENCE_NAME = "jieba"
 
 
-@lru_cache(maxsize=1)
 def _engine_type() -> tuple[Any, str | None]:
     """The extension's Engine class, or None and why it is missing (logged once)."""
-    try:
-        from retrieval_bench.segment._dagcut import Engine
-    except ImportError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    return Engine, None
+    module, why = load("segment._dagcut")
+    return (None, why) if module is None else (module.Engine, None)
 
 
 def fast_available() -> bool:
