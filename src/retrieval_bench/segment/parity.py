@@ -14,7 +14,6 @@ import hashlib
 import logging
 import multiprocessing
 import unicodedata
-import weakref
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -158,9 +157,9 @@ def sample_indices(n: int, k: int) -> list[int]:
     return sorted({(i * n) // k for i in range(k)})
 
 
-_checked: weakref.WeakKeyDictionary[Tokenizer, dict[str, Difference | None]] = (
-    weakref.WeakKeyDictionary()
-)
+_CHECKED = "_parity_checked"
+"""The attribute under which a tokenizer keeps its parity results (sample digest -> the
+difference or None): they live and die with it, with no weak-reference callbacks at exit."""
 
 
 def checked_tokenizer(tokenizer: Tokenizer, texts: Sequence[str], ids: Sequence[str]) -> Tokenizer:
@@ -176,7 +175,7 @@ def checked_tokenizer(tokenizer: Tokenizer, texts: Sequence[str], ids: Sequence[
     digest = hashlib.sha256()
     for i in picked:
         digest.update(texts[i].encode("utf-8", "surrogatepass") + b"\0")
-    checked = _checked.setdefault(tokenizer, {})
+    checked: dict[str, Difference | None] = vars(tokenizer).setdefault(_CHECKED, {})
     key = digest.hexdigest()
     if key not in checked:
         sample = [texts[i] for i in picked]
