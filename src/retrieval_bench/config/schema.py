@@ -16,6 +16,7 @@ from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.config.m3 import M3Config
 from retrieval_bench.config.refusal import RefusalConfig
+from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.config.router import RouterConfig
 from retrieval_bench.config.run_file import SPEC as RUN_FILE_SPEC
 from retrieval_bench.config.run_file import RunFileConfig
@@ -150,6 +151,8 @@ class RunConfig:
     compare: CompareConfig = field(default_factory=CompareConfig)
     # The monthly benchmark job (python -m run experiment=monthly).
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    # Perturbed variants of the evaluation set run beside the originals (experiment=robustness).
+    robustness: RobustnessConfig = field(default_factory=RobustnessConfig)
 
 
 def register_configs() -> None:
