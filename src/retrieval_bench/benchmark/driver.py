@@ -62,7 +62,7 @@ from retrieval_bench.benchmark.history import (
     write_state,
 )
 from retrieval_bench.benchmark.trend import write_trend
-from retrieval_bench.compare.build import compare_dirs, significance_settings
+from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
@@ -70,6 +70,7 @@ from retrieval_bench.job.check import check_config
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.labels.rescore import relabel_baseline
 from retrieval_bench.reports.tables import markdown_table
+from retrieval_bench.scoring.significance import significance_settings
 
 # Command-line keys the driver owns; every other override is applied to each job.
 _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")

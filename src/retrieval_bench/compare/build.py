@@ -47,19 +47,7 @@ from retrieval_bench.scoring.comparison import (
     verdict_cells,
 )
 from retrieval_bench.scoring.registry import ideal_value, lower_is_better
-from retrieval_bench.scoring.significance import SignificanceSettings
-
-
-def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
-    return SignificanceSettings(
-        alpha=cfg.alpha,
-        n_resamples=cfg.n_resamples,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        correction=cfg.correction,
-        power=cfg.power,
-        target_delta=cfg.target_delta,
-    )
+from retrieval_bench.scoring.significance import significance_settings
 
 
 def values_by_type(
@@ -353,8 +341,6 @@ INTERVALS = {
         "tests, and the same level for the others (where each holds 0)"
     ),
 }
-
-
 
 
 @dataclass

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from retrieval_bench.config.benchmark import BenchmarkConfig
 from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.scoring.answer_names import ANSWER_METRICS, is_answer_metric
 from retrieval_bench.scoring.registry import ir_measures_names, known_metrics
+from retrieval_bench.scoring.robustness_names import STABLE, is_robustness_metric
 
 
 def canonical_metric(spec: str, key: str) -> str:
@@ -39,10 +41,12 @@ def canonical_metric(spec: str, key: str) -> str:
             if hint.startswith("did you mean"):
                 raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
         raise ConfigError(key, f"{spec!r} is not METRIC@K or METRIC@<int>")
+    if is_robustness_metric(name):  # stable@K: read from metrics.json's robustness section
+        return f"{name}@{k}"
     known = known_metrics()
     name = spellings.get(name, name)
     if name not in known:
-        hint = nearest_hint(name, [*known, *spellings], suffix=f"@{k}")
+        hint = nearest_hint(name, [*known, *spellings, STABLE], suffix=f"@{k}")
         raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
     return f"{name}@{k}"
 
@@ -53,6 +57,19 @@ def canonical_compare_metrics(cfg: CompareConfig) -> None:
     cfg.metrics = [
         canonical_metric(name, f"compare.metrics[{i}]") for i, name in enumerate(cfg.metrics)
     ]
+
+
+def canonical_robustness_metrics(cfg: RobustnessConfig) -> None:
+    """`robustness.metrics` in the project's spelling, in place; `stable@K`, reported beside
+    every one of them anyway, and unknown names are refused naming their index."""
+    names = []
+    for i, metric in enumerate(cfg.metrics):
+        key = f"robustness.metrics[{i}]"
+        name = canonical_metric(metric, key)
+        if is_robustness_metric(name) or is_answer_metric(name):
+            raise ConfigError(key, f"{name} is not tested per variant (stable@K is always shown)")
+        names.append(name)
+    cfg.metrics = names
 
 
 def canonical_benchmark_metrics(cfg: BenchmarkConfig) -> None:

@@ -42,6 +42,7 @@ import numpy as np
 
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.scoring.answer_names import is_answer_metric
+from retrieval_bench.scoring.robustness_names import is_robustness_metric
 
 if TYPE_CHECKING:
     from retrieval_bench.scoring.metrics import RankedGrades
@@ -146,7 +147,8 @@ def _check_new(measure: Measure) -> None:
     if _REGISTRY.get(name) == measure:
         return
     derived = name.startswith(READABLE_PREFIX) or name.endswith(CONDENSED_SUFFIX)
-    if name in _REGISTRY or derived or name in known_metrics() or is_answer_metric(name):
+    taken = is_answer_metric(name) or is_robustness_metric(name)
+    if name in _REGISTRY or derived or name in known_metrics() or taken:
         raise ValueError(f"measure name {name!r} is taken (built in, derived or registered)")
     if measure.ir_measures is not None and measure.ir_measures in ir_measures_names():
         raise ValueError(f"ir_measures spelling {measure.ir_measures!r} is taken")
