@@ -26,10 +26,10 @@ BASE = ["retriever=bm25", "top_k=10"]
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def jobs(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict[str, Any]:
     """The bm25 job on travel with and without variants, sharing one token cache."""
     root = tmp_path_factory.mktemp("robust")
-    cache = f"cache_dir={root / 'cache'}"
+    cache = f"cache_dir={shared_cache}"
     plain, _ = run_in_process([*BASE, cache], root / "plain")
     robust, folder = run_in_process([*BASE, cache, KINDS], root / "robust")
     return {"plain": plain, "robust": robust, "folder": folder, "root": root, "cache": cache}

@@ -30,6 +30,20 @@ from retrieval_bench.config.text import TextConfig
 # Arms every job can name in `retriever.arms` (ArmSpec classes, retrieval_bench.protocols).
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
+    # BM25 over other tokenisations, to see what the tokenizer carries: jieba without its HMM
+    # (unknown words stay single characters), without the dataset's lexicon, character bigrams.
+    "bm25_nohmm": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "text": {"hmm": False},
+    },
+    "bm25_nolexicon": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "text": {"use_lexicon": False},
+    },
+    "bm25_bigram": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "tokens": "char_bigram",
+    },
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
     "run_file": {"_target_": RUN_FILE_SPEC},
     # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
