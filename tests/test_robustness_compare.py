@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_in_process
+from conftest import run_app, run_in_process
 from test_report_html import embedded
 
 from retrieval_bench.benchmark.gate import run_gate
@@ -111,3 +111,30 @@ def test_the_gate_holds_stable_at_k(sweep: dict[str, Any]) -> None:
     overall = next(c for c in checks if c.query_type == "all")
     assert overall.n == len(rows)
     assert overall.after == pytest.approx(sum(r["stable@10"] for r in rows.values()) / len(rows))
+
+
+@pytest.mark.slow
+def test_the_robustness_sweep_from_the_command_line(tmp_path: Path, shared_cache: Path) -> None:
+    """`python -m run -m experiment=robustness` as a user runs it (two BM25 arms, two kinds, to
+    stay quick): the sweep's comparison holds the robustness table and heatmap; a misspelt kind
+    exits 2 naming the key."""
+    sweep = tmp_path / "sweep"
+    done = run_app(
+        [
+            "-m",
+            "experiment=robustness",
+            "retriever=bm25,bm25_nolexicon",
+            "robustness.kinds=[traditional,spacing]",
+            f"cache_dir={shared_cache}",
+            f"hydra.sweep.dir={sweep}",
+        ]
+    )
+    assert done.returncode == 0, done.stderr
+    assert "robustness (variant minus original, stage final; stable@10):" in done.stdout
+    assert "## Robustness" in (sweep / "comparison.md").read_text(encoding="utf-8")
+    assert (sweep / "robustness.png").is_file()
+    bad = run_app(["robustness.kinds=[tradtional]", f"cache_dir={shared_cache}"])
+    assert bad.returncode == 2
+    assert "'robustness.kinds': unknown kind 'tradtional'; did you mean 'traditional'?" in (
+        bad.stderr
+    )
