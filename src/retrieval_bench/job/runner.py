@@ -178,7 +178,8 @@ def load_labelled(
         check_corpus_size(cfg, len(dataset.passages), dataset.name)
     # Perturbed variants (robustness:) run with the queries; every standard metric scores the
     # originals only, the variants are scored against them (score_job).
-    dataset = with_variants(dataset, cfg.robustness)
+    source = cfg.dataset.path if cfg.dataset.format == "beir" else cfg.dataset.evalset
+    dataset = with_variants(dataset, cfg.robustness, source)
     judgements = judge_in_unit(
         cfg.scoring.unit, dataset.originals, dataset.passages, dataset.unjudged
     )

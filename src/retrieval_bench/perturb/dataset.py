@@ -28,16 +28,16 @@ def settings_of(cfg: RobustnessConfig, entities: tuple[Entity, ...]) -> PerturbS
     )
 
 
-def with_variants(dataset: Dataset, cfg: RobustnessConfig) -> Dataset:
+def with_variants(dataset: Dataset, cfg: RobustnessConfig, source: str = "") -> Dataset:
     """`dataset` with the variants `cfg` asks for after its queries (unchanged when it asks
     none). A variant id already taken, or a variant whose original is not a query of the
-    dataset, is refused (DataError naming the file)."""
+    dataset, is refused (DataError naming the file; `source`: the evaluation set's)."""
     originals = {q.query_id: q for q in dataset.originals}
     given = [q for q in dataset.queries if q.perturbed_from is not None]
     for query in given:  # an evaluation set that holds variants itself
         if query.perturbed_from not in originals:
             raise DataError(
-                "the evaluation set",
+                source or "the evaluation set",
                 f"query {query.query_id!r}: meta.perturbed_from names "
                 f"{query.perturbed_from!r}, which is not a query of this job",
             )
