@@ -69,6 +69,13 @@ def at(
     return cell, stable
 
 
+def shown_types(view: Mapping[str, Any]) -> list[str]:
+    """The types to draw: every type and `all`, or `all` alone when it is the only type's copy
+    (a set whose queries share one type, such as a BEIR set without types)."""
+    types = list(view["types"])
+    return [ALL] if len(types) == 2 and ALL in types else types
+
+
 def _cell_text(cell: Mapping[str, Any] | None, stable: Mapping[str, Any] | None) -> str:
     if cell is None:
         return "—"
@@ -115,7 +122,7 @@ def robustness_markdown(view: Mapping[str, Any], heatmap: str | None = None) -> 
     if heatmap:
         lines += [f"![robustness heatmap]({heatmap})", ""]
     for metric in view["metrics"]:
-        for qtype in view["types"]:
+        for qtype in shown_types(view):
             rows = [
                 [arm, *(_cell_text(*at(view, metric, qtype, arm, k)) for k in view["kinds"])]
                 for arm in view["arms"]
@@ -152,7 +159,7 @@ def _short(cell: Mapping[str, Any] | None, stable: Mapping[str, Any] | None) -> 
 def heatmap_figure(view: Mapping[str, Any], metric: str) -> Figure | None:
     """One panel per type: arm x kind coloured by the difference (red: the variant scores
     lower), each cell annotated with the difference, its verdict mark and stable@K."""
-    types, arms, kinds = view["types"], view["arms"], view["kinds"]
+    types, arms, kinds = shown_types(view), view["arms"], view["kinds"]
     if not types or not arms or not kinds:
         return None
     width = max(6.0, 1.1 * len(kinds) + 2.5)
