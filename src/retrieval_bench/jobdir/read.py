@@ -27,8 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import BenchError
-from retrieval_bench.scoring.answer_names import is_answer_metric
-from retrieval_bench.scoring.robustness_names import is_robustness_metric
+from retrieval_bench.scoring.registry import is_answer_measure, is_robustness_measure
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +131,7 @@ class FinishedJob:
     setting: dict[str, str] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
     # answers.json (`python -m run.answers`), when the job's answers were scored: where the
-    # answer metrics (`answers.names`) are read from, whatever the stage.
+    # answer metrics (the registry's `answer` family) are read from, whatever the stage.
     answers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -193,12 +192,12 @@ class FinishedJob:
     def per_query(self, stage: str, spec: str) -> dict[str, float]:
         """query id -> value of one metric at one stage, for the queries that stage scored
         (an answer metric: the queries its answers.json scored)."""
-        if is_answer_metric(spec):
+        if is_answer_measure(spec):
             answered = self.answers.get("per_query") or {}
             return {q: row[spec] for q, row in answered.items() if row.get(spec) is not None}
         name = self.resolve_metric(spec)
         # stable@K: one value per perturbed variant, in metrics.json's robustness section
-        robust = self.robustness_rows() if is_robustness_metric(spec) else None
+        robust = self.robustness_rows() if is_robustness_measure(spec) else None
         rows = robust if robust is not None else self.stage(stage).get("per_query")
         if rows is None:
             raise JobFolderError(f"{self.path / 'metrics.json'}: stage {stage!r} has no per_query")
@@ -216,20 +215,20 @@ class FinishedJob:
     def metric_query_types(self, stage: str, spec: str) -> dict[str, str]:
         """`query_types` of the queries `spec` is scored on (an answer metric's: answers.json's,
         which include the no_answer queries refusal is scored on)."""
-        if is_robustness_metric(spec):
+        if is_robustness_measure(spec):
             return {
                 q: str(r.get("query_type", "unknown")) for q, r in self.robustness_rows().items()
             }
-        if not is_answer_metric(spec):
+        if not is_answer_measure(spec):
             return self.query_types(stage)
         rows = self.answers.get("per_query") or {}
         return {qid: str(row.get("query_type", "unknown")) for qid, row in rows.items()}
 
     def metric_groups(self, stage: str, spec: str) -> dict[str, dict[str, Any]]:
         """type -> the group dict (`n`, the metric's mean) of one metric, `all` for overall."""
-        if is_answer_metric(spec):
+        if is_answer_measure(spec):
             found = (self.answers.get("summary") or {}).get(spec) or {}
-        elif is_robustness_metric(spec):
+        elif is_robustness_measure(spec):
             found = self.metrics.get("robustness") or {}
         else:
             found = self.stage(stage)
@@ -250,10 +249,10 @@ class FinishedJob:
         return canonical(node)
 
     def has_metric(self, stage: str, spec: str) -> bool:
-        if is_answer_metric(spec):
+        if is_answer_measure(spec):
             return any(spec in row for row in (self.answers.get("per_query") or {}).values())
         name = self.resolve_metric(spec)
-        if is_robustness_metric(spec):
+        if is_robustness_measure(spec):
             return any(name in row for row in self.robustness_rows().values())
         rows = self.stage(stage).get("per_query") or {}
         return any(name in row for row in rows.values()) or not rows

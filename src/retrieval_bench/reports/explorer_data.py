@@ -38,7 +38,7 @@ from typing import Any
 from retrieval_bench.records import PERTURBATION, PERTURBED_FROM
 from retrieval_bench.reports.robustness import job_view
 from retrieval_bench.scoring.labels import Judgements
-from retrieval_bench.scoring.robustness_names import stable_name
+from retrieval_bench.scoring.robustness import stable_name
 from retrieval_bench.scoring.stage_loss import stage_loss
 
 # Total UTF-8 bytes of passage text one HTML file may embed, and the cap on any one text.

@@ -36,15 +36,20 @@ from retrieval_bench.scoring.comparison import (
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.records import score_records
 from retrieval_bench.scoring.registry import lower_is_better
-from retrieval_bench.scoring.robustness_names import STABLE, stable_name
 from retrieval_bench.scoring.significance import SignificanceSettings
 
 DEGRADES, IMPROVES, HOLDS = "degrades", "improves", "holds"
+# The registry's robustness measure (scoring.registry, family `robustness`).
+STABLE = "stable"
 KIND = "kind"
 
 Key = TypeVar("Key", bound=Hashable)
 # Per-query rows of one stage (metrics.json `per_query`): query id -> {metric: value, ...}.
 Rows = Mapping[str, Mapping[str, Any]]
+
+
+def stable_name(k: int) -> str:
+    return f"{STABLE}@{k}"
 
 
 def variant_rows(
