@@ -207,6 +207,10 @@ def test_a_kind_that_changes_nothing_is_counted_not_passed_through(
         ),
         (["--kinds", "homophone", "--rate", "0"], "'--rate': must be in (0, 1], got 0.0"),
         (["--kinds", "homophone", "--rate", "1.5"], "'--rate': must be in (0, 1], got 1.5"),
+        (
+            ["--kinds", "traditional", "--opencc-traditional", "s2x"],
+            "'--opencc-traditional': OpenCC has no configuration 's2x'",
+        ),
     ],
 )
 def test_bad_options_exit_2_naming_them(

@@ -118,7 +118,7 @@ def _main(argv: Sequence[str] | None) -> int:
         opencc_traditional=args.opencc_traditional,
         opencc_simplified=args.opencc_simplified,
     )
-    settings = settings_of(node, entities)
+    settings = settings_of(node, entities, "--")
     variants, reports = perturb_queries(queries, build_kinds(kinds, settings, "--kinds"), args.seed)
     for report in reports:
         print(report.line(), flush=True)

@@ -22,6 +22,15 @@ class PerturbSettings:
     opencc_traditional: str = "s2t"
     opencc_simplified: str = "t2s"
     entities: tuple[Entity, ...] = field(default=(), compare=False)
+    # How the settings were given: `robustness` (the job's node) or `--` (run.perturb's flags),
+    # so a refusal names the key the user wrote.
+    source: str = "robustness"
+
+    def key(self, kind: str) -> str:
+        """The key or flag of the OpenCC configuration of `kind` (traditional, simplified)."""
+        if self.source == "--":
+            return f"--opencc-{kind}"
+        return f"{self.source}.opencc_{kind}"
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def convert_corpus(source: Path, fmt: str, out_dir: Path, config: str) -> list[P
     """Write the converted dataset to `out_dir` (BEIR: corpus.jsonl converted, queries and
     qrels copied; native: passages.jsonl converted, lexicon.jsonl with converted aliases);
     returns the files written. The source is validated by its loader first."""
-    convert = converter(config).convert
+    convert = converter(config, "--corpus-opencc").convert
     if out_dir.resolve() == source.resolve():
         raise DataError(out_dir, "the converted corpus must go to another folder")
     written: list[Path] = []

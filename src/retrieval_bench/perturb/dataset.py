@@ -15,8 +15,11 @@ from retrieval_bench.perturb.kinds import build_kinds
 from retrieval_bench.records import Dataset, Entity, EvalQuery
 
 
-def settings_of(cfg: RobustnessConfig, entities: tuple[Entity, ...]) -> PerturbSettings:
-    """The kinds' settings from a `robustness:` node and the dataset's lexicon."""
+def settings_of(
+    cfg: RobustnessConfig, entities: tuple[Entity, ...], source: str = "robustness"
+) -> PerturbSettings:
+    """The kinds' settings from a `robustness:` node and the dataset's lexicon (`source`:
+    `robustness`, or `--` for run.perturb's flags, which refusals then name)."""
     return PerturbSettings(
         rate=cfg.rate,
         seed=cfg.seed,
@@ -25,6 +28,7 @@ def settings_of(cfg: RobustnessConfig, entities: tuple[Entity, ...]) -> PerturbS
         opencc_traditional=cfg.opencc_traditional,
         opencc_simplified=cfg.opencc_simplified,
         entities=entities,
+        source=source,
     )
 
 

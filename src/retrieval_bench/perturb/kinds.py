@@ -14,8 +14,10 @@ from retrieval_bench.perturb.truncate import Truncate
 from retrieval_bench.perturb.width import FullWidth, HalfWidth
 
 BUILDERS: dict[str, Callable[[PerturbSettings], Perturbation]] = {
-    "traditional": lambda s: OpenCCConvert("traditional", s.opencc_traditional),
-    "simplified": lambda s: OpenCCConvert("simplified", s.opencc_simplified),
+    "traditional": lambda s: OpenCCConvert(
+        "traditional", s.opencc_traditional, s.key("traditional")
+    ),
+    "simplified": lambda s: OpenCCConvert("simplified", s.opencc_simplified, s.key("simplified")),
     "homophone": Homophone,
     "fullwidth": lambda s: FullWidth(),
     "halfwidth": lambda s: HalfWidth(),

@@ -16,14 +16,15 @@ UNCHANGED = "OpenCC changed no character"
 
 
 @lru_cache(maxsize=8)
-def converter(config: str) -> Any:
-    """OpenCC's converter for one configuration (`s2t`, `t2s`, `s2tw`, ...), built once."""
+def converter(config: str, key: str = "opencc") -> Any:
+    """OpenCC's converter for one configuration (`s2t`, `t2s`, `s2tw`, ...), built once; an
+    unknown one is a ConfigError naming `key`, the option that gave it."""
     import opencc
 
     try:
         return opencc.OpenCC(config)
     except Exception as exc:  # OpenCC raises its own errors for an unknown configuration
-        raise ConfigError("opencc", f"OpenCC has no configuration {config!r}: {exc}") from None
+        raise ConfigError(key, f"OpenCC has no configuration {config!r}: {exc}") from None
 
 
 def opencc_version() -> str:
@@ -33,10 +34,10 @@ def opencc_version() -> str:
 class OpenCCConvert:
     """A kind that converts the whole query with one OpenCC configuration."""
 
-    def __init__(self, kind: str, config: str) -> None:
+    def __init__(self, kind: str, config: str, key: str) -> None:
         self.kind = kind
         self.config = config
-        self._convert = converter(config).convert
+        self._convert = converter(config, key).convert
 
     def library(self) -> str:
         return f"OpenCC {opencc_version()} ({self.config})"
