@@ -138,3 +138,27 @@ def test_the_robustness_sweep_from_the_command_line(tmp_path: Path, shared_cache
     assert "'robustness.kinds': unknown kind 'tradtional'; did you mean 'traditional'?" in (
         bad.stderr
     )
+
+
+def test_a_months_robustness_node_reaches_every_job() -> None:
+    """experiment=monthly_robustness: the driver's `robustness:` node becomes overrides of each
+    job (a key given on the command line stays the command line's), which compose back to it."""
+    from conftest import compose_config
+
+    from retrieval_bench.benchmark.driver import robustness_overrides
+    from retrieval_bench.config.robustness import RobustnessConfig
+
+    node = RobustnessConfig(kinds=["traditional", "spacing"], rate=0.5, opencc_traditional="s2tw")
+    overrides = robustness_overrides(node, ["robustness.rate=0.3"])
+    assert overrides == [
+        "robustness.kinds=['traditional','spacing']",
+        "robustness.opencc_traditional='s2tw'",
+    ]
+    composed = compose_config([*overrides, "robustness.rate=0.3"]).robustness
+    assert (composed.kinds, composed.opencc_traditional, composed.rate) == (
+        ["traditional", "spacing"],
+        "s2tw",
+        0.3,
+    )
+    month = compose_config(["experiment=monthly_robustness"])
+    assert month.robustness.kinds and "stable@K" in month.benchmark.gate.tolerances
