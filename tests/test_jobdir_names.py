@@ -4,7 +4,8 @@
 
 Checked on the source: every string literal outside a docstring that is one of the names, a
 path holding one (`"trec/final.run"`, `f"{x}/metrics.json"`), a path segment (`job_dir /
-"plots"`) or one of the name templates (`f"comparison-{name}.html"`). Prose that mentions a
+"plots"`) or holding one of the name templates (`f"comparison-{name}.html"`, a link
+`f"![trend](trend-{name}.png)"`). Prose that mentions a
 file in a message (`"... (manifest.json has no labels.hash)"`) is not a path and is left alone.
 """
 
@@ -78,7 +79,7 @@ def spelt_names(path: Path) -> Iterator[tuple[int, str]]:
     skip, segments = _docstrings(tree) | _suffix_arguments(tree), _path_operands(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.JoinedStr) and _template(node) in TEMPLATES:
+        if isinstance(node, ast.JoinedStr) and any(t in _template(node) for t in TEMPLATES):
             found.append((node.lineno, _template(node)))
         if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
             continue
@@ -122,10 +123,11 @@ def test_the_scan_finds_each_kind_of_spelling(tmp_path: Path) -> None:
         'e = f"{job}/UNFINISHED"\n'
         'f = {"plots": 1, "baselines": 2}\n'
         'g = f"{job}: no report.md written"\n'
-        'h = f"baselines/{name}"\n',
+        'h = f"baselines/{name}"\n'
+        'i = f"![trend](trend-{name}.png)"\n',
         encoding="utf-8",
     )
-    assert [line for line, _ in spelt_names(sample)] == [2, 3, 4, 5, 6]
+    assert [line for line, _ in spelt_names(sample)] == [2, 3, 4, 5, 6, 10]
 
 
 def test_every_figure_kind_has_its_file() -> None:

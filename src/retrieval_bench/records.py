@@ -15,6 +15,10 @@ from typing import Any
 import numpy as np
 
 LABEL_STATUSES = ("reviewed", "unreviewed", "no_answer")
+# The `meta` keys of a perturbed query (a variant of an original, `retrieval_bench.perturb`):
+# the original's id, and what was changed (`kind`, the library and its settings, the changes).
+PERTURBED_FROM = "perturbed_from"
+PERTURBATION = "perturbation"
 
 # Why a query of a BEIR query file is not in the evaluation: its id is in no qrels file of the
 # folder, or only in another split's.
@@ -55,6 +59,15 @@ class EvalQuery:
     hops: tuple[tuple[str, ...], ...] = ()
     reference_answer: str | None = None
     notes: str | None = None
+    # The record's free-form `meta` (native evaluation sets). Scoring reads none of it; a
+    # perturbed query (`retrieval_bench.perturb`) carries its link to the original here.
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def perturbed_from(self) -> str | None:
+        """The id of the query this one is a variant of (`meta.perturbed_from`), or None."""
+        value = self.meta.get(PERTURBED_FROM)
+        return value if isinstance(value, str) else None
 
     @property
     def relevant_ids(self) -> tuple[str, ...]:
@@ -81,6 +94,14 @@ class Dataset:
     unjudged: tuple[UnjudgedQuery, ...] = ()
     # Content hashes of each source file, recorded in the manifest.
     hashes: dict[str, str] = field(default_factory=dict)
+    # With perturbed variants among `queries` (`retrieval_bench.perturb`): what each kind made
+    # and left out (`perturb.evalset.KindReport.to_json()`), for metrics.json.
+    perturbations: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def originals(self) -> tuple[EvalQuery, ...]:
+        """The queries that are not variants of another: what every standard metric scores."""
+        return tuple(q for q in self.queries if q.perturbed_from is None)
 
 
 def passage_text(passage: Passage) -> str:
@@ -243,7 +264,7 @@ class QueryRecord:
     baselines: dict[str, StageRecord] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "query_id": self.query.query_id,
             "query": self.query.query,
             "query_type": self.query.query_type,
@@ -256,6 +277,10 @@ class QueryRecord:
             "stages": {name: stage.to_json() for name, stage in self.stages.items()},
             "baselines": {name: stage.to_json() for name, stage in self.baselines.items()},
         }
+        if self.query.perturbed_from is not None:  # a variant: the explorer shows its original
+            out[PERTURBED_FROM] = self.query.perturbed_from
+            out[PERTURBATION] = self.query.meta.get(PERTURBATION)
+        return out
 
     @classmethod
     def from_json(
@@ -268,7 +293,8 @@ class QueryRecord:
 
         `query` is the query as the labels now describe it (re-scoring); without it, the query
         the line recorded (its id, text, type and label status; no labels). `positions` as for
-        `StageRecord.from_json`. The filter's mask is not stored (scoring reads only what it
+        `StageRecord.from_json`. A perturbed variant's line keeps its link to the original
+        (`meta`). The filter's mask is not stored (scoring reads only what it
         applied). A malformed line raises ValueError, TypeError or KeyError (a missing field),
         naming the stage at fault."""
         if not isinstance(data.get("query_id"), str):
@@ -279,6 +305,7 @@ class QueryRecord:
                 query=str(data["query"]),
                 query_type=str(data["query_type"]),
                 label_status=str(data["label_status"]),
+                meta=_variant_meta(data),
             )
         return cls(
             query=query,
@@ -290,6 +317,16 @@ class QueryRecord:
             rule=data["rule"],
             baselines=_stages(data, "baselines", positions),
         )
+
+
+def _variant_meta(data: dict[str, Any]) -> dict[str, Any]:
+    """A perturbed variant's link to its original, as its line recorded it (`to_json`)."""
+    source = data.get(PERTURBED_FROM)
+    if source is None:
+        return {}
+    if not isinstance(source, str):
+        raise ValueError(f"{PERTURBED_FROM!r} must be a query id")
+    return {PERTURBED_FROM: source, PERTURBATION: data.get(PERTURBATION)}
 
 
 def _stages(

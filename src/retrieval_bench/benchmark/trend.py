@@ -108,7 +108,7 @@ def _markdown(points: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
         "",
     ]
     for dataset in sorted({p["dataset"] for p in points}):
-        lines += [f"## {dataset}", "", f"![trend](trend-{dataset}.png)", ""]
+        lines += [f"## {dataset}", "", f"![trend]({names.trend_png(dataset)})", ""]
         changed = {c["month"]: c for c in changes if c["dataset"] == dataset}
         for c in changed.values():
             lines.append(

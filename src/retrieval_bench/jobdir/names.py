@@ -41,6 +41,7 @@ PLOT_FILES = {
     "refusal": f"{PLOTS_DIR}/refusal.png",
     "per_type": f"{PLOTS_DIR}/per_type_final.png",
     "evidence": f"{PLOTS_DIR}/evidence_curves.png",
+    "robustness": f"{PLOTS_DIR}/robustness.png",
 }
 REPORT_HTML = "report.html"
 # The last file a job writes: with the marker gone, its presence means "finished".
@@ -71,6 +72,10 @@ COMPARISON_HTML = "comparison.html"
 COMPARISON_HTML_OF = "comparison-{}.html"
 BADCASES_MD = "badcases.md"
 BADCASES_JSON = "badcases.json"
+# The robustness heatmap of a sweep whose jobs ran perturbed variants; over several datasets,
+# one file per dataset.
+ROBUSTNESS_PNG = "robustness.png"
+ROBUSTNESS_PNG_OF = "robustness-{}.png"
 # (and RESULTS_CSV / RESULTS_PARQUET over every job)
 
 # -- the pool's output folder (`python -m run.pool`, default the sweep folder) -----------------
@@ -95,6 +100,12 @@ def comparison_html(dataset: str | None = None) -> str:
     """The explorer of a sweep: `comparison.html`, or per dataset `comparison-<dataset>.html`
     when the sweep spans several (`dataset` given)."""
     return COMPARISON_HTML if dataset is None else COMPARISON_HTML_OF.format(dataset)
+
+
+def robustness_png(dataset: str | None = None) -> str:
+    """A sweep's robustness heatmap: `robustness.png`, or per dataset
+    `robustness-<dataset>.png` when the sweep spans several (`dataset` given)."""
+    return ROBUSTNESS_PNG if dataset is None else ROBUSTNESS_PNG_OF.format(dataset)
 
 
 def trend_png(dataset: str) -> str:

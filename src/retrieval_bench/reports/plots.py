@@ -20,12 +20,13 @@ from matplotlib.figure import Figure
 
 from retrieval_bench.io import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
+from retrieval_bench.reports.robustness import heatmap_figure, job_view
 from retrieval_bench.scoring.registry import lower_is_better
 
 # The figures a job may have, by kind: the refusal curve, per-type bars of the final stage,
-# evidence completeness curves.
-REFUSAL, PER_TYPE, EVIDENCE = "refusal", "per_type", "evidence"
-FIGURES = (REFUSAL, PER_TYPE, EVIDENCE)
+# evidence completeness curves, the robustness heatmap (a job that ran perturbed variants).
+REFUSAL, PER_TYPE, EVIDENCE, ROBUSTNESS = "refusal", "per_type", "evidence", "robustness"
+FIGURES = (REFUSAL, PER_TYPE, EVIDENCE, ROBUSTNESS)
 
 
 # Fixed margins rather than tight_layout, which renders each figure twice: in a sweep that
@@ -197,6 +198,9 @@ def _write_plots(
         PER_TYPE: per_type_figure(final, k) if final else None,
         EVIDENCE: evidence_figure(evidence.get("curves", {})) if evidence else None,
     }
+    if metrics.get("robustness"):  # the job's one arm x every kind, per type
+        view = job_view(metrics["robustness"], "this job", {})
+        figures[ROBUSTNESS] = heatmap_figure(view, view["metrics"][0]) if view["metrics"] else None
     written = {}
     for kind, fig in figures.items():
         if fig is not None:
