@@ -171,3 +171,23 @@ def test_a_truncated_metrics_json_names_its_line(
     assert err.startswith(f"error: {job / names.METRICS}:1: malformed JSON: "), err
     # Nothing was written: the job stays as it was.
     assert not (job / names.RESCORED_METRICS).exists()
+
+
+def test_a_perturbed_variant_keeps_its_link_to_the_original(
+    routed: tuple[JobResult, Path], tmp_path: Path
+) -> None:
+    """A variant's line names its original (`QueryRecord.to_json`); the light record keeps it,
+    so the explorer of a sweep read back shows the variant beside its original."""
+    job = copied(routed[1], tmp_path)
+    records = lines(job / names.RANKINGS)
+    first, second = records[0]["query_id"], records[1]["query_id"]
+    records[1].update(perturbed_from=first, perturbation={"kind": "t2s"})
+    write_lines(job / names.RANKINGS, records)
+    read = {r.query.query_id: r.query for r in read_rankings(job)}
+    assert read[second].perturbed_from == first
+    assert read[second].meta["perturbation"] == {"kind": "t2s"}
+    assert read[first].perturbed_from is None
+    records[1]["perturbed_from"] = 3
+    write_lines(job / names.RANKINGS, records)
+    with pytest.raises(DataError, match=r":2: .*'perturbed_from' must be a query id"):
+        read_rankings(job)
