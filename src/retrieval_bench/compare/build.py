@@ -329,9 +329,10 @@ def settings_record(cfg: CompareConfig) -> dict[str, Any]:
         "power": cfg.power,
         "target_delta": cfg.target_delta,
         "power_method": (
-            "normal approximation of the sign-flip test (its null variance is mean(d^2)/n): "
-            "MDE = z(1-a/2) sd / sqrt(n - z(1-a/2)^2) + z(power) sd / sqrt(n), sd of the "
-            "per-query differences (ddof 1), a = alpha / m (m: tests in the family; the level "
+            "the sign-flip test rejects on a monotone function of Student's t, so its power "
+            "is the t-test's (noncentral t): MDE = the difference with power `power` at a on "
+            "n queries, sd of the per-query differences (ddof 1), a = alpha / m (m: tests in "
+            "the family; the level "
             "a test must reach alone under Holm and BH alike); n_needed: the smallest n with "
             "MDE <= target_delta"
         ),
