@@ -65,7 +65,7 @@ from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.compare.build import compare_dirs, significance_settings
 from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError, interrupt_leaves
-from retrieval_bench.io import atomic_write_json, atomic_write_text
+from retrieval_bench.io import atomic_write_json, atomic_write_text, check_output_dir
 from retrieval_bench.job.check import check_config
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.labels.rescore import relabel_baseline
@@ -250,6 +250,7 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
     bench = cfg.benchmark
     month = bench.month or current_month()
     root = Path(bench.root)
+    check_output_dir(root, "benchmark.root")
     month_dir = inside(root, root / month, "benchmark.month")
     overrides = job_overrides(task_overrides)
     jobs = compose_jobs(bench.datasets, bench.retrievers, overrides)
