@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -186,3 +187,19 @@ def test_load_evalset_errors_name_file_and_line(tmp_path: Path, line: str, messa
         load_evalset(path)
     assert info.value.line == 2
     assert str(info.value).startswith(f"{path}:2: ")
+
+
+def test_gzipped_qrels_and_run_score_as_the_plain_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # TREC runs and qrels are usually shipped gzipped: read as they are, whatever the name.
+    write_qrels(tmp_path / "qrels.trec", TEACHING_QRELS)
+    _write_teaching_run(tmp_path / "final.run")
+    for name in ("qrels.trec", "final.run"):
+        (tmp_path / f"{name}.gz").write_bytes(gzip.compress((tmp_path / name).read_bytes()))
+    outputs = []
+    for qrels, run in (("qrels.trec", "final.run"), ("qrels.trec.gz", "final.run.gz")):
+        assert main([str(tmp_path / qrels), str(tmp_path / run), "-k", "2", "--json"]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    assert outputs[0] == outputs[1]
+    assert outputs[1]["counts"]["scored"] == 3

@@ -55,6 +55,13 @@ class NothingScored(BenchError):
     """Every stage scored 0 queries: the job's outputs are written, but it measured nothing."""
 
 
+class NothingUsable(BenchError):
+    """An arm's outside input gives it nothing to rank (an empty run file, a run of another
+    evaluation set or corpus, a service answering only ids the corpus lacks): its rankings
+    would all be empty and score 0, so the job stops naming what the arm lacked (exit 2), as a
+    job that scored nothing does, instead of reporting zeros with a warning."""
+
+
 class InternalError(Exception):
     """An unexpected exception, its traceback already written to `log_path`."""
 
