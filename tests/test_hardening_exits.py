@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from retrieval_bench.errors import (
 from retrieval_bench.jobdir.read import UNFINISHED_MARKER, JobFolderError, scan_jobs
 from run import compare as compare_cli
 from run import score as score_cli
-from run.exits import report
+from run.exits import guarded, report
 
 CONTRACT_FILES = ("rankings.jsonl", "qrels.trec", "metrics.json", "manifest.json", "report.md")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
@@ -99,6 +101,37 @@ def test_ctrl_c_exits_130_saying_what_is_unfinished(capsys: pytest.CaptureFixtur
         "interrupted; job folder x is unfinished",
         "interrupted; no file was left half-written",
     ]
+
+
+def test_sigterm_is_handled_as_ctrl_c_exit_143(capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+
+    def main() -> int:
+        with interrupt_leaves("job folder x is unfinished"):
+            os.kill(os.getpid(), signal.SIGTERM)  # a real signal: `kill PID`
+            time.sleep(30)  # the handler raises before this returns
+        return 0
+
+    assert guarded(main) == 143
+    assert _stderr_lines(capsys) == ["terminated (SIGTERM); job folder x is unfinished"]
+    assert signal.getsignal(signal.SIGTERM) is before  # restored after the command
+
+
+def test_sigterm_in_a_job_marks_its_folder_terminated_not_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def run_job(cfg: object) -> None:  # SIGTERM while the job works
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+
+    monkeypatch.setattr(app, "run_job", run_job)
+    job_dir = tmp_path / "job"
+    monkeypatch.setattr(sys, "argv", ["run", *mini_overrides(tmp_path), f"hydra.run.dir={job_dir}"])
+    assert app.main() == 143
+    assert capsys.readouterr().err == (
+        f"terminated (SIGTERM); job folder {job_dir} is unfinished (marked UNFINISHED)\n"
+    )
+    assert (job_dir / UNFINISHED_MARKER).read_text().startswith("terminated (SIGTERM) (")
 
 
 @pytest.mark.parametrize(
