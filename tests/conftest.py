@@ -14,11 +14,15 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config import RetrieverConfig, RunConfig, register_configs
+from retrieval_bench.config.schema import BUILTIN_COMBINERS
+from retrieval_bench.job.build import build_combiners
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.write import write_job
+from retrieval_bench.protocols import BuildContext, Combiner
+from retrieval_bench.tiebreak import TieBreak
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -63,6 +67,15 @@ def compose_config(overrides: list[str]) -> RunConfig:
     cfg = cast(RunConfig, OmegaConf.to_object(compose_dict(overrides)))
     check_config(cfg)
     return cfg
+
+
+def built_combiners(retriever: RetrieverConfig) -> dict[str, Combiner]:
+    """Every built-in combiner as a job builds it for `retriever` (its settings and weights)."""
+    cfg = RunConfig(retriever=retriever)
+    ctx = BuildContext(
+        passages=(), queries=(), cfg=cfg, tie_break=TieBreak([]), cache_dir=Path(".")
+    )
+    return build_combiners(cfg, list(BUILTIN_COMBINERS), ctx)
 
 
 def run_in_process(overrides: list[str], tmp_path: Path) -> tuple[JobResult, Path]:

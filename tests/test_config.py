@@ -14,7 +14,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.fusion import Fill, ReciprocalRankFusion, ScoreFusion
 from retrieval_bench.job.check import check_config
+from retrieval_bench.stages.context import ContextBudget
+from retrieval_bench.stages.cut import TopKCut
+from retrieval_bench.stages.rerank import CrossEncoderRerank
 
 register_configs()
 
@@ -92,7 +96,38 @@ STRING_ALTERNATIVES = {
     "service.score_field": "",
     "service.on_error": "skip",
     "arms.service._target_": "my_arms.OtherServiceSpec",
+    # Stages and combiners are instantiated when the config is checked: real classes.
+    "stages.rerank._target_": "test_config.OtherRerank",
+    "stages.final._target_": "test_config.OtherCut",
+    "stages.context._target_": "test_config.OtherContext",
+    "combiners.rrf._target_": "test_config.OtherRRF",
+    "combiners.score._target_": "test_config.OtherScoreFusion",
+    "combiners.fill._target_": "test_config.OtherFill",
 }
+
+
+class OtherRerank(CrossEncoderRerank):
+    """Another rerank stage class, for the override test."""
+
+
+class OtherCut(TopKCut):
+    """Another cut class."""
+
+
+class OtherContext(ContextBudget):
+    """Another context stage class."""
+
+
+class OtherRRF(ReciprocalRankFusion):
+    """Another combiner class."""
+
+
+class OtherScoreFusion(ScoreFusion):
+    """Another combiner class."""
+
+
+class OtherFill(Fill):
+    """Another combiner class."""
 
 
 def different(key: str, value: Any, strings: dict[str, str]) -> Any:

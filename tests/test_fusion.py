@@ -10,17 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, compose_config, mini_overrides, run_in_process
+from conftest import ROOT, built_combiners, compose_config, mini_overrides, run_in_process
 
 from retrieval_bench.config import RetrieverConfig
+from retrieval_bench.config.schema import BUILTIN_COMBINERS
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.fusion import (
-    COMBINERS,
-    Fill,
-    ReciprocalRankFusion,
-    ScoreFusion,
-    build_combiner,
-)
+from retrieval_bench.fusion import Fill, ReciprocalRankFusion, ScoreFusion, arm_weights
 from retrieval_bench.records import Ranked
 from retrieval_bench.tiebreak import TieBreak
 
@@ -168,24 +163,25 @@ def test_a_single_pool_passes_through_and_empty_pools_say_why(combiner: object) 
     assert sorted(order(one)) == ["a", "b", "d"] and one.requested == 3
 
 
-def test_build_combiner_reads_the_retriever_config() -> None:
+def test_the_built_combiners_read_the_retriever_config() -> None:
     cfg = RetrieverConfig(arms=["bm25", "dense"], combine="score", normalize="zscore")
     cfg.method, cfg.weights = "combmnz", [0.3, 0.7]
-    assert build_combiner(cfg) == ScoreFusion("zscore", "combmnz", (0.3, 0.7))
-    assert build_combiner(cfg, "rrf") == ReciprocalRankFusion(60, (0.3, 0.7))
+    built = built_combiners(cfg)
+    assert built["score"] == ScoreFusion("zscore", "combmnz", (0.3, 0.7))
+    assert built["rrf"] == ReciprocalRankFusion(60, (0.3, 0.7))
+    assert built["fill"] == Fill(60)
     # A router strategy over some of the arms keeps their weights, by name.
-    assert build_combiner(cfg, "rrf", ["dense"]) == ReciprocalRankFusion(60, (0.7,))
-    assert build_combiner(cfg, "fill") == Fill(60)
+    assert arm_weights(cfg, ["dense"]) == (0.7,)
     cfg.weights = []
-    assert build_combiner(cfg, "rrf") == ReciprocalRankFusion(60, None)
-    assert sorted(COMBINERS) == ["fill", "rrf", "score"]
+    assert built_combiners(cfg)["rrf"] == ReciprocalRankFusion(60, None)
+    assert sorted(BUILTIN_COMBINERS) == ["fill", "rrf", "score"]
 
 
 def test_the_issue_example_composes() -> None:
     cfg = compose_config(
         ["retriever.combine=score", "retriever.normalize=minmax", "retriever.weights=[0.3,0.7]"]
     )
-    assert build_combiner(cfg.retriever) == ScoreFusion("minmax", "combsum", (0.3, 0.7))
+    assert built_combiners(cfg.retriever)["score"] == ScoreFusion("minmax", "combsum", (0.3, 0.7))
 
 
 @pytest.mark.parametrize(
@@ -213,7 +209,7 @@ def test_bad_fusion_settings_are_refused_naming_the_key(override: str, key: str,
 def test_a_router_strategy_over_an_unweighted_arm_is_refused() -> None:
     cfg = RetrieverConfig(arms=["bm25"], weights=[1.0])
     with pytest.raises(ConfigError, match="no weight for arm 'dense'") as error:
-        build_combiner(cfg, "rrf", ["bm25", "dense"])
+        arm_weights(cfg, ["bm25", "dense"])
     assert error.value.key == "retriever.weights"
 
 

@@ -23,9 +23,10 @@ from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.passages import load_lexicon, load_passages
 from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.job.check import check_config
+from retrieval_bench.job.contract import StageContract
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.write import write_job
-from retrieval_bench.records import Ranked, UnjudgedQuery
+from retrieval_bench.records import EvalQuery, Ranked, UnjudgedQuery
 from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.scoring.labels import judge
 from retrieval_bench.tiebreak import shared_tie_break
@@ -330,8 +331,12 @@ def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
     pipeline.combiners = {"rrf": ReciprocalRankFusion(60)}
     pipeline.tie_break = shared_tie_break(["a", "b"])
     hybrid = Strategy("hybrid", ("bm25", "dense"))
-    assert pipeline._combine(hybrid, [empty, other]).indices.tolist() == [1]
-    both = pipeline._combine(hybrid, [empty, replace(empty, empty_reason="filtered_out")])
+    pipeline.contract = StageContract(["a", "b"], pipeline.tie_break)
+    query = EvalQuery("q", "query", "t", "reviewed")
+    assert pipeline._combine(query, hybrid, [empty, other], None).indices.tolist() == [1]
+    both = pipeline._combine(
+        query, hybrid, [empty, replace(empty, empty_reason="filtered_out")], None
+    )
     assert (both.returned, both.empty_reason) == (0, "no_query_terms+filtered_out")
 
 

@@ -59,11 +59,14 @@ def test_an_arm_from_outside_the_package_runs_fuses_and_is_reported(
 
 
 def test_a_bad_key_of_an_outside_arm_names_the_arm(outside_module: None) -> None:
-    with pytest.raises(ConfigError, match=r"config key 'arms.bigram'.*min_overlapp"):
-        from retrieval_bench.job.build import instantiate_spec
+    with pytest.raises(
+        ConfigError,
+        match=r"config key 'arms.bigram.min_overlapp': unknown key; did you mean 'min_overlap'",
+    ):
+        from retrieval_bench.job.build import arm_spec
 
         cfg = compose_config([SEARCHPATH, "retriever=bigram_hybrid", "+arms.bigram.min_overlapp=3"])
-        instantiate_spec("bigram", cfg.arms["bigram"])
+        arm_spec("bigram", cfg.arms["bigram"])
 
 
 def test_the_same_kind_twice_is_two_arms(tmp_path: Path) -> None:
@@ -85,13 +88,10 @@ def test_the_same_kind_twice_is_two_arms(tmp_path: Path) -> None:
 
 
 def test_an_unknown_override_of_a_builtin_arm_names_its_key() -> None:
-    from retrieval_bench.job.build import instantiate_spec
-
-    cfg = compose_config(["+arms.bm25.k_1=1.0"])
     with pytest.raises(
         ConfigError, match=r"config key 'arms.bm25.k_1': unknown key; did you mean 'k1'"
     ):
-        instantiate_spec("bm25", cfg.arms["bm25"])
+        compose_config(["+arms.bm25.k_1=1.0"])
 
 
 def test_an_unknown_arm_name_is_refused_with_the_nearest() -> None:

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from conftest import built_combiners
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
-from retrieval_bench.fusion import COMBINERS, build_combiner
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.records import EvalQuery, Passage, QueryRecord, Ranked
@@ -67,7 +67,7 @@ def run(
         route=route,
         pool_size=pool_size,
         top_k=top_k,
-        combiners={n: build_combiner(RetrieverConfig(rrf_k=rrf_k), n) for n in COMBINERS},
+        combiners=built_combiners(RetrieverConfig(rrf_k=rrf_k)),
         baselines=baselines,
     )
     [record] = pipeline.run([EvalQuery("q1", query, "t", "reviewed", {"p0": 1})])

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 import pytrec_eval
+from conftest import built_combiners
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.data.trec import trec_order
-from retrieval_bench.fusion import COMBINERS, build_combiner
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.records import EvalQuery, ParsedQuery, Passage, Ranked
@@ -228,7 +228,7 @@ def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatc
         route=lambda q, p: Routing(None, strategy),
         pool_size=20,
         top_k=8,
-        combiners={n: build_combiner(RetrieverConfig(rrf_k=60), n) for n in COMBINERS},
+        combiners=built_combiners(RetrieverConfig(rrf_k=60)),
         baselines={"a": Strategy("a", ("a",))},
     )
     records = pipeline.run(queries)

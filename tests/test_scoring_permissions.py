@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from conftest import built_combiners
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
-from retrieval_bench.fusion import COMBINERS, build_combiner
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.records import EvalQuery, ParsedQuery, Passage, Ranked
@@ -133,7 +133,7 @@ def test_permission_filter_makes_leak_exactly_zero(permissions: bool) -> None:
         route=lambda q, p: Routing(None, strategy),
         pool_size=4,
         top_k=4,
-        combiners={n: build_combiner(RetrieverConfig(rrf_k=60), n) for n in COMBINERS},
+        combiners=built_combiners(RetrieverConfig(rrf_k=60)),
     )
     records = pipeline.run(queries)
     rankings = {r.query.query_id: r.stages["final"].ids for r in records}

@@ -15,12 +15,12 @@ from random_models import build_random_cross_encoder
 
 from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
+from retrieval_bench.job.build import build_stages, stage_specs
 from retrieval_bench.protocols import BuildContext
 from retrieval_bench.records import NO_QUERY_TERMS, EvalQuery, Passage, Ranked
 from retrieval_bench.scoring.labels import judge
 from retrieval_bench.scoring.refusal import choose_stage
 from retrieval_bench.scoring.stage_loss import stage_loss
-from retrieval_bench.stages import build_later_stages
 from retrieval_bench.stages.context import OVER_BUDGET, ContextBuilder
 from retrieval_bench.stages.rerank import CrossEncoderReranker
 from retrieval_bench.tiebreak import TieBreak
@@ -89,7 +89,7 @@ def test_context_budget_below_the_shortest_passage_is_refused() -> None:
 
 
 def test_context_budget_refused_at_start_on_the_mini_corpus(tmp_path: Path) -> None:
-    """Through the config and build_later_stages, as a job does once its corpus is loaded."""
+    """Through the config and the stage specs, as a job does once its corpus is loaded."""
     cfg = compose_config([*mini_overrides(tmp_path), "context.budget_chars=10"])
     from retrieval_bench.data.loader import load_dataset
 
@@ -105,7 +105,7 @@ def test_context_budget_refused_at_start_on_the_mini_corpus(tmp_path: Path) -> N
     )
     shortest = min(len(t) for t in ctx.texts)
     with pytest.raises(ConfigError, match=rf"'context\.budget_chars': 10 .*\({shortest} char"):
-        build_later_stages(cfg, ctx)
+        build_stages([(n, spec) for n, spec in stage_specs(cfg) if spec.active(ctx)], ctx)
 
 
 @pytest.mark.parametrize(

@@ -8,18 +8,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from conftest import built_combiners
 from test_pipeline_scripted import PASSAGES, ScriptedArm
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.config.stages import ContextConfig
-from retrieval_bench.fusion import COMBINERS, build_combiner
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.records import EvalQuery, ParsedQuery, Ranked
 from retrieval_bench.routing.parser import QueryParser
 from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.stages.context import ContextBuilder
+from retrieval_bench.stages.cut import TopKCutStage
 
 BOTH = Strategy("both", ("a", "b"), "rrf")
 ONLY_B = Strategy("only_b", ("b",), "rrf")
@@ -27,8 +28,6 @@ ONLY_B = Strategy("only_b", ("b",), "rrf")
 
 class ReverseRerank:
     """A rerank stage that keeps the top 3 in reverse order, scored 3, 2, 1."""
-
-    name = "rerank"
 
     def apply(self, queries: Sequence[EvalQuery], rankings: Sequence[Ranked]) -> list[Ranked]:
         return [Ranked(r.indices[:3][::-1], np.array([3.0, 2.0, 1.0]), 3) for r in rankings]
@@ -54,9 +53,8 @@ def test_each_record_names_its_own_strategy_and_records_the_later_stages() -> No
         route=route,
         pool_size=4,
         top_k=2,
-        combiners={n: build_combiner(RetrieverConfig(), n) for n in COMBINERS},
-        rerank=ReverseRerank(),
-        context=context,
+        combiners=built_combiners(RetrieverConfig()),
+        stages=[("rerank", ReverseRerank()), ("final", TopKCutStage(2)), ("context", context)],
     )
     queries = [EvalQuery(q, "question", "t", "reviewed", {"p0": 1}) for q in ("q1", "q2")]
     first, second = pipeline.run(queries)

@@ -1,10 +1,12 @@
-"""The protocols every pluggable component implements, and what it is built from.
+"""The protocols every plug-in implements, and what it is built from.
 
-A job's pipeline is arms -> combiner -> later stages (rerank) -> cut to top_k (`final`) ->
-after-cut stages (context). Each arm is named in `retriever.arms` and built from the config node
-`arms.<name>`: its `_target_` is a class (anywhere on the path, not only in this package) that
-Hydra instantiates with the node's other keys, and whose `build(name, ctx)` returns the arm. So a
-new arm is one class and one YAML file, and nothing in the package lists arm names.
+A job's pipeline is arms -> combiner -> the later stages of `pipeline`, in order (those before
+the top_k cut, the cut itself `final`, those after it). Every plug-in follows one convention
+(retrieval_bench.plugins): a config node names a spec class by `_target_` (anywhere on the path,
+not only in this package) and its other keys are the class's keyword arguments; the spec's
+`build(name, ctx, ...)` makes the component once the corpus is loaded. So a new arm, combiner
+or stage is one class and one YAML file, and nothing in the package lists their names. An
+encoder is the `encoder:` node's `_target_`, built with that typed node.
 
 This module imports no implementation: the pipeline, the plug-ins and user code all depend on
 it, and it only on the records and the tie-break below it.
@@ -66,8 +68,10 @@ class Arm(Protocol):
     """One first-stage retriever of a job: ranks the corpus for a batch of queries.
 
     `allowed[i]` is query i's filter mask (None: every passage); an arm applies it before it
-    ranks, never after a cut, or says in its docs that it cannot (a remote service ranks with its
-    own access rules, which is what leak@K then measures). Each result's `requested` is `k`."""
+    ranks, never after a cut: the pipeline refuses an arm that returns a passage outside it
+    (job.contract). An arm that ranks with its own access rules instead (a remote service)
+    declares `applies_own_acl = True`; the mask is then not imposed and leak@K measures what it
+    let through. Each result holds at most `k` passages, best first; its `requested` is `k`."""
 
     def search(
         self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
@@ -94,15 +98,52 @@ class Combiner(Protocol):
     def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked: ...
 
 
-class LaterStage(Protocol):
-    """A stage after fusion that re-orders or selects from each query's ranking (a reranker
-    before the top_k cut, a context builder after it); its output is recorded under `name`."""
+class CombinerSpec(Protocol):
+    """What `combiners.<name>._target_` names (`retriever.combine` and a router strategy's
+    `combine` pick a node by name). `build` gets the job's context and one weight per pool it
+    will fuse, in pool order (None: no weights given), and returns the combiner."""
 
-    name: str
+    def build(
+        self, name: str, ctx: BuildContext, weights: tuple[float, ...] | None
+    ) -> Combiner: ...
+
+
+# Where a later stage runs: before the top_k cut (on the whole combined ranking, like a
+# reranker), as the cut itself (`final`), or after it (on `final`, like a context builder).
+BEFORE_CUT = "before_cut"
+CUT = "cut"
+AFTER_CUT = "after_cut"
+PLACEMENTS = (BEFORE_CUT, CUT, AFTER_CUT)
+
+
+class Stage(Protocol):
+    """A stage after the combiner: re-orders, selects from or adds to each query's ranking.
+    `apply` gets one ranking per query (what the stage before it returned) and returns one per
+    query, each checked against the stage contract (job.contract) before anything reads it; the
+    output is recorded, scored and exported under the stage's name in `pipeline`."""
 
     def apply(self, queries: Sequence[EvalQuery], rankings: Sequence[Ranked]) -> list[Ranked]: ...
 
-    def info(self) -> dict[str, Any]: ...
+    def info(self) -> dict[str, Any]:
+        """What the manifest records of this stage (settings, work done)."""
+        ...
+
+
+class StageSpec(Protocol):
+    """What `stages.<name>._target_` names; `pipeline` lists the stage names in order.
+
+    `placement` says where the stage runs (BEFORE_CUT, CUT or AFTER_CUT): the pipeline has
+    exactly one CUT stage (`final`), every BEFORE_CUT stage before it and every AFTER_CUT stage
+    after it. `active(ctx)` says whether the stage runs under the job's settings (a reranker
+    with `reranker=none`, a context with no budget: off, so the shipped pipeline
+    [rerank, final, context] is [final] by default); `build` makes it once the corpus is
+    loaded; an optional `check(name, ctx)` runs for every stage before any arm builds."""
+
+    placement: str
+
+    def active(self, ctx: BuildContext) -> bool: ...
+
+    def build(self, name: str, ctx: BuildContext) -> Stage: ...
 
 
 class Encoder(Protocol):

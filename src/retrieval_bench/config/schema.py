@@ -23,9 +23,10 @@ from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.config.text import TextConfig
 
-# The arms every job can name in `retriever.arms` without a config file of its own: name -> the
-# ArmSpec class (retrieval_bench.protocols) Hydra instantiates. A config adds more under
-# `arms.<name>` (a class anywhere on the path, plus its keyword arguments): no list to edit.
+# The built-in plug-ins, declared as any outside one is: a node naming its class by `_target_`,
+# plus keyword arguments (retrieval_bench.plugins). A config adds more under `arms.<name>`,
+# `combiners.<name>` or `stages.<name>` (a class anywhere on the path): no list to edit.
+# Arms every job can name in `retriever.arms` (ArmSpec classes, retrieval_bench.protocols).
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
@@ -37,6 +38,22 @@ BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
     "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
 }
+# Combiners `retriever.combine` (and a router strategy's `combine`) can name (CombinerSpec):
+# their settings default to `retriever.rrf_k`, `retriever.normalize` and `retriever.method`.
+BUILTIN_COMBINERS: dict[str, dict[str, Any]] = {
+    "rrf": {"_target_": "retrieval_bench.fusion.rrf.ReciprocalRankFusion"},
+    "score": {"_target_": "retrieval_bench.fusion.score.ScoreFusion"},
+    "fill": {"_target_": "retrieval_bench.fusion.fill.Fill"},
+}
+# Later stages `pipeline` can name (StageSpec): `rerank` runs with `reranker=cross_encoder`,
+# `final` is the top_k cut, `context` runs with `context.budget_chars=N`.
+BUILTIN_STAGES: dict[str, dict[str, Any]] = {
+    "rerank": {"_target_": "retrieval_bench.stages.rerank.CrossEncoderRerank"},
+    "final": {"_target_": "retrieval_bench.stages.cut.TopKCut"},
+    "context": {"_target_": "retrieval_bench.stages.context.ContextBudget"},
+}
+# The later stages in order: each one's output is recorded, scored and exported under its name.
+DEFAULT_PIPELINE = ("rerank", "final", "context")
 DATASET_FORMATS = ("native", "beir")
 # What one scored item is (`scoring.unit`): a passage, or its document (scoring.units).
 PASSAGE = "passage"
@@ -104,7 +121,20 @@ class RunConfig:
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
-    # Stages after fusion (retrieval_bench.stages): rerank before the top_k cut, context after.
+    # The later stages after the combiner, in order, by their `stages.<name>` node: the cut to
+    # top_k (`final`) once, the stages that run before it, then those after it. A stage whose
+    # settings leave it off (rerank with reranker=none, context with no budget) is skipped.
+    pipeline: list[str] = field(default_factory=lambda: list(DEFAULT_PIPELINE))
+    # Stage name -> its spec: `_target_` (a StageSpec class) and the spec's keyword arguments.
+    stages: dict[str, Any] = field(
+        default_factory=lambda: {name: dict(node) for name, node in BUILTIN_STAGES.items()}
+    )
+    # Combiner name -> its spec: `_target_` (a CombinerSpec class) and its keyword arguments.
+    combiners: dict[str, Any] = field(
+        default_factory=lambda: {name: dict(node) for name, node in BUILTIN_COMBINERS.items()}
+    )
+    # The built-in stages' settings (retrieval_bench.stages): the cross-encoder reranker
+    # (reranker=cross_encoder) and the context budget (context.budget_chars=N).
     reranker: RerankerConfig = field(default_factory=RerankerConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     # Which stage's top score the refusal evaluation thresholds (retrieval_bench.scoring.refusal).

@@ -79,13 +79,45 @@ def check_corpus_size(cfg: RunConfig, passages: int, dataset: str) -> None:
         )
 
 
-def check_arm_specs(cfg: RunConfig) -> None:
-    """Each `arms.<name>` node names a class by `_target_`; its other keys are that class's
-    keyword arguments, checked when the spec is instantiated (`instantiate_arm`), so only the
-    shape is checked here, without importing any implementation."""
-    for name, node in cfg.arms.items():
-        if not isinstance(node, Mapping) or not isinstance(node.get("_target_"), str):
-            raise ConfigError(f"arms.{name}", "needs a `_target_`: the ArmSpec class to build")
+def check_plugin_nodes(cfg: RunConfig) -> None:
+    """Each `arms.<name>`, `combiners.<name>` and `stages.<name>` node names a class by
+    `_target_`; its other keys are that class's keyword arguments, checked when the spec is
+    instantiated (retrieval_bench.plugins), so only the shape is checked here, without
+    importing any implementation."""
+    for group, nodes, kind in (
+        ("arms", cfg.arms, "ArmSpec"),
+        ("combiners", cfg.combiners, "CombinerSpec"),
+        ("stages", cfg.stages, "StageSpec"),
+    ):
+        for name, node in nodes.items():
+            if not isinstance(node, Mapping) or not isinstance(node.get("_target_"), str):
+                raise ConfigError(
+                    f"{group}.{name}", f"needs a `_target_`: the {kind} class to build"
+                )
+
+
+def check_pipeline(cfg: RunConfig) -> None:
+    """`pipeline` names each stage once, each an `stages.<name>` node; `retriever.combine`
+    names a `combiners.<name>` node. Where each stage may run (before or after the cut) is the
+    stage class's to say, checked when the stages are instantiated (job.build)."""
+    if cfg.retriever.combine not in cfg.combiners:
+        raise ConfigError(
+            "retriever.combine",
+            f"unknown combiner '{cfg.retriever.combine}'; "
+            f"{nearest_hint(cfg.retriever.combine, list(cfg.combiners))} (a new combiner is a "
+            f"`combiners.{cfg.retriever.combine}` node naming its class in _target_)",
+        )
+    if not cfg.pipeline:
+        raise ConfigError("pipeline", "needs at least the top_k cut: pipeline=[final]")
+    for i, name in enumerate(cfg.pipeline):
+        if name not in cfg.stages:
+            raise ConfigError(
+                f"pipeline[{i}]",
+                f"unknown stage '{name}'; {nearest_hint(name, list(cfg.stages))} (a new stage "
+                f"is a `stages.{name}` node naming its class in _target_)",
+            )
+    if len(set(cfg.pipeline)) != len(cfg.pipeline):
+        raise ConfigError("pipeline", f"a stage is listed twice: {list(cfg.pipeline)}")
 
 
 def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
@@ -149,4 +181,5 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.service.validate()
     cfg.compare.validate()
     cfg.benchmark.validate()
-    check_arm_specs(cfg)
+    check_plugin_nodes(cfg)
+    check_pipeline(cfg)

@@ -5,26 +5,30 @@ score-descending as a TREC run needs. Weights play no part."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_bench.fusion.pools import nothing_to_fuse
+from retrieval_bench.fusion.pools import RRF_K, check_rank_constant, nothing_to_fuse
 from retrieval_bench.records import Ranked
 from retrieval_bench.tiebreak import TieBreak
 
 if TYPE_CHECKING:
-    from retrieval_bench.config import RetrieverConfig
+    from retrieval_bench.protocols import BuildContext
 
 
 @dataclass(frozen=True)
 class Fill:
-    k: int = 60
+    """`combiners.fill`: as a plug-in node its `k` defaults to `retriever.rrf_k`."""
 
-    @classmethod
-    def from_config(cls, cfg: RetrieverConfig, weights: tuple[float, ...] | None) -> Fill:
-        return cls(k=cfg.rrf_k)
+    k: int | None = None
+
+    def build(self, name: str, ctx: BuildContext, weights: tuple[float, ...] | None) -> Fill:
+        """Weights play no part in fill."""
+        k = ctx.cfg.retriever.rrf_k if self.k is None else self.k
+        check_rank_constant(f"combiners.{name}.k", k)
+        return replace(self, k=k)
 
     def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
         """The order is the arms' own, so the tie-break has nothing left to decide (the
@@ -37,5 +41,6 @@ class Fill:
             for index in pool.indices.tolist():
                 seen.setdefault(index, None)
         indices = np.fromiter(seen, dtype=np.int64, count=len(seen))
-        scores = 1.0 / (self.k + np.arange(1, len(indices) + 1, dtype=np.float64))
+        k = RRF_K if self.k is None else self.k
+        scores = 1.0 / (k + np.arange(1, len(indices) + 1, dtype=np.float64))
         return Ranked(indices=indices, scores=scores, requested=len(indices))

@@ -9,30 +9,41 @@ unstable sort, so among tied scores its ranks may differ from these."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_bench.fusion.pools import check_weights, nothing_to_fuse, ranked_union, union_sums
+from retrieval_bench.fusion.pools import (
+    RRF_K,
+    check_rank_constant,
+    check_weights,
+    nothing_to_fuse,
+    ranked_union,
+    union_sums,
+)
 from retrieval_bench.records import Ranked
 from retrieval_bench.tiebreak import TieBreak
 
 if TYPE_CHECKING:
-    from retrieval_bench.config import RetrieverConfig
+    from retrieval_bench.protocols import BuildContext
 
 
 @dataclass(frozen=True)
 class ReciprocalRankFusion:
-    k: int = 60
+    """`combiners.rrf`: as a plug-in node its `k` defaults to `retriever.rrf_k`
+    (`combiners.rrf20: {_target_: ...ReciprocalRankFusion, k: 20}` is a second RRF)."""
+
+    k: int | None = None
     # One per pool, in pool order; None: all 1 (plain RRF).
     weights: tuple[float, ...] | None = None
 
-    @classmethod
-    def from_config(
-        cls, cfg: RetrieverConfig, weights: tuple[float, ...] | None
+    def build(
+        self, name: str, ctx: BuildContext, weights: tuple[float, ...] | None
     ) -> ReciprocalRankFusion:
-        return cls(k=cfg.rrf_k, weights=weights)
+        k = ctx.cfg.retriever.rrf_k if self.k is None else self.k
+        check_rank_constant(f"combiners.{name}.k", k)
+        return replace(self, k=k, weights=weights)
 
     def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
         """Every candidate of every pool, fused (no cut)."""
@@ -40,8 +51,9 @@ class ReciprocalRankFusion:
         if trivial is not None:
             return trivial
         weights = check_weights(self.weights, pools)
+        k = RRF_K if self.k is None else self.k
         contributions = [
-            weight / (self.k + np.arange(1, pool.returned + 1, dtype=np.float64))
+            weight / (k + np.arange(1, pool.returned + 1, dtype=np.float64))
             for pool, weight in zip(pools, weights, strict=True)
         ]
         union, (scores,) = union_sums(pools, contributions)

@@ -20,17 +20,18 @@ all (it adds nothing and is not counted). With every weight 1 both agree with ra
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion.pools import check_weights, nothing_to_fuse, ranked_union, union_sums
 from retrieval_bench.records import Ranked
 from retrieval_bench.tiebreak import TieBreak
 
 if TYPE_CHECKING:
-    from retrieval_bench.config import RetrieverConfig
+    from retrieval_bench.protocols import BuildContext
 
 # ranx's floor on the min-max range and the standard deviation (a constant pool -> 0).
 FLOOR = 1e-9
@@ -59,18 +60,30 @@ METHODS = ("combsum", "combmnz")
 
 @dataclass(frozen=True)
 class ScoreFusion:
-    normalize: str = "minmax"
-    method: str = "combsum"
+    """`combiners.score`: as a plug-in node its `normalize` and `method` default to
+    `retriever.normalize` and `retriever.method`."""
+
+    normalize: str | None = None
+    method: str | None = None
     # One per pool, in pool order; None: all 1.
     weights: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.normalize not in NORMALIZATIONS or self.method not in METHODS:
-            raise ValueError(f"unknown normalisation or method: {self.normalize}, {self.method}")
+        for key, value, known in (
+            ("normalize", self.normalize, list(NORMALIZATIONS)),
+            ("method", self.method, list(METHODS)),
+        ):
+            if value is not None and value not in known:
+                raise ConfigError(key, f"unknown value '{value}'; {nearest_hint(value, known)}")
 
-    @classmethod
-    def from_config(cls, cfg: RetrieverConfig, weights: tuple[float, ...] | None) -> ScoreFusion:
-        return cls(normalize=cfg.normalize, method=cfg.method, weights=weights)
+    def build(self, name: str, ctx: BuildContext, weights: tuple[float, ...] | None) -> ScoreFusion:
+        retriever = ctx.cfg.retriever
+        return replace(
+            self,
+            normalize=retriever.normalize if self.normalize is None else self.normalize,
+            method=retriever.method if self.method is None else self.method,
+            weights=weights,
+        )
 
     def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
         """Every candidate of every pool, fused (no cut)."""
@@ -78,12 +91,12 @@ class ScoreFusion:
         if trivial is not None:
             return trivial
         weights = check_weights(self.weights, pools)
-        normalize = NORMALIZATIONS[self.normalize]
+        normalize = NORMALIZATIONS[self.normalize or "minmax"]
         contributions = [
             weight * normalize(pool.scores) if pool.returned else pool.scores
             for pool, weight in zip(pools, weights, strict=True)
         ]
-        if self.method == "combsum":
+        if (self.method or "combsum") == "combsum":
             union, (scores,) = union_sums(pools, contributions)
         else:
             # m(d): how many arms of positive weight returned d.

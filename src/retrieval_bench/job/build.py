@@ -1,6 +1,11 @@
-"""Arms built from config: each `arms.<name>` node is instantiated by Hydra (its `_target_` a
-class anywhere on the path, its other keys that class's keyword arguments), then built against
-the job's corpus. Nothing here knows any arm by name."""
+"""A job's plug-ins built from config, all by one convention (retrieval_bench.plugins): each
+`arms.<name>`, `combiners.<name>` and `stages.<name>` node names its spec class by `_target_`
+(anywhere on the path), the other keys are the class's keyword arguments, and the spec builds
+the component against the job's corpus. Nothing here knows a plug-in by name.
+
+Order: every spec is instantiated first (a bad key fails before any work), then every spec's
+optional `check(name, ctx)` runs (a missing model fails before any corpus is encoded), then the
+stages and combiners build (cheap), then the arms (which may encode and index the corpus)."""
 
 from __future__ import annotations
 
@@ -8,37 +13,159 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
-from retrieval_bench.plugins import instantiate_spec
-from retrieval_bench.protocols import Arm, ArmSpec, BuildContext
+from retrieval_bench.config import RunConfig
+from retrieval_bench.config.schema import BUILTIN_ARMS, BUILTIN_COMBINERS, BUILTIN_STAGES
+from retrieval_bench.errors import ConfigError
+from retrieval_bench.fusion import arm_weights
+from retrieval_bench.plugins import instantiate_plugin
+from retrieval_bench.protocols import (
+    AFTER_CUT,
+    BEFORE_CUT,
+    CUT,
+    PLACEMENTS,
+    Arm,
+    ArmSpec,
+    BuildContext,
+    Combiner,
+    CombinerSpec,
+    Stage,
+    StageSpec,
+)
+
+Phase = Callable[[str], AbstractContextManager[Any]]
 
 
-def build_arms(
+def _targets(builtins: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return [str(node["_target_"]) for node in builtins.values()]
+
+
+def arm_spec(name: str, node: Mapping[str, Any]) -> ArmSpec:
+    """The ArmSpec of `arms.<name>`; a bad node fails naming its key."""
+    return cast(
+        ArmSpec,
+        instantiate_plugin(f"arms.{name}", node, "ArmSpec", ["build"], _targets(BUILTIN_ARMS)),
+    )
+
+
+def stage_specs(cfg: RunConfig) -> list[tuple[str, StageSpec]]:
+    """The spec of every stage `pipeline` names, in order, with their placement checked: the cut
+    once, every stage that runs before it before it, every one that runs after it after it."""
+    specs = [
+        (
+            name,
+            cast(
+                StageSpec,
+                instantiate_plugin(
+                    f"stages.{name}",
+                    cfg.stages[name],
+                    "StageSpec",
+                    ["active", "build"],
+                    _targets(BUILTIN_STAGES),
+                ),
+            ),
+        )
+        for name in cfg.pipeline
+    ]
+    placements = []
+    for name, spec in specs:
+        placement = getattr(spec, "placement", None)
+        if placement not in PLACEMENTS:
+            raise ConfigError(
+                f"stages.{name}._target_",
+                f"{type(spec).__qualname__}.placement is {placement!r}: a stage says where it "
+                f"runs, one of {', '.join(PLACEMENTS)}",
+            )
+        placements.append(placement)
+    cuts = [name for (name, _), p in zip(specs, placements, strict=True) if p == CUT]
+    if len(cuts) != 1:
+        raise ConfigError(
+            "pipeline",
+            f"needs the top_k cut exactly once, found {len(cuts)} ({', '.join(cuts) or 'none'}) "
+            f"in {list(cfg.pipeline)}; the shipped cut is `final`",
+        )
+    at = placements.index(CUT)
+    for i, ((name, _), placement) in enumerate(zip(specs, placements, strict=True)):
+        if (placement == BEFORE_CUT and i > at) or (placement == AFTER_CUT and i < at):
+            side = "before" if placement == BEFORE_CUT else "after"
+            raise ConfigError(
+                f"pipeline[{i}]",
+                f"stage '{name}' runs {side} the top_k cut, but {list(cfg.pipeline)} places it "
+                f"{'after' if side == 'before' else 'before'} '{cuts[0]}'",
+            )
+    return specs
+
+
+def combiner_spec(name: str, node: Mapping[str, Any]) -> CombinerSpec:
+    return cast(
+        CombinerSpec,
+        instantiate_plugin(
+            f"combiners.{name}", node, "CombinerSpec", ["build"], _targets(BUILTIN_COMBINERS)
+        ),
+    )
+
+
+def run_checks(specs: Mapping[str, object], ctx: BuildContext) -> None:
+    """Each spec's optional `check(name, ctx)`, keyed by the name it was configured under."""
+    for name, spec in specs.items():
+        check = getattr(spec, "check", None)
+        if check is not None:
+            check(name, ctx)
+
+
+def build_stages(
+    specs: Sequence[tuple[str, StageSpec]], ctx: BuildContext
+) -> list[tuple[str, Stage]]:
+    """Each stage built, in pipeline order (the caller leaves out the inactive ones: those whose
+    settings turn them off)."""
+    return [(name, spec.build(name, ctx)) for name, spec in specs]
+
+
+def build_combiners(cfg: RunConfig, names: Sequence[str], ctx: BuildContext) -> dict[str, Combiner]:
+    """Each combiner a strategy of the job names, for the pools of `retriever.arms` in order
+    (their weights are `retriever.weights`)."""
+    weights = arm_weights(cfg.retriever, cfg.retriever.arms)
+    built = {}
+    for name in names:
+        if name not in cfg.combiners:
+            raise ConfigError(
+                "retriever.combine",
+                f"unknown combiner '{name}' (combiners: {', '.join(cfg.combiners)})",
+            )
+        built[name] = combiner_spec(name, cfg.combiners[name]).build(name, ctx, weights)
+    return built
+
+
+def arm_specs(
     names: Sequence[str],
     nodes: Mapping[str, Mapping[str, Any]],
-    ctx: BuildContext,
-    phase: Callable[[str], AbstractContextManager[Any]],
     given: Mapping[str, Arm | ArmSpec] | None = None,
-) -> dict[str, Arm]:
-    """Every arm of `names`, from `given` (a library caller's own Arm or ArmSpec objects) or
-    else its `nodes[name]` config: each spec's optional `check` runs first (so nothing is
-    indexed when any arm cannot run), then each `build`, timed under `phase("index_<name>")`."""
+) -> tuple[dict[str, Arm], dict[str, ArmSpec]]:
+    """(ready arms, specs) for `names`: from `given` (a library caller's own Arm or ArmSpec
+    objects) or else their `nodes[name]` config. An object with `build` is a spec (built against
+    the corpus) even if it is also the arm."""
     given = given or {}
-    # An object with `build` is a spec (built against the corpus) even if it is also the arm.
     ready = {
         name: cast(Arm, given[name])
         for name in names
         if isinstance(given.get(name), Arm) and not callable(getattr(given[name], "build", None))
     }
     specs: dict[str, ArmSpec] = {
-        name: given[name] if name in given else instantiate_spec(name, nodes[name])  # type: ignore[misc]
+        name: cast(ArmSpec, given[name]) if name in given else arm_spec(name, nodes[name])
         for name in names
         if name not in ready
     }
-    with phase("load"):
-        for name, spec in specs.items():
-            check = getattr(spec, "check", None)
-            if check is not None:
-                check(name, ctx)
+    return ready, specs
+
+
+def build_arms(
+    names: Sequence[str],
+    ready: Mapping[str, Arm],
+    specs: Mapping[str, ArmSpec],
+    ctx: BuildContext,
+    phase: Phase,
+) -> dict[str, Arm]:
+    """Every arm of `names`: ready ones as given, the others built, each timed under
+    `phase("index_<name>")`."""
     arms: dict[str, Arm] = {}
     for name in names:
         if name in ready:
@@ -47,5 +174,3 @@ def build_arms(
         with phase(f"index_{name}"):
             arms[name] = specs[name].build(name, ctx)
     return arms
-
-

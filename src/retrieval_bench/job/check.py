@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from retrieval_bench.config import RunConfig, validate
 from retrieval_bench.fusion import check_fusion, check_strategy_weights
+from retrieval_bench.job.build import arm_spec, combiner_spec, stage_specs
 from retrieval_bench.routing.rules import load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.measure_names import (
@@ -32,7 +33,7 @@ def check_config(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     for name in cfg.scoring.group_by:
         check_field(name)
     # router=rules: its rules, routes, strategies and cues
-    rule_set = load_rule_set(cfg.router, (*cfg.arms, *given_arms))
+    rule_set = load_rule_set(cfg.router, (*cfg.arms, *given_arms), tuple(cfg.combiners))
     if rule_set is not None:
         check_strategy_weights(
             cfg.retriever,
@@ -41,3 +42,14 @@ def check_config(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
                 for r in rule_set.routes.values()
             },
         )
+    # Every plug-in node the job will build names a class that takes its keywords (the arms a
+    # caller passes as objects are theirs to check).
+    stage_specs(cfg)
+    combine_names = {cfg.retriever.combine}
+    if rule_set is not None:
+        combine_names.update(route.strategy.combine for route in rule_set.routes.values())
+    for name in sorted(combine_names):
+        combiner_spec(name, cfg.combiners[name])
+    for name in cfg.retriever.arms:
+        if name not in given_arms:
+            arm_spec(name, cfg.arms[name])

@@ -1,5 +1,8 @@
-"""Each query through parse -> filter -> arms -> combine -> rerank -> cut -> context, with
-every stage recorded under its own name (each arm's, `fused`, `rerank`, `final`, `context`)."""
+"""Each query through parse -> route -> filter -> arms -> combine -> the later stages of
+`pipeline` in order (those before the top_k cut, the cut `final`, those after it), every stage
+recorded under its own name (each arm's, `fused`, then each later stage's). What every arm,
+combiner and stage returns is checked against the stage contract (job.contract) before
+anything else reads it."""
 
 from __future__ import annotations
 
@@ -8,8 +11,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from retrieval_bench.job.contract import StageContract, applies_own_acl, guarded_call
 from retrieval_bench.job.filters import PassageFilter
-from retrieval_bench.protocols import Arm, Combiner, LaterStage
+from retrieval_bench.protocols import Arm, Combiner, Stage
 from retrieval_bench.records import (
     FILTERED_OUT,
     NO_CANDIDATES,
@@ -19,13 +23,11 @@ from retrieval_bench.records import (
     QueryRecord,
     Ranked,
     StageRecord,
-    empty_rankings,
 )
 from retrieval_bench.routing.router import Router
 from retrieval_bench.routing.rules import Strategy
+from retrieval_bench.stages.cut import TopKCutStage, cut
 from retrieval_bench.tiebreak import shared_tie_break
-
-__all__ = ["Pipeline", "QueryRecord", "Router", "StageRecord", "Strategy", "empty_rankings"]
 
 
 class Pipeline:
@@ -40,11 +42,11 @@ class Pipeline:
         top_k: int,
         combiners: Mapping[str, Combiner],
         baselines: Mapping[str, Strategy] | None = None,
-        rerank: LaterStage | None = None,
-        context: LaterStage | None = None,
+        stages: Sequence[tuple[str, Stage]] | None = None,
     ) -> None:
-        """`combiners`: each combine name a strategy may use -> its combiner. `rerank` re-orders
-        each query's combined ranking before the top_k cut; `context` selects from `final`."""
+        """`combiners`: each combine name a strategy may use -> its combiner. `stages`: the
+        later stages in order, by name (job.build checks their placement around the cut);
+        default: the cut to `top_k` alone, `final`."""
         self.ids = [p.id for p in passages]
         self.arms = arms
         self.parse = parse
@@ -54,9 +56,9 @@ class Pipeline:
         self.top_k = top_k
         self.combiners = combiners
         self.baselines = dict(baselines or {})
-        self.rerank = rerank
-        self.context = context
+        self.stages = list(stages) if stages is not None else [("final", TopKCutStage(top_k))]
         self.tie_break = shared_tie_break(self.ids)
+        self.contract = StageContract(self.ids, self.tie_break)
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
         parsed = [self.parse(q.query) for q in queries]
@@ -89,31 +91,38 @@ class Pipeline:
         plain_pools = dict(zip(plain, searched[len(queries) :], strict=True))
         stages: list[dict[str, StageRecord]] = []
         ranked: list[Ranked] = []
-        for routing, arm_pools in zip(routed, pools, strict=True):
+        for query, routing, arm_pools, mask in zip(
+            queries, routed, pools, masks[: len(queries)], strict=True
+        ):
             strategy = routing.strategy
             recorded = {name: self._stage(arm_pools[name]) for name in strategy.arms}
-            combined = self._combine(strategy, [arm_pools[name] for name in strategy.arms])
+            combined = self._combine(query, strategy, [arm_pools[n] for n in strategy.arms], mask)
             if len(strategy.arms) > 1:
                 recorded["fused"] = self._stage(combined)
             stages.append(recorded)
             ranked.append(combined)
-        if self.rerank is not None:
-            ranked = self.rerank.apply(queries, ranked)
+        for name, stage in self.stages:
+            given = ranked
+            ranked = self.contract.check(
+                f"stage '{name}'",
+                queries,
+                guarded_call(f"stage '{name}'", stage, stage.apply, queries, given),
+                None,
+                masks[: len(queries)],
+                [r.indices for r in given],
+            )
             for recorded, result in zip(stages, ranked, strict=True):
-                recorded[self.rerank.name] = self._stage(result)
-        final = [self._cut(result) for result in ranked]
-        for recorded, result in zip(stages, final, strict=True):
-            recorded["final"] = self._stage(result)
-        if self.context is not None:
-            for recorded, result in zip(stages, self.context.apply(queries, final), strict=True):
-                recorded[self.context.name] = self._stage(result)
+                recorded[name] = self._stage(result)
         records = []
         for i, (query, parse, routing, decision, arm_pools) in enumerate(
             zip(queries, parsed, routed, decisions, pools, strict=True)
         ):
             base_pools = plain_pools.get(i, arm_pools)
+            mask = masks[len(queries) + plain.index(i)] if i in plain_pools else masks[i]
             baselines = {
-                name: self._stage(self._cut(self._combine(s, [base_pools[a] for a in s.arms])))
+                name: self._stage(
+                    cut(self._combine(query, s, [base_pools[a] for a in s.arms], mask), self.top_k)
+                )
                 for name, s in self.baselines.items()
             }
             records.append(
@@ -142,8 +151,15 @@ class Pipeline:
             members = [i for i, arms in enumerate(wanted) if arm_name in arms]
             if not members:
                 continue
-            ranked = arm.search(
-                [queries[i] for i in members], self.pool_size, [masks[i] for i in members]
+            asked = [queries[i] for i in members]
+            allowed = [masks[i] for i in members]
+            what = f"arm '{arm_name}'"
+            ranked = self.contract.check(
+                what,
+                asked,
+                guarded_call(what, arm, arm.search, asked, self.pool_size, allowed),
+                self.pool_size,
+                None if applies_own_acl(arm) else allowed,
             )
             for i, result in zip(members, ranked, strict=True):
                 if not result.returned and result.empty_reason is None:
@@ -153,17 +169,17 @@ class Pipeline:
                 pools[i][arm_name] = result
         return pools
 
-    def _cut(self, ranked: Ranked) -> Ranked:
-        return Ranked(
-            ranked.indices[: self.top_k],
-            ranked.scores[: self.top_k],
-            self.top_k,
-            ranked.empty_reason,
-        )
-
-    def _combine(self, strategy: Strategy, pools: list[Ranked]) -> Ranked:
-        # A lone pool passes through, and pools all empty say why (fusion.pools).
-        return self.combiners[strategy.combine].combine(pools, self.tie_break)
+    def _combine(
+        self, query: EvalQuery, strategy: Strategy, pools: list[Ranked], mask: np.ndarray | None
+    ) -> Ranked:
+        """The strategy's combiner over `pools` (a lone pool passes through, and pools all empty
+        say why: fusion.pools), its output checked: a combiner may reorder and drop what the
+        arms returned, never bring in a passage the filter excludes."""
+        combiner = self.combiners[strategy.combine]
+        what = f"combiner '{strategy.combine}'"
+        combined = guarded_call(what, combiner, combiner.combine, pools, self.tie_break)
+        given = np.concatenate([pool.indices for pool in pools])
+        return self.contract.check(what, [query], [combined], None, [mask], [given])[0]
 
     def _stage(self, ranked: Ranked) -> StageRecord:
         return StageRecord(

@@ -16,9 +16,16 @@ from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.encoders.cache import CacheStats, EmbeddingCache
 from retrieval_bench.encoders.shards import encode_shard, shard_bounds
-from retrieval_bench.fusion import build_combiner
 from retrieval_bench.io import writable_dir
-from retrieval_bench.job.build import build_arms
+from retrieval_bench.job.build import (
+    arm_specs,
+    build_arms,
+    build_combiners,
+    build_stages,
+    run_checks,
+    stage_specs,
+)
+from retrieval_bench.job.contract import applies_own_acl
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.job.result import JobResult
@@ -35,7 +42,6 @@ from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.records import score_records, stage_names
 from retrieval_bench.scoring.refusal import check_stage
 from retrieval_bench.scoring.units import judge_in_unit, passage_docs
-from retrieval_bench.stages import build_later_stages
 from retrieval_bench.tiebreak import shared_tie_break
 
 log = logging.getLogger(__name__)
@@ -85,7 +91,7 @@ def run_job(
     timer = _Timer()
     with timer.phase("load"):
         dataset, judgements, groups = load_labelled(cfg, dataset)
-    rule_set = load_rule_set(cfg.router, tuple(cfg.arms))
+    rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
     strategy = Strategy(
         name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
     )
@@ -105,14 +111,19 @@ def run_job(
         entities=dataset.entities,
         possible_filters=passage_filter.possible(dataset.queries, exclusions=rule_set is not None),
     )
-    # Before the arms (which may encode the corpus): a missing reranker model or a context
-    # budget below the shortest passage is refused at start.
-    rerank, context = build_later_stages(cfg, ctx)
+    # Every spec first (a bad node fails before any work), then their checks (a missing model
+    # fails before any arm encodes the corpus), then the stages (a context budget below the
+    # shortest passage is refused at start), then the arms.
+    ready, specs = arm_specs(arm_names, cfg.arms, given=arms)
+    later = [(name, spec) for name, spec in stage_specs(cfg) if spec.active(ctx)]
+    with timer.phase("load"):
+        run_checks({**specs, **dict(later)}, ctx)
+        stages = build_stages(later, ctx)
     # A refusal.score_stage naming no stage this job can record fails now, not after retrieval
     # (whether a one-arm query records `fused` is known only then: scoring checks again).
-    later = [stage.name for stage in (rerank, context) if stage is not None]
-    check_stage(cfg.refusal.score_stage, [*arm_names, *(arms or {}), "fused", "final", *later])
-    built = build_arms(arm_names, cfg.arms, ctx, timer.phase, given=arms)
+    recorded = [*arm_names, *(arms or {}), "fused", *(name for name, _ in stages)]
+    check_stage(cfg.refusal.score_stage, recorded)
+    built = build_arms(arm_names, ready, specs, ctx, timer.phase)
     cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
     parser = QueryParser(
         cities, dataset.entities, rule_set.negation if rule_set else NegationRules()
@@ -129,10 +140,9 @@ def run_job(
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
-        combiners={name: build_combiner(cfg.retriever, name) for name in combine_names},
+        combiners=build_combiners(cfg, sorted(combine_names), ctx),
         baselines=baselines,
-        rerank=rerank,
-        context=context,
+        stages=stages,
     )
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
@@ -148,7 +158,8 @@ def run_job(
         ctx.stats.get("embeddings", {}),
         ctx.stats.get("tokenizer", {}),
         indexes={name: arm.info() for name, arm in built.items()},
-        stages={stage.name: stage.info() for stage in (rerank, context) if stage is not None},
+        stages={name: stage.info() for name, stage in stages},
+        own_acl_arms=[name for name, arm in built.items() if applies_own_acl(arm)],
     )
 
 

@@ -120,9 +120,8 @@ def rescore_job(
                 "re-run it instead"
             )
     records = _records(job_dir / "rankings.jsonl", data.queries, [p.id for p in data.passages])
-    metrics = score_job(
-        cfg, data, judgements, groups, records, load_rule_set(cfg.router, tuple(cfg.arms))
-    )
+    rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
+    metrics = score_job(cfg, data, judgements, groups, records, rule_set)
     return Rescored(job_dir, metrics, before, after, cfg.dataset, dict(data.hashes))
 
 

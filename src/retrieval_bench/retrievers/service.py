@@ -207,7 +207,11 @@ def _result_field(item: Any, rank: int, path: str, key: str, kind: str) -> Any:
 
 
 class ServiceArm:
-    """Ranks by asking the service (see the module docs); `allowed` is never applied."""
+    """Ranks by asking the service (see the module docs); `allowed` is never applied: the
+    service filters by its own access rules, which the pipeline trusts (`applies_own_acl`,
+    job.contract) and leak@K measures."""
+
+    applies_own_acl = True
 
     def __init__(
         self,

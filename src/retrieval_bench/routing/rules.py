@@ -18,8 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from retrieval_bench.config.router import ConditionConfig, RouterConfig
+from retrieval_bench.config.schema import BUILTIN_COMBINERS
 from retrieval_bench.errors import ConfigError, DataError, nearest_hint
-from retrieval_bench.fusion import COMBINERS
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.routing.parser import NegationRules
 
@@ -151,9 +151,14 @@ def _strings(values: list[str], key: str, fail: _Fail) -> tuple[str, ...]:
     return tuple(values)
 
 
-def load_rule_set(cfg: RouterConfig, known_arms: tuple[str, ...]) -> RuleSet | None:
+def load_rule_set(
+    cfg: RouterConfig,
+    known_arms: tuple[str, ...],
+    known_combiners: tuple[str, ...] = tuple(BUILTIN_COMBINERS),
+) -> RuleSet | None:
     """The validated rule set for `router=rules`, None for `router=none`; the first bad entry
-    raises ConfigError naming its key, or DataError naming the rules file and the entry."""
+    raises ConfigError naming its key, or DataError naming the rules file and the entry.
+    `known_arms` / `known_combiners`: the `arms.<name>` / `combiners.<name>` nodes of the job."""
     if cfg.name not in ROUTER_NAMES:
         raise ConfigError("router.name", f"'{cfg.name}' is not one of: {', '.join(ROUTER_NAMES)}")
     if cfg.name == "none":
@@ -188,8 +193,8 @@ def load_rule_set(cfg: RouterConfig, known_arms: tuple[str, ...]) -> RuleSet | N
                 )
         if len(set(spec.arms)) != len(spec.arms):
             raise fail(f"{key}.arms", f"an arm is listed twice: {list(spec.arms)}")
-        if spec.combine not in COMBINERS:
-            hint = nearest_hint(spec.combine, list(COMBINERS))
+        if spec.combine not in known_combiners:
+            hint = nearest_hint(spec.combine, list(known_combiners))
             raise fail(f"{key}.combine", f"unknown combiner '{spec.combine}'; {hint}")
         strategies[name] = Strategy(name, tuple(spec.arms), spec.combine, spec.exclude)
 

@@ -1,34 +1,10 @@
-"""The stages after fusion: `rerank` (before the top_k cut) and `context` (after it).
+"""The built-in later stages, each a plug-in named by `stages.<name>._target_`
+(config.schema.BUILTIN_STAGES) and placed in order by `pipeline`:
 
-`build_later_stages(cfg, ctx)` turns the `reranker:` and `context:` config nodes into the
-pipeline's two LaterStages (None where a stage is off). The implementations are imported only
-when their stage is on, so a job without a reranker never imports FlagEmbedding.
+    rerank   a cross-encoder rescores the top `depth` (rerank.py), before the cut
+    final    the cut to top_k (cut.py)
+    context  what fits a character budget and a per-document cap (context.py), after the cut
+
+Each module imports its model library only when its stage is built, so a job without a
+reranker never imports FlagEmbedding.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from retrieval_bench.protocols import BuildContext, LaterStage
-
-if TYPE_CHECKING:
-    from retrieval_bench.config import RunConfig
-
-
-def build_later_stages(
-    cfg: RunConfig, ctx: BuildContext
-) -> tuple[LaterStage | None, LaterStage | None]:
-    """(rerank, context) for the job configured by `cfg` over the corpus in `ctx`. Raises
-    ConfigError for a context budget below the corpus's shortest passage and EncoderUnavailable
-    for a reranker model that is not there, both before any retrieval."""
-    rerank: LaterStage | None = None
-    context: LaterStage | None = None
-    if cfg.context.enabled:
-        from retrieval_bench.stages.context import ContextBuilder
-
-        context = ContextBuilder(cfg.context, ctx.passages, ctx.texts)
-    if cfg.reranker.enabled:
-        from retrieval_bench.stages.rerank import CrossEncoderReranker
-
-        rerank = CrossEncoderReranker(cfg.reranker, ctx.texts, ctx.tie_break)
-    return rerank, context

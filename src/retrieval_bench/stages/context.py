@@ -16,23 +16,46 @@ stage is built, naming `context.budget_chars`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from retrieval_bench.config.stages import ContextConfig
+from retrieval_bench.plugins import with_overrides
+from retrieval_bench.protocols import AFTER_CUT
+
+if TYPE_CHECKING:
+    from retrieval_bench.protocols import BuildContext
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.records import EvalQuery, Passage, Ranked
 
-CONTEXT = "context"
 # Why a context is empty when the final ranking was not: none of its passages fit the budget.
 OVER_BUDGET = "over_budget"
 
 
-class ContextBuilder:
-    """`context.budget_chars=N`: the `context` stage (a LaterStage, applied to `final`)."""
+class ContextBudget:
+    """`stages.context`: a StageSpec after the top_k cut, on with `context.budget_chars=N`. Its
+    settings are the `context:` node's, overridden by the node's keyword arguments."""
 
-    name = CONTEXT
+    placement: ClassVar[str] = AFTER_CUT
+
+    def __init__(self, **overrides: Any) -> None:
+        with_overrides(ContextConfig(), overrides)  # an unknown key fails when the config is read
+        self.overrides = overrides
+
+    def settings(self, ctx: BuildContext) -> ContextConfig:
+        return with_overrides(ctx.cfg.context, self.overrides)
+
+    def active(self, ctx: BuildContext) -> bool:
+        return self.settings(ctx).enabled
+
+    def build(self, name: str, ctx: BuildContext) -> ContextBuilder:
+        """Refuses (ConfigError) a budget below the corpus's shortest passage."""
+        return ContextBuilder(self.settings(ctx), ctx.passages, ctx.texts)
+
+
+class ContextBuilder:
+    """The context stage itself: what of `final` fits the budget and the per-document cap."""
 
     def __init__(
         self, cfg: ContextConfig, passages: Sequence[Passage], texts: Sequence[str]

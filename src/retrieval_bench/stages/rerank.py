@@ -15,11 +15,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from retrieval_bench.config.stages import RerankerConfig
+from retrieval_bench.plugins import with_overrides
+from retrieval_bench.protocols import BEFORE_CUT
+
+if TYPE_CHECKING:
+    from retrieval_bench.protocols import BuildContext
 from retrieval_bench.encoders.flag import (
     ModelRole,
     ResolvedModel,
@@ -33,14 +38,40 @@ from retrieval_bench.tiebreak import TieBreak
 
 log = logging.getLogger(__name__)
 
-RERANK = "rerank"
 RERANKER_ROLE = ModelRole("reranker", "run without a rerank stage with reranker=none")
 
 
-class CrossEncoderReranker:
-    """`reranker=cross_encoder`: the `rerank` stage (a LaterStage)."""
+class CrossEncoderRerank:
+    """`stages.rerank`: a StageSpec before the top_k cut, on with `reranker=cross_encoder`.
+    Its settings are the `reranker:` node's, and the node's keyword arguments override them
+    (`stages.rerank_small: {_target_: ...CrossEncoderRerank, model: DIR, depth: 20}` is a
+    second reranker); an unknown key is refused when the config is read."""
 
-    name = RERANK
+    placement: ClassVar[str] = BEFORE_CUT
+
+    def __init__(self, **overrides: Any) -> None:
+        with_overrides(RerankerConfig(), overrides)  # an unknown key fails when the config is read
+        self.overrides = overrides
+
+    def settings(self, ctx: BuildContext) -> RerankerConfig:
+        return with_overrides(ctx.cfg.reranker, self.overrides)
+
+    def active(self, ctx: BuildContext) -> bool:
+        return self.settings(ctx).enabled
+
+    def check(self, name: str, ctx: BuildContext) -> None:
+        """The depth against the pool and top_k, and the model found on disk, before any arm
+        encodes the corpus."""
+        cfg = self.settings(ctx)
+        cfg.validate(ctx.cfg.retriever.pool_size, ctx.cfg.top_k)
+        resolve_model(cfg.model, cfg.allow_download, RERANKER_ROLE)
+
+    def build(self, name: str, ctx: BuildContext) -> CrossEncoderReranker:
+        return CrossEncoderReranker(self.settings(ctx), ctx.texts, ctx.tie_break)
+
+
+class CrossEncoderReranker:
+    """The rerank stage itself: the model's order of each ranking's top `depth`."""
 
     def __init__(self, cfg: RerankerConfig, texts: Sequence[str], tie_break: TieBreak) -> None:
         self.cfg = cfg
