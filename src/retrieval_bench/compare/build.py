@@ -1,6 +1,7 @@
 """Build the comparison of a set of finished jobs and write it next to them.
 
-Per dataset (jobs on different datasets are never compared with each other):
+Per dataset (jobs on different datasets are never compared with each other), and within one
+per scoring unit, label snapshot and K unless K is what the jobs vary (`comparable_groups`):
 
 * verdict table: for each query type (and `all`) and each metric, each configuration's mean
   with its verdict (`scoring.comparison.verdict_cells`, Holm over `compare.family`), and the
@@ -37,6 +38,7 @@ from retrieval_bench.jobdir.read import (
     canonical,
     group_by_dataset,
     scan_jobs,
+    varying_keys,
 )
 from retrieval_bench.scoring.answer_names import is_answer_metric
 from retrieval_bench.scoring.comparison import (
@@ -358,6 +360,53 @@ INTERVALS = {
 
 
 
+def _unit(job: FinishedJob) -> str:
+    return str(job.metrics.get("unit") or "passage")
+
+
+def _labels(job: FinishedJob) -> str:
+    from retrieval_bench.data.hashes import short
+
+    return short((job.manifest.get("labels") or {}).get("hash"))
+
+
+# What must be equal for two jobs' values to share a table: (name in a group's title, value).
+_SAME = (("unit", _unit), ("labels", _labels))
+
+
+def comparable_groups(jobs: Sequence[FinishedJob]) -> dict[str, tuple[list[FinishedJob], str]]:
+    """The jobs that may share a verdict table, by title, each with a note on why it was split
+    off ('' when it was not): one dataset (as ever), one scoring unit (`scoring.unit`: a
+    document and a passage are different things to find), one label snapshot (the labels hash:
+    other labels score the same ranking differently), and one K unless K is what the jobs vary
+    (`top_k` in their overrides: the top_k ablation reads recall@K at each job's own K)."""
+    out: dict[str, tuple[list[FinishedJob], str]] = {}
+    for name, group in group_by_dataset(jobs).items():
+        aspects = list(_SAME)
+        if len({j.top_k for j in group}) > 1 and "top_k" not in varying_keys(group):
+            aspects.append(("top_k", lambda job: str(job.top_k)))
+        parts: dict[tuple[str, ...], list[FinishedJob]] = {}
+        for job in group:
+            parts.setdefault(tuple(value(job) for _, value in aspects), []).append(job)
+        if len(parts) == 1:
+            out[name] = (group, "")
+            continue
+        differ = [
+            i for i in range(len(aspects)) if len({key[i] for key in parts}) > 1
+        ]
+        why = "; ".join(
+            f"{aspects[i][0]} {', '.join(sorted({key[i] for key in parts}))}" for i in differ
+        )
+        note = (
+            f"{name}'s jobs differ in what their values measure ({why}): each kind is compared "
+            "on its own, never in one table"
+        )
+        for key, members in parts.items():
+            title = f"{name} ({', '.join(f'{aspects[i][0]}={key[i]}' for i in differ)})"
+            out[title] = (members, note)
+    return out
+
+
 @dataclass
 class ComparisonOutput:
     record: dict[str, Any]
@@ -383,8 +432,11 @@ def compare_dirs(
     baseline = dict(baseline if baseline is not None else cfg.baseline_setting())
     datasets: dict[str, Any] = {}
     badcases: dict[str, Any] = {}
-    for name, group in group_by_dataset(jobs).items():
+    groups = comparable_groups(jobs)
+    for name, (group, note) in groups.items():
         datasets[name] = compare_dataset(group, cfg, baseline)
+        if note:
+            datasets[name]["separated"] = note
         specs = [m["spec"] for m in datasets[name]["metrics"]]
         # Bad cases are rankings: led by the first retrieval metric compared.
         primary = next((m for m in specs if not is_answer_metric(m)), "recall@K")
@@ -409,8 +461,8 @@ def compare_dirs(
         from retrieval_bench.compare.html import write_comparison_html
         from retrieval_bench.scoring.table import write_sweep_results
 
-        groups = group_by_dataset(jobs)
-        html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)
+        members = {name: group for name, (group, _) in groups.items()}
+        html = write_comparison_html(out, datasets, members, record["settings"], scan.skipped)
         tables = write_sweep_results(out, jobs)
         files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]
         files += [*html, *tables]

@@ -9,6 +9,7 @@ written by this sweep) are named in the page with the reason.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,8 @@ def write_comparison_html(
             settings=settings,
             left_out=[(str(path), reason) for path, reason in skipped],
         )
-        file = SWEEP_HTML if len(datasets) == 1 else f"comparison-{name}.html"
+        # A group's title may hold spaces and "=" (`travel (unit=doc)`): not in a file name.
+        slug = re.sub(r"[^\w.-]+", "-", name).strip("-")
+        file = SWEEP_HTML if len(datasets) == 1 else f"comparison-{slug}.html"
         written.append(write_html(out_dir / file, payload, f"sweep folder {out_dir}"))
     return written

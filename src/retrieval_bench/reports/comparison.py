@@ -266,6 +266,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
         lines += [
             f"# Comparison: {name} (stage `{ds['stage']}`)",
             "",
+            *([ds["separated"], ""] if ds.get("separated") else []),
             _settings_line(settings),
             "",
             LEGEND,
@@ -349,6 +350,7 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
             f"paired randomization test, {correction_name(settings)} over "
             f"{settings.get('family_scope', 'each cell')}, "
             f"alpha {settings['alpha']:g} ==",
+            *([ds["separated"]] if ds.get("separated") else []),
         ]
         for m in ds["metrics"]:
             out += [
