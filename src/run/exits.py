@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hydra.errors import HydraException
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from retrieval_bench.benchmark.sweep import PARENT_PID_ENV
+from retrieval_bench.config import nearest_key
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -77,6 +78,9 @@ def bad_input_message(exc: BaseException) -> str | None:
     if isinstance(exc, BenchError):
         return str(exc)
     if isinstance(exc, HydraException):
+        hint = unknown_key_hint(exc)
+        if hint is not None:
+            return hint
         cause = exc.__cause__
         if isinstance(cause, OmegaConfBaseException) and str(cause) not in str(exc):
             return f"{exc}\n{cause}"
@@ -84,6 +88,21 @@ def bad_input_message(exc: BaseException) -> str | None:
     if isinstance(exc, OmegaConfBaseException):  # e.g. a missing mandatory value (???)
         return str(exc)
     return None
+
+
+def unknown_key_hint(exc: HydraException) -> str | None:
+    """For an override of a key the typed config lacks (`service.retires=3`), the message every
+    other unknown key gets (`config key 'service.retires': unknown key; did you mean
+    'service.retries'?`) instead of Hydra's advice to append it with `+`, which would be refused
+    too; None when the error is another, or no known key is close."""
+    cause = exc.__cause__
+    key = getattr(cause, "full_key", None)
+    if not isinstance(cause, (ConfigKeyError, ConfigAttributeError)) or not isinstance(key, str):
+        return None
+    nearest = nearest_key(key)
+    if nearest is None:
+        return None
+    return f"config key '{key}': unknown key; did you mean '{nearest}'?"
 
 
 def report(exc: BaseException, full_traceback: bool = False) -> int:
