@@ -5,14 +5,19 @@ path that cannot be a folder (its parent is a regular file) refused naming its k
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Iterator
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE, mini_overrides, run_in_process
+from conftest import FIXTURE, ROOT, mini_overrides, run_in_process
+from hydra import compose, initialize_config_dir
 
 import run.__main__ as app
+from retrieval_bench.config import RunConfig
 from retrieval_bench.io import atomic_write_json, jsonl_text
 from run import compare as compare_cli
 from run import pool as pool_cli
@@ -101,3 +106,34 @@ def test_cli_output_folders_under_a_file_exit_2_naming_the_flag(
         err = _error(capsys)
         assert err.startswith("error: config key '--out': "), err
         assert f"{a_file} is a file, not a folder" in err
+
+
+# -- job folder names: no path or URL in them -------------------------------------------------
+def _schema_keys(node: Any, prefix: str = "") -> Iterator[str]:
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if is_dataclass(value) and not isinstance(value, type):
+            yield from _schema_keys(value, f"{prefix}{f.name}.")
+        else:
+            yield prefix + f.name
+
+
+# Keys whose value is a file, a folder, a model folder or a URL, beside those the names say.
+PATH_VALUED = {"dataset.corpus", "dataset.evalset", "cache_dir"}
+NOT_A_PATH = {"service.results_path"}  # a dotted path into the service's JSON answer
+
+
+def test_no_path_or_url_key_names_a_sweeps_job_folder() -> None:
+    # A sweep's job folder is named by its overrides (hydra.job.override_dirname): a path or a
+    # URL in it would nest folders (`http\:/127.0.0.1...`, a folder named `final.run`).
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        hydra = compose(config_name="config", return_hydra_config=True).hydra
+    excluded = set(hydra.job.config.override_dirname.exclude_keys)
+    path_like = {
+        key
+        for key in _schema_keys(RunConfig())
+        if re.search(r"(path|url|dir|file|model)$", key.rsplit(".", 1)[-1])
+    }
+    expected = (path_like | PATH_VALUED) - NOT_A_PATH
+    assert {"service.url", "run_file.path", "router.rules_file"} <= expected
+    assert expected - excluded == set()
