@@ -247,3 +247,15 @@ def test_faiss_training_warnings_are_logged_once(
         "FAISS: WARNING clustering 300 points to 256 centroids: please provide at least 9984 "
         "training points (printed 4 times)"
     ]
+
+
+def test_faiss_load_messages_stay_below_the_default_log_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # faiss logs at INFO which CPU build it tries ("Could not load library with AVX512 support
+    # ..."): with the app's INFO console they looked like errors on every command.
+    import retrieval_bench.retrievers.dense  # noqa: F401  (imports faiss)
+
+    caplog.set_level(logging.INFO)  # the root at the app's default level
+    assert not logging.getLogger("faiss.loader").isEnabledFor(logging.INFO)
+    assert logging.getLogger("faiss.loader").isEnabledFor(logging.WARNING)
