@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,18 @@ def test_answers_for_no_query_of_the_job_are_refused(job: Path, tmp_path: Path) 
     path = write_lines(tmp_path / "answers.jsonl", [{"query_id": "p001", "answer": "x"}])
     with pytest.raises(DataError, match=r"answers.jsonl:1: none of its 1 answers is for a query"):
         load_job_answers(job, path)
+
+
+def test_the_readmes_gate_tolerance_override_needs_its_plus() -> None:
+    # README: a metric the shipped tolerances do not name is added with a leading `+`.
+    from conftest import compose_config
+    from hydra.errors import ConfigCompositionException
+
+    added = "benchmark.gate.tolerances.source_coverage=0.05"
+    cfg = compose_config(["experiment=monthly", f"+{added}"])
+    assert cfg.benchmark.gate.tolerances["source_coverage"] == 0.05
+    with pytest.raises(ConfigCompositionException, match=re.escape(f"use +{added}")):
+        compose_config(["experiment=monthly", added])
 
 
 def test_answer_metric_names_in_config_and_a_typo_refused() -> None:
