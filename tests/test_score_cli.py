@@ -203,3 +203,23 @@ def test_gzipped_qrels_and_run_score_as_the_plain_files(
         outputs.append(json.loads(capsys.readouterr().out))
     assert outputs[0] == outputs[1]
     assert outputs[1]["counts"]["scored"] == 3
+
+
+def test_complete_scores_only_scorable_missing_queries_as_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # q1 is in the run; q2 (scorable) and q3 (unreviewed: excluded) are not. --complete scores
+    # q2 as an empty ranking; q3 stays excluded, never a 0.
+    evalset = tmp_path / "evalset.jsonl"
+    evalset.write_text(
+        _evalset_line("q1", "reviewed", ["a"])
+        + _evalset_line("q2", "reviewed", ["b"])
+        + _evalset_line("q3", "unreviewed", ["c"])
+    )
+    write_run(tmp_path / "x.run", {"q1": [("a", 1.0)]})
+    assert main([str(evalset), str(tmp_path / "x.run"), "-k", "1", "--complete", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["counts"]["not_in_run_scored_0"] == 1
+    assert out["counts"]["scored"] == 2
+    assert out["counts"]["excluded"] == {"unreviewed": 1}
+    assert out["overall"]["recall@1"] == 0.5
