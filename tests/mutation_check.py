@@ -57,7 +57,7 @@ SERVICE = "src/retrieval_bench/retrievers/service.py"
 RUN_FILE = "src/retrieval_bench/retrievers/run_file.py"
 M3 = "src/retrieval_bench/retrievers/m3.py"
 M3_TESTS = ("tests/test_m3_scoring.py",)
-SCORE_CLI = "src/run/score.py"
+RUN_SCORES = "src/retrieval_bench/scoring/run_scores.py"
 JUDGMENTS = "src/retrieval_bench/data/judgments.py"
 ANSWERS = "src/retrieval_bench/answers/score.py"
 DRIVER = "src/retrieval_bench/benchmark/driver.py"
@@ -268,7 +268,7 @@ MUTATIONS = [
     ),
     Mutation(
         "run.score --complete scores excluded (unscorable) queries as 0",
-        SCORE_CLI,
+        RUN_SCORES,
         "missing = [qid for qid in judgements.qrels if qid not in rankings]",
         "missing = [qid for qid in judgements.query_types if qid not in rankings]",
         ("tests/test_score_cli.py", "tests/test_score_complete.py"),
