@@ -117,6 +117,7 @@ def test_sigterm_is_handled_as_ctrl_c_exit_143(capsys: pytest.CaptureFixture[str
     assert signal.getsignal(signal.SIGTERM) is before  # restored after the command
 
 
+@pytest.mark.usefixtures("app_logging")
 def test_sigterm_in_a_job_marks_its_folder_terminated_not_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -69,6 +69,7 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
         (["experiment=monthly", "benchmark.root={file}/benchmarks"], "benchmark.root"),
     ],
 )
+@pytest.mark.usefixtures("app_logging")
 def test_an_app_output_folder_under_a_file_exits_2_naming_the_key(
     args: list[str],
     key: str,
