@@ -20,15 +20,17 @@ from retrieval_bench.io import check_output_dir
 from run.exits import JobFailed
 
 
-def _check(config: DictConfig, key: str) -> None:
-    """ConfigError naming `key` (or `benchmark.root`) when its folder cannot be made; raised
-    as JobFailed, which Hydra's callback runner (it only warns about an Exception) lets pass."""
+def _check(config: DictConfig, mode: str) -> None:
+    """ConfigError naming `hydra.<mode>.dir` (or `benchmark.root`) when that folder cannot be
+    made; raised as JobFailed, which Hydra's callback runner (it only warns about an Exception)
+    lets pass."""
+    key = f"hydra.{mode}.dir"
     try:
         benchmark = config.get("benchmark")
         if benchmark is not None and benchmark.get("enabled"):
             check_output_dir(str(benchmark.root), "benchmark.root")
         try:
-            folder = str(config.hydra[key.removeprefix("hydra.").partition(".")[0]].dir)
+            folder = str(config.hydra[mode].dir)
         except OSError as exc:  # the ${new_dir:...} resolver could not create its folder
             raise ConfigError(key, f"cannot create the folder: {exc}") from None
         check_output_dir(folder, key)
@@ -38,7 +40,7 @@ def _check(config: DictConfig, key: str) -> None:
 
 class CheckOutputDirs(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _check(config, "hydra.run.dir")
+        _check(config, "run")
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _check(config, "hydra.sweep.dir")
+        _check(config, "sweep")
