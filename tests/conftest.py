@@ -4,9 +4,11 @@ subprocess."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -116,6 +118,34 @@ def run_app(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[st
         text=True,
         timeout=600,
     )
+
+
+@pytest.fixture
+def app_logging() -> Iterator[None]:
+    """For a test that runs the Hydra app in process (`run.__main__.main()`): Hydra configures
+    logging with handlers on the stderr pytest captures for that test; they are taken down
+    afterwards, so a later test's log lines are not written to a closed capture file."""
+    loggers = [logging.getLogger(), *(
+        logger
+        for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)
+    )]
+    saved = {
+        id(logger): (logger.handlers[:], logger.level, logger.propagate, logger.disabled)
+        for logger in loggers
+    }
+    yield
+    for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+        if not isinstance(logger, logging.Logger):
+            continue
+        fresh: tuple[list[logging.Handler], int, bool, bool] = ([], logging.NOTSET, True, False)
+        handlers, level, propagate, disabled = saved.get(id(logger), fresh)
+        for handler in logger.handlers:
+            if handler not in handlers:
+                handler.close()
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate, logger.disabled = propagate, disabled
 
 
 @pytest.fixture(scope="session")

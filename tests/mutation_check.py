@@ -1,9 +1,9 @@
 """Mutation check: plant one deliberate bug at a time and expect the tests to fail.
 
 Each mutation is a text edit of one source file (`old` must occur exactly once) applied to a
-copy of the repository, never to the working tree; the tests that guard that code then run on
-the copy (`pytest -x`). A mutation the tests do not catch ("SURVIVED") means a result-changing
-bug would pass the suite. Usage (from the repository root):
+copy of the repository, never to the working tree; the fast tests (not marked slow) that guard
+that code then run on the copy (`pytest -x -m "not slow"`). A mutation the tests do not catch
+("SURVIVED") means a result-changing bug would pass the suite. Usage (from the repository root):
 
     python tests/mutation_check.py              # every mutation
     python tests/mutation_check.py -k fill      # those whose name contains "fill"
@@ -27,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COPIED = ("src", "tests", "conf", "corpus", "evalsets", "pyproject.toml")
+# Each mutant must be caught by the fast tier (what `make fast` and every edit run), not only by
+# a slow test that runs the app as a subprocess.
+FAST = ("-m", "not slow")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,16 @@ METRICS = "src/retrieval_bench/scoring/metrics.py"
 PERMISSIONS = "src/retrieval_bench/scoring/permissions.py"
 TIEBREAK = "src/retrieval_bench/tiebreak.py"
 BM25 = "src/retrieval_bench/retrievers/bm25.py"
+CUT = "src/retrieval_bench/stages/cut.py"
+SERVICE = "src/retrieval_bench/retrievers/service.py"
+RUN_FILE = "src/retrieval_bench/retrievers/run_file.py"
+M3 = "src/retrieval_bench/retrievers/m3.py"
+M3_TESTS = ("tests/test_m3_scoring.py",)
+RUN_SCORES = "src/retrieval_bench/scoring/run_scores.py"
+JUDGMENTS = "src/retrieval_bench/data/judgments.py"
+ANSWERS = "src/retrieval_bench/answers/score.py"
+DRIVER = "src/retrieval_bench/benchmark/driver.py"
+VALIDATE = "src/retrieval_bench/config/validate.py"
 GATE_TESTS = ("tests/test_gate_units.py", "tests/test_monthly.py")
 PIPELINE_TESTS = ("tests/test_pipeline_scripted.py", "tests/test_app.py")
 POLICY_TESTS = ("tests/test_golden_policy.py", "tests/test_scoring_permissions.py")
@@ -86,8 +99,8 @@ MUTATIONS = [
     Mutation(
         "gate compares the drop with >= instead of >",
         GATE,
-        "if -c.change > c.tolerance:",
-        "if -c.change >= c.tolerance:",
+        "if c.loss > c.tolerance:",
+        "if c.loss >= c.tolerance:",
         GATE_TESTS,
     ),
     Mutation(
@@ -107,8 +120,8 @@ MUTATIONS = [
     Mutation(
         "gate's too-few rule with a family of one",
         GATE,
-        "reason = too_few(c.n, family, sig, min_queries)",
-        "reason = too_few(c.n, 1, sig, min_queries)",
+        "reason = too_few(c.n, family, gate_settings(gate, sig), min_queries)",
+        "reason = too_few(c.n, 1, gate_settings(gate, sig), min_queries)",
         GATE_TESTS,
     ),
     Mutation(
@@ -120,9 +133,9 @@ MUTATIONS = [
     ),
     Mutation(
         "final cut keeps top_k - 1 passages",
-        PIPELINE,
-        "ranked.indices[: self.top_k],\n            ranked.scores[: self.top_k],",
-        "ranked.indices[: self.top_k - 1],\n            ranked.scores[: self.top_k - 1],",
+        CUT,
+        "return Ranked(ranked.indices[:k], ranked.scores[:k], k, ranked.empty_reason)",
+        "return Ranked(ranked.indices[: k - 1], ranked.scores[: k - 1], k, ranked.empty_reason)",
         PIPELINE_TESTS,
     ),
     Mutation(
@@ -135,8 +148,8 @@ MUTATIONS = [
     Mutation(
         "RRF ignores rrf_k",
         RRF,
-        "weight / (self.k + np.arange",
-        "weight / (60 + np.arange",
+        "k = RRF_K if self.k is None else self.k",
+        "k = RRF_K",
         FUSION_TESTS,
     ),
     Mutation(
@@ -217,6 +230,98 @@ MUTATIONS = [
         "idf[idf < 0] = 0.0",
         ("tests/test_bm25.py",),
     ),
+    # Issue 20: behaviour the fast tier did not pin.
+    Mutation(
+        "service arm does not retry HTTP 429",
+        SERVICE,
+        "RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})",
+        "RETRIED_STATUSES = frozenset({500, 502, 503, 504})",
+        ("tests/test_service_arm.py",),
+    ),
+    Mutation(
+        "run_file counts queries outside the evaluation set as without known ids",
+        RUN_FILE,
+        '"queries_without_known_ids": len([q for q in without_known if q in asked]),',
+        '"queries_without_known_ids": len(without_known),',
+        ("tests/test_run_file_arm.py",),
+    ),
+    Mutation(
+        "ColBERT max-sim summed instead of averaged over query tokens",
+        M3,
+        "return (best.sum(axis=1) / len(q)).astype(np.float64)",
+        "return best.sum(axis=1).astype(np.float64)",
+        M3_TESTS,
+    ),
+    Mutation(
+        "sparse arm returns passages sharing no token (score 0)",
+        M3,
+        "matched = scores > 0",
+        "matched = scores >= 0",
+        M3_TESTS,
+    ),
+    Mutation(
+        "m3.weights for sparse and ColBERT swapped",
+        M3,
+        "self.weights, (scorer.dense, scorer.sparse, scorer.colbert), strict=True",
+        "self.weights, (scorer.dense, scorer.colbert, scorer.sparse), strict=True",
+        M3_TESTS,
+    ),
+    Mutation(
+        "run.score --complete scores excluded (unscorable) queries as 0",
+        RUN_SCORES,
+        "missing = [qid for qid in judgements.qrels if qid not in rankings]",
+        "missing = [qid for qid in judgements.query_types if qid not in rankings]",
+        ("tests/test_score_cli.py", "tests/test_score_complete.py"),
+    ),
+    Mutation(
+        "an empty ranking blamed on the filter whenever a mask exists",
+        PIPELINE,
+        "reason = FILTERED_OUT if mask is not None and not mask.any() else NO_CANDIDATES",
+        "reason = FILTERED_OUT if mask is not None else NO_CANDIDATES",
+        ("tests/test_pipeline_scripted.py",),
+    ),
+    Mutation(
+        "conflicting relevant grades (1 and 2) for one pair accepted",
+        JUDGMENTS,
+        "elif earlier.grade != grade:",
+        "elif (earlier.grade > 0) != (grade > 0):",
+        ("tests/test_pool.py",),
+    ),
+    Mutation(
+        "a document citation counted once per passage shown",
+        ANSWERS,
+        "out.valid += bool(shown)",
+        "out.valid += len(shown)",
+        ("tests/test_answers.py",),
+    ),
+    Mutation(
+        "pooled source coverage divided by the passages cited",
+        ANSWERS,
+        'pooled={"source_coverage_pooled": ("cited_relevant", "n_relevant")},',
+        'pooled={"source_coverage_pooled": ("cited_relevant", "cited")},',
+        ("tests/test_answers.py",),
+    ),
+    Mutation(
+        "gate's plan check misses a dataset file added or removed",
+        GATE,
+        "for name in sorted(set(old_files) | set(new_files)):",
+        "for name in sorted(set(old_files) & set(new_files)):",
+        GATE_TESTS,
+    ),
+    Mutation(
+        "monthly rerun re-runs finished jobs",
+        DRIVER,
+        "[r for r in retrievers if (dataset, r) not in done] for dataset in datasets}",
+        "list(retrievers) for dataset in datasets}",
+        ("tests/test_monthly.py",),
+    ),
+    Mutation(
+        "bm25.b=1 (a valid value) refused",
+        VALIDATE,
+        "if not 0 <= cfg.bm25.b <= 1:",
+        "if not 0 <= cfg.bm25.b < 1:",
+        ("tests/test_config.py",),
+    ),
 ]
 
 
@@ -245,7 +350,7 @@ def run_one(mutation: Mutation, pristine: Path) -> tuple[str, str]:
         path.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *FAST, *tests],
             cwd=work,
             env=env,
             capture_output=True,

@@ -141,3 +141,31 @@ def build_random_cross_encoder(
     torch.manual_seed(seed)
     config = xlmr_config(shape, tokenizer, num_labels=1)
     transformers.XLMRobertaForSequenceClassification(config).save_pretrained(target)
+
+
+BUILDERS = {"reranker": build_random_cross_encoder, "bge-m3": build_random_bge_m3}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python tests/random_models.py {reranker,bge-m3} DIR`: the tests' tiny model (random
+    weights, seconds to build) saved in DIR, to try `reranker=cross_encoder` or `encoder=bge_m3`
+    / `retriever=m3` without downloading a model (needs the flag extra: pip install -e
+    '.[flag]'). Its scores mean nothing: it exercises the stage, not a ranking."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tests/random_models.py", description=main.__doc__)
+    parser.add_argument("kind", choices=sorted(BUILDERS))
+    parser.add_argument("target", type=Path, help="the folder to save the model in (created)")
+    args = parser.parse_args(argv)
+    if args.target.exists() and any(args.target.iterdir()):
+        parser.error(f"{args.target} is not empty; name a new folder")
+    args.target.mkdir(parents=True, exist_ok=True)
+    BUILDERS[args.kind](args.target)
+    print(f"saved a tiny random-weight {args.kind} model in {args.target}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

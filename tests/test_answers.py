@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def test_the_shipped_travel_example_gives_the_per_type_table_and_the_diagnosis(j
     assert "no_answer=13" in sources["by_type"]["no_answer"]["undefined"]
     written = write_answers(job, record)
     markdown = written[1].read_text(encoding="utf-8")
-    assert "| type | answered | n scored | source_coverage | pooled |" in markdown
+    assert "| type | answered | refused | n scored | source_coverage | pooled |" in markdown
     assert "| all | 147 | 138 | 29 | 97 | 135 |" in markdown
     assert json.loads(written[0].read_text())["per_query"]["t001"]["query_type"] == "entity_exact"
 
@@ -221,6 +222,18 @@ def test_answers_for_no_query_of_the_job_are_refused(job: Path, tmp_path: Path) 
     path = write_lines(tmp_path / "answers.jsonl", [{"query_id": "p001", "answer": "x"}])
     with pytest.raises(DataError, match=r"answers.jsonl:1: none of its 1 answers is for a query"):
         load_job_answers(job, path)
+
+
+def test_the_readmes_gate_tolerance_override_needs_its_plus() -> None:
+    # README: a metric the shipped tolerances do not name is added with a leading `+`.
+    from conftest import compose_config
+    from hydra.errors import ConfigCompositionException
+
+    added = "benchmark.gate.tolerances.source_coverage=0.05"
+    cfg = compose_config(["experiment=monthly", f"+{added}"])
+    assert cfg.benchmark.gate.tolerances["source_coverage"] == 0.05
+    with pytest.raises(ConfigCompositionException, match=re.escape(f"use +{added}")):
+        compose_config(["experiment=monthly", added])
 
 
 def test_answer_metric_names_in_config_and_a_typo_refused() -> None:
@@ -392,3 +405,137 @@ def test_the_monthly_command_gates_answers_dropped_beside_its_jobs(tmp_path: Pat
     ]
     gate = json.loads((root / "2026-10" / "gate.json").read_text())
     assert gate["status"] == "failed"
+
+
+def _doc_of() -> dict[str, str]:
+    lines = (ROOT / "corpus" / "travel" / "passages.jsonl").read_text(encoding="utf-8")
+    return {p["id"]: p["doc_id"] for p in map(json.loads, lines.splitlines())}
+
+
+def test_a_document_citation_is_one_valid_citation_whatever_it_shows(
+    job: Path, tmp_path: Path
+) -> None:
+    # A document two of whose passages are in the context: cited once, it is one citation,
+    # valid once, and cites both passages.
+    doc_of, labels = _doc_of(), evalset()
+    qid, doc, shown = next(
+        (q, d, [p for p in ids if doc_of[p] == d])
+        for q, ids in contexts(job).items()
+        if labels[q]["label_status"] == "reviewed" and labels[q]["relevant_ids"]
+        for d in {doc_of[p] for p in ids}
+        if sum(doc_of[p] == d for p in ids) >= 2
+    )
+    path = write_lines(tmp_path / "answers.jsonl", [{"query_id": qid, "answer": f"[{doc}.md]"}])
+    record = load_job_answers(job, path)
+    query = record["queries"][qid]
+    assert (query["valid_citations"], sorted(query["cited"])) == (1, sorted(shown))
+    assert record["per_query"][qid]["citation_validity"] == 1.0
+    citations = record["families"]["citations"]["overall"]
+    assert citations["citation_validity_pooled"] == 1.0
+
+
+def test_pooled_source_coverage_divides_by_the_relevant_passages(job: Path, tmp_path: Path) -> None:
+    # t001 cites its first relevant passage and two that are not relevant; t002 cites nothing.
+    labels, shown = evalset(), contexts(job)
+    gold = labels["t001"]["relevant_ids"]
+    others = [p for p in shown["t001"] if p not in gold][:2]
+    path = write_lines(
+        tmp_path / "answers.jsonl",
+        [
+            {"query_id": "t001", "answer": "...", "citations": [gold[0], *others]},
+            {"query_id": "t002", "answer": "...", "citations": []},
+        ],
+    )
+    sources = load_job_answers(job, path)["families"]["sources"]["overall"]
+    relevant = len(gold) + len(labels["t002"]["relevant_ids"])
+    assert sources["source_coverage_pooled"] == pytest.approx(1 / relevant, rel=1e-12)
+
+
+def test_one_rule_for_unknown_citations_given_lists_scored_pattern_lines_excluded(
+    job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every answer empty: two lines give `citations: []` (known: they cite nothing), two have
+    # no list and the pattern finds nothing in any answer (their citations are unknown).
+    path = write_lines(
+        tmp_path / "answers.jsonl",
+        [
+            {"query_id": "t001", "answer": "", "citations": []},
+            {"query_id": "t002", "answer": "", "citations": []},
+            {"query_id": "t003", "answer": ""},
+            {"query_id": "t004", "answer": ""},
+        ],
+    )
+    record = load_job_answers(job, path)
+    sources = record["families"]["sources"]
+    assert sorted(sources["per_query"]) == ["t001", "t002"]  # scored: they cite nothing
+    assert [sources["per_query"][q]["source_coverage"] for q in ("t001", "t002")] == [0.0, 0.0]
+    for qid in ("t003", "t004"):  # never 0: excluded as unknown, in every citation metric
+        assert sources["excluded_queries"][qid] == CITATIONS_UNKNOWN
+        assert record["families"]["citations"]["excluded_queries"][qid] == CITATIONS_UNKNOWN
+        assert "source_coverage" not in record["per_query"][qid]
+    assert record["citations_known"] == {"known": 2, "unknown": 2}
+    assert main([str(job), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "warning: the citation pattern matched in none of the 2 answers without a `citations` "
+        "list: their citations are unknown, so they are excluded from every citation metric "
+        "(citations_unknown), not scored 0"
+    ) in out
+
+
+def test_missing_answers_are_excluded_with_a_warning_giving_their_count(
+    job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_lines(tmp_path / "answers.jsonl", [{"query_id": "t001", "answer": "[x]"}])
+    assert main([str(job), str(path)]) == 0
+    out = capsys.readouterr().out
+    n = len(evalset()) - 1
+    assert (
+        f"warning: {n} queries of the job have no answer in the file: excluded (not_in_answers), "
+        "never scored 0; e.g. t002, t003, t004, t005, t006"
+    ) in out
+
+
+def test_an_integer_query_id_is_refused_with_its_line(job: Path, tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "answers.jsonl",
+        [{"query_id": "t001", "answer": "x"}, {"query_id": 1, "answer": "x"}],
+    )
+    with pytest.raises(DataError, match=r"answers.jsonl:2: field 'query_id' must be a non-empty "
+                       r"string, got 1"):
+        load_job_answers(job, path)
+
+
+def test_refusals_cite_nothing_and_the_tables_say_so(
+    job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every answer refused: the answered column counts none, refused counts them all, and the
+    # diagnosis split has its rows (a refusal cites nothing: every relevant passage is lost).
+    path = write_lines(
+        tmp_path / "answers.jsonl",
+        [{"query_id": q, "answer": "", "refused": True} for q in ("t001", "t002", "t003")],
+    )
+    assert main([str(job), str(path)]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("type ") :]
+    all_row = next(line for line in table.splitlines() if line.startswith("all "))
+    assert all_row.split()[1:4] == ["0", "3", "3"]  # answered, refused, n scored
+    diagnosis = out[out.index("retrieved and cited") :].splitlines()
+    assert any(line.startswith("all ") for line in diagnosis)
+    record = load_job_answers(job, path)
+    assert record["diagnosis"]["all"]["retrieved_cited"] == 0
+    assert record["diagnosis"]["all"]["queries"] == 3
+
+
+def test_with_no_query_scored_the_diagnosis_says_so_not_a_bare_header(
+    job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels = evalset()
+    unreviewed = [q for q, v in labels.items() if v["label_status"] == "unreviewed"][:2]
+    path = write_lines(
+        tmp_path / "answers.jsonl", [{"query_id": q, "answer": "[x]"} for q in unreviewed]
+    )
+    assert main([str(job), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Where relevant passages were lost: no query is scored for source coverage" in out
+    assert "retrieved and cited" not in out

@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, mini_overrides, run_app
+import yaml
+from conftest import FIXTURE, ROOT, mini_overrides, run_app, run_in_process
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from synth_dataset import write_synthetic
 
+from retrieval_bench.compare.build import compare_dirs
+from retrieval_bench.config.compare import CompareConfig
 from run.compare import main as compare_main
 
 
@@ -212,3 +215,44 @@ def test_launcher_configs_compose(launcher: str, target: str) -> None:
         assert OmegaConf.to_container(node)["submitit_folder"] == (
             "${hydra.sweep.dir}/.submitit/%j"
         )
+
+
+def _job(tmp_path: Path, name: str, *overrides: str, recorded: list[str] | None = None) -> Path:
+    """A finished mini job in its own folder; `recorded`: the command-line overrides its
+    `.hydra/overrides.yaml` says it was run with (what a sweep's labels are built from)."""
+    overrides = (*mini_overrides(tmp_path / name), "retriever=bm25", *overrides)
+    _, job = run_in_process(list(overrides), tmp_path / name)
+    if recorded is not None:
+        (job / ".hydra").mkdir(exist_ok=True)
+        (job / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(recorded))
+    return job
+
+
+def test_jobs_scored_in_different_units_labels_or_k_are_never_one_table(tmp_path: Path) -> None:
+    _job(tmp_path, "passage")
+    _job(tmp_path, "doc", "scoring.unit=doc")
+    snapshot = tmp_path / "snapshot.jsonl"
+    lines = (FIXTURE / "evalsets" / "mini.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["relevant_ids"] = [*first["relevant_ids"][:1], "m-extra"]  # another label snapshot
+    snapshot.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    _job(tmp_path, "relabelled", f"dataset.evalset={snapshot}")
+    _job(tmp_path, "deeper", "top_k=5")
+    record = compare_dirs([tmp_path], CompareConfig()).record
+    groups = {n: [c["path"] for c in ds["configurations"]] for n, ds in record["datasets"].items()}
+    assert len(groups) == 4  # each kind alone; no verdict mixes two kinds
+    by_folder = {Path(p).parent.name: name for name, paths in groups.items() for p in paths}
+    assert "unit=doc" in by_folder["doc"] and "unit=passage" in by_folder["passage"]
+    assert "top_k=5" in by_folder["deeper"]
+    assert by_folder["relabelled"] != by_folder["passage"]
+    for ds in record["datasets"].values():
+        assert ds["separated"].startswith("mini's jobs differ in what their values measure (")
+
+
+def test_a_top_k_ablation_still_compares_its_ks_in_one_table(tmp_path: Path) -> None:
+    _job(tmp_path, "k3", "top_k=3", recorded=["top_k=3"])
+    _job(tmp_path, "k5", "top_k=5", recorded=["top_k=5"])
+    record = compare_dirs([tmp_path], CompareConfig()).record
+    [ds] = record["datasets"].values()
+    assert [c["label"] for c in ds["configurations"]] == ["top_k=3", "top_k=5"]
+    assert "separated" not in ds

@@ -211,6 +211,14 @@ def test_out_of_range_values_name_their_key(override: str, key: str) -> None:
         check_config(cfg)
 
 
+@pytest.mark.parametrize("override", ["bm25.b=0", "bm25.b=1", "bm25.k1=0"])
+def test_range_ends_are_valid_values(override: str) -> None:
+    # b = 1 is full length normalisation and b = 0 none (rank_bm25 takes both): the range is
+    # closed, so a refusal of either end would turn a valid setting away.
+    cfg: RunConfig = OmegaConf.to_object(compose_run([override]))  # type: ignore[assignment]
+    check_config(cfg)
+
+
 def test_defaults_validate_and_are_the_documented_ones() -> None:
     cfg: RunConfig = OmegaConf.to_object(compose_run([]))  # type: ignore[assignment]
     check_config(cfg)

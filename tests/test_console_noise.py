@@ -21,7 +21,7 @@ from retrieval_bench.errors import ConfigError
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.job.runner import run_job
-from retrieval_bench.reports.console import job_line, job_summary
+from retrieval_bench.reports.console import job_line, job_summary, table_heading
 from retrieval_bench.reports.families import headline_section
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.tables import fmt, trim_empty
@@ -75,7 +75,9 @@ def mini_job(tmp_path_factory: pytest.TempPathFactory) -> JobResult:
 def test_console_table_leaves_out_no_answer_and_says_why(mini_job: JobResult) -> None:
     text = job_summary(mini_job, 6, Path("/out"))
     lines = text.splitlines()
-    assert lines[1] == "mini: final stage (top 6), macro means per query type"
+    assert lines[1] == (
+        "mini: final stage (the cut to top 6), passages scored, macro means per query type"
+    )
     assert [line.split()[0] for line in lines[4:10]] == [
         "constraint_dense",
         "entity_exact",
@@ -87,6 +89,16 @@ def test_console_table_leaves_out_no_answer_and_says_why(mini_job: JobResult) ->
     assert lines[10] == "types without scored queries: no_answer (1 query; excluded: no_answer 1)"
     assert "undef" not in text
     assert "no_answer   " not in text  # no row for it
+
+
+def test_the_terminal_says_which_stage_and_unit_its_table_shows() -> None:
+    # With a context stage and scoring.unit=doc, the table is still `final`, by document.
+    metrics = {"unit": "doc", "stages": {"bm25": {}, "final": {}, "context": {}}}
+    assert table_heading("travel", metrics, 6).splitlines() == [
+        "travel: final stage (the cut to top 6), documents (scoring.unit=doc) scored, macro "
+        "means per query type",
+        "(later stage context: scored in report.md and metrics.json)",
+    ]
 
 
 def test_report_headline_has_only_blocks_with_data(mini_job: JobResult) -> None:
@@ -247,3 +259,15 @@ def test_faiss_training_warnings_are_logged_once(
         "FAISS: WARNING clustering 300 points to 256 centroids: please provide at least 9984 "
         "training points (printed 4 times)"
     ]
+
+
+def test_faiss_load_messages_stay_below_the_default_log_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # faiss logs at INFO which CPU build it tries ("Could not load library with AVX512 support
+    # ..."): with the app's INFO console they looked like errors on every command.
+    import retrieval_bench.retrievers.dense  # noqa: F401  (imports faiss)
+
+    caplog.set_level(logging.INFO)  # the root at the app's default level
+    assert not logging.getLogger("faiss.loader").isEnabledFor(logging.INFO)
+    assert logging.getLogger("faiss.loader").isEnabledFor(logging.WARNING)

@@ -253,6 +253,17 @@ def test_every_plan_difference_is_named_and_fails_unless_allowed() -> None:
     assert run_gate({KEY: after, dense: after}, {KEY: before}, allowed, SIG).passed
 
 
+def test_a_dataset_file_added_or_removed_is_a_plan_difference() -> None:
+    # The baseline read passages.jsonl and entities.jsonl; this month reads passages.jsonl and
+    # a new lexicon.jsonl: each file present in one month only is named, as absent in the other.
+    before = job(pairs(1.0), files={"passages.jsonl": "1" * 64, "entities.jsonl": "3" * 64})
+    after = job(pairs(1.0), files={"passages.jsonl": "1" * 64, "lexicon.jsonl": "2" * 64})
+    assert plan_differences({KEY: after}, {KEY: before}) == [
+        PlanDifference("dataset.files.entities.jsonl", "3" * 12, "(absent)", ["synth/bm25"]),
+        PlanDifference("dataset.files.lexicon.jsonl", "(absent)", "2" * 12, ["synth/bm25"]),
+    ]
+
+
 def test_flat_config_keeps_what_a_job_measured() -> None:
     config = {
         "top_k": 6,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from retrieval_bench.jobdir.names import UNFINISHED as UNFINISHED_MARKER
 from retrieval_bench.jobdir.read import JobFolderError, scan_jobs
 from run import compare as compare_cli
 from run import score as score_cli
-from run.exits import report
+from run.exits import guarded, report
 
 CONTRACT_FILES = ("rankings.jsonl", "qrels.trec", "metrics.json", "manifest.json", "report.md")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
@@ -103,11 +104,48 @@ def test_ctrl_c_exits_130_saying_what_is_unfinished(capsys: pytest.CaptureFixtur
     ]
 
 
+def test_sigterm_is_handled_as_ctrl_c_exit_143(capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+
+    def main() -> int:
+        with interrupt_leaves("job folder x is unfinished"):
+            os.kill(os.getpid(), signal.SIGTERM)  # a real signal: `kill PID`
+            time.sleep(30)  # the handler raises before this returns
+        return 0
+
+    assert guarded(main) == 143
+    assert _stderr_lines(capsys) == ["terminated (SIGTERM); job folder x is unfinished"]
+    assert signal.getsignal(signal.SIGTERM) is before  # restored after the command
+
+
+@pytest.mark.usefixtures("app_logging")
+def test_sigterm_in_a_job_marks_its_folder_terminated_not_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def run_job(cfg: object) -> None:  # SIGTERM while the job works
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+
+    monkeypatch.setattr(app, "run_job", run_job)
+    job_dir = tmp_path / "job"
+    monkeypatch.setattr(sys, "argv", ["run", *mini_overrides(tmp_path), f"hydra.run.dir={job_dir}"])
+    assert app.main() == 143
+    assert capsys.readouterr().err == (
+        f"terminated (SIGTERM); job folder {job_dir} is unfinished (marked UNFINISHED)\n"
+    )
+    assert (job_dir / UNFINISHED_MARKER).read_text().startswith("terminated (SIGTERM) (")
+
+
 @pytest.mark.parametrize(
     ("override", "says"),
     [
         ("retriever=hybird", "hybird"),
-        ("retriever.poolsize=5", "Key 'poolsize' not in 'RetrieverConfig'"),
+        # An unknown key gets its nearest name, not Hydra's advice to append it with `+`.
+        ("retriever.poolsize=5", "config key 'retriever.poolsize': unknown key; did you mean "
+         "'retriever.pool_size'?"),
+        ("service.retires=3", "config key 'service.retires': unknown key; did you mean "
+         "'service.retries'?"),
+        ("retriever.zzzz=5", "Key 'zzzz' not in 'RetrieverConfig'"),  # nothing close
         ("top_k=[1", "no viable alternative"),
         ("top_k=abc", "Value 'abc' of type 'str' could not be converted to Integer"),
     ],

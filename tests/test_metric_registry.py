@@ -302,3 +302,34 @@ def test_only_doc_measures_come_from_outside() -> None:
     with pytest.raises(ValueError, match="'leak_max': only doc measures can be registered"):
         registry.register_measure(registry.Measure("leak_max", family="leak"))
     assert "leak_max" not in registry.known_metrics()
+
+
+@pytest.fixture
+def raising_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A plugin module that raises while it is imported (a bug in the user's own code)."""
+    (tmp_path / "broken_metrics.py").write_text(
+        "raise RuntimeError('the judge model path is not set')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "broken_metrics"
+
+
+def test_a_plugin_that_raises_on_import_is_bad_input_naming_module_and_message(
+    tmp_path: Path, raising_plugin: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    says = "'broken_metrics' raised RuntimeError: the judge model path is not set"
+    with pytest.raises(ConfigError) as err:
+        compose_config(_overrides(tmp_path, f"scoring.plugins=[{raising_plugin}]"))
+    assert str(err.value) == f"config key 'scoring.plugins[0]': importing {says}"
+    run = tmp_path / "x.run"
+    run.write_text("q1 Q0 d1 1 1.0 t\n")
+    qrels = tmp_path / "x.qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    for main, argv in (
+        (compare_main, [str(tmp_path), "--plugin", raising_plugin]),
+        (score_main, [str(qrels), str(run), "-k", "1", "--plugin", raising_plugin]),
+    ):
+        assert main(argv) == 2
+        err_text = capsys.readouterr().err
+        assert f"error: config key '--plugin[0]': importing {says}" in err_text
+        assert "Traceback" not in err_text

@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,7 @@ import pytest
 import yaml
 from conftest import ROOT, run_app
 from hydra import initialize_config_dir
+from service_server import Reply, labelled_answers, serve
 from synth_dataset import write_synthetic
 
 from retrieval_bench.benchmark.driver import (
@@ -26,6 +31,8 @@ from retrieval_bench.benchmark.driver import (
     gate_month,
     job_folders,
     job_overrides,
+    jobs_to_run,
+    refuse_live_sweeps,
 )
 from retrieval_bench.benchmark.history import (
     Baseline,
@@ -35,6 +42,7 @@ from retrieval_bench.benchmark.history import (
     month_lock,
     resolve_baseline,
 )
+from retrieval_bench.benchmark.sweep import group_members, sweep_record
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.errors import ConfigError
@@ -334,6 +342,50 @@ def test_month_lock_keeps_a_second_run_out(tmp_path: Path) -> None:
         pass
 
 
+def test_a_rerun_runs_only_the_jobs_that_did_not_finish(tmp_path: Path) -> None:
+    month = tmp_path / "2026-10"
+    write_job(month / "synth" / "bm25", {"q1": ("pair", 1.0)}, retriever="bm25")
+    write_job(month / "synth" / "dense", {"q1": ("pair", 1.0)}, retriever="dense")
+    (month / "synth" / "dense" / "UNFINISHED").write_text("interrupted (2026-10-01, pid 1)\n")
+    # hybrid never started
+    todo = jobs_to_run(month, ["travel", "policy"], ["bm25", "dense", "hybrid"])
+    assert todo == {"travel": ["dense", "hybrid"], "policy": ["bm25", "dense", "hybrid"]}
+    (month / "synth" / "dense" / "UNFINISHED").unlink()
+    assert jobs_to_run(month, ["travel"], ["bm25", "dense"]) == {}
+
+
+@pytest.fixture
+def orphan_sweep() -> Iterator[subprocess.Popen[bytes]]:
+    """A process group of its own, as a month's sweep runs in, whose driver is gone: a real
+    process that sleeps until the test stops it."""
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_rerun_refuses_while_an_earlier_runs_sweep_is_alive_naming_its_pids(
+    tmp_path: Path, orphan_sweep: subprocess.Popen[bytes]
+) -> None:
+    state = {"runs": [{"started": "x"}, {"started": "y", "sweeps": [sweep_record(orphan_sweep)]}]}
+    with pytest.raises(BenchmarkError) as raised:
+        refuse_live_sweeps(tmp_path, state)
+    pid = orphan_sweep.pid
+    assert str(raised.value) == (
+        f"{tmp_path}: the jobs an earlier run of this month started are still running "
+        f"(pids {pid}) though that run is gone; wait for them to end, or stop them "
+        f"(kill {pid}), then rerun"
+    )
+    # A later process given the same pid (another start time) is not the sweep.
+    reused = {**sweep_record(orphan_sweep), "started": "0"}
+    refuse_live_sweeps(tmp_path, {"runs": [{"sweeps": [reused]}]})
+    orphan_sweep.kill()
+    orphan_sweep.wait()
+    refuse_live_sweeps(tmp_path, state)  # gone: the rerun may start
+
+
 # --- App level: python -m run experiment=monthly ---------------------------------------------
 
 
@@ -512,3 +564,63 @@ def test_interrupted_month_resumes_without_redoing_finished_jobs(
     # Nothing is left to run a third time.
     again = monthly(root, data, "2026-09", *args)
     assert again.returncode == 0 and "nothing to run" in again.stdout
+
+
+@pytest.mark.slow
+def test_a_killed_driver_takes_its_sweep_with_it_and_a_rerun_resumes(tmp_path: Path) -> None:
+    # The month's only job asks a service that holds every answer until released: the sweep
+    # is mid-job when the driver is killed with SIGKILL (nothing it can catch).
+    release = threading.Event()
+    perfect = labelled_answers()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        release.wait(300)
+        return perfect(body)
+
+    root = tmp_path / "bench"
+    month = root / "2026-09"
+    with serve(respond) as (url, received):
+        args = [
+            "experiment=monthly",
+            "benchmark.month=2026-09",
+            f"benchmark.root={root}",
+            "benchmark.retrievers=[service]",
+            f"service.url={url}",
+            f"cache_dir={tmp_path / 'cache'}",
+        ]
+        env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONUNBUFFERED": "1"}
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "run", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: bool(received) or driver.poll() is not None, "a service request")
+            assert driver.poll() is None, driver.communicate()
+            [sweep] = json.loads((month / "benchmark.json").read_text())["runs"][-1]["sweeps"]
+            assert group_members(sweep["pgid"])  # the sweep runs in a group of its own
+        finally:
+            driver.kill()
+            driver.communicate()
+        # The sweep dies with its driver (Linux sends it SIGTERM), marking its job.
+        wait_for(lambda: not group_members(sweep["pgid"]), "the sweep to stop")
+        marker = (month / "travel" / "service" / "UNFINISHED").read_text()
+        assert marker.startswith("terminated (SIGTERM) (")
+        release.set()
+        again = run_app(args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "running travel (travel) x ['service']" in again.stdout
+    assert (month / "travel" / "service" / "report.md").is_file()
+
+
+def wait_for(condition: Any, what: str, limit_s: float = 300.0) -> None:
+    """Poll `condition` until it holds; fail naming `what` after `limit_s` (a generous bound
+    on a shared machine, not a timing assertion)."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {limit_s:.0f} s for {what}")
+        time.sleep(0.1)

@@ -13,7 +13,7 @@ from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
-from retrieval_bench.records import EvalQuery, Passage, QueryRecord, Ranked
+from retrieval_bench.records import NO_CANDIDATES, EvalQuery, Passage, QueryRecord, Ranked
 from retrieval_bench.routing.parser import QueryParser
 from retrieval_bench.routing.router import build_router
 from retrieval_bench.routing.rules import Strategy
@@ -151,6 +151,15 @@ def test_city_filter_restricts_every_arm_before_it_ranks() -> None:
     assert record.stages["a"].ids == ["p0", "p3", "p2"]
     assert record.stages["b"].ids == ["p6", "p5"]
     assert set(record.stages["final"].ids) == {"p0", "p3", "p2", "p6", "p5"}
+
+
+def test_an_empty_pool_is_blamed_on_the_filter_only_when_it_allowed_nothing() -> None:
+    # The query carries a city mask that allows 7 passages; the arm finds none of them (its
+    # script holds only passages the mask drops). Not the filter's doing: it left candidates.
+    haikou_only = ScriptedArm("a", [1, 4, 7])  # every one of them is in 海口
+    record = run({"a": haikou_only}, query="三亚有什么好玩的")
+    assert record.filter.allowed == 7  # the mask allowed passages: the arm simply found none
+    assert record.stages["a"].empty_reason == NO_CANDIDATES
 
 
 def test_no_city_in_the_query_or_city_filter_off_sends_no_mask() -> None:

@@ -246,6 +246,15 @@ GOOD = {"query_id": "m01", "id": "sy-wzz-dive", "grade": 1}
         ([{**GOOD, "grade": 3}], "0,1,2", 1, "grade 3 is outside the scale 0, 1, 2"),
         ([{**GOOD, "grade": True}], "0,1", 1, "grade True is not an integer"),
         ([GOOD, {**GOOD, "grade": 0}], "0,1", 2, "grade 0 disagrees with grade 1 on line 1"),
+        # Two relevant grades disagree too: which one is the label?
+        ([GOOD, {**GOOD, "grade": 2}], "0,1,2", 2, "grade 2 disagrees with grade 1 on line 1"),
+        (
+            [GOOD, {**GOOD, "id": "hk-hsy-park", "query": "an edited question"}],
+            "0,1",
+            2,
+            "query 'm01': the annotator was shown 'an edited question', but the evaluation set "
+            "asks",
+        ),
         ([{**GOOD, "grdae": 1}], "0,1", 1, "unknown field 'grdae'"),
         ([{"query_id": "m01", "id": "sy-wzz-dive"}], "0,1", 1, "missing field 'grade'"),
         (

@@ -241,6 +241,19 @@ def test_changed_queries_or_an_unhashed_job_are_refused(
     )
 
 
+def test_another_datasets_evalset_is_refused_before_its_labels_are_judged(
+    jobs: dict[str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    # The travel set's queries are not this job's: one line saying so, not a line per travel
+    # query excluded because its relevant ids are not in this corpus first.
+    travel = ROOT / "evalsets" / "travel.jsonl"
+    with caplog.at_level("INFO"), pytest.raises(
+        RescoreError, match="the queries retrieval reads changed since the job ran"
+    ):
+        rescore_job(jobs["bm25"], evalset=travel)
+    assert [r.getMessage() for r in caplog.records if "excluded" in r.getMessage()] == []
+
+
 # --- The monthly gate and the trend ------------------------------------------------------
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from retrieval_bench.config import RunConfig
-from retrieval_bench.errors import ConfigError, DataError
+from retrieval_bench.errors import ConfigError, DataError, NothingUsable
 from retrieval_bench.protocols import BuildContext
 from retrieval_bench.records import FILTERED_OUT, EvalQuery, Passage
 from retrieval_bench.retrievers.run_file import NO_KNOWN_IDS, NOT_IN_RUN, RunFileArm, RunFileArmSpec
@@ -137,3 +138,61 @@ def test_validate_requires_the_path_only_when_an_arm_reads_it(tmp_path: Path) ->
     cfg.run_file.validate([{**cfg.arms["run_file"], "path": "elsewhere.run"}])
     cfg.run_file.path = str(_write(tmp_path, ["q1 Q0 p1 1 1.0 s"]))
     cfg.run_file.validate([cfg.arms["run_file"]])
+
+
+def test_queries_outside_the_evalset_are_not_counted_as_without_known_ids(tmp_path: Path) -> None:
+    # q8 is not asked and names no passage: it is `queries_not_in_evalset`, and only the
+    # evaluation set's q2 is a query without known ids.
+    run = _write(tmp_path, ["q1 Q0 p1 1 1.0 s", "q2 Q0 ghost 1 1.0 s", "q8 Q0 ghost 1 1.0 s"])
+    info = RunFileArmSpec().build("run_file", _context(tmp_path, str(run))).info()
+    assert info["bad_input"]["queries_without_known_ids"] == 1
+    assert info["bad_input"]["queries_not_in_evalset"] == 1
+
+
+def test_a_folder_is_named_as_a_folder_not_as_missing(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        RunFileArmSpec().build("run_file", _context(tmp_path, str(tmp_path)))
+    assert str(raised.value) == (
+        f"config key 'run_file.path': run file {str(tmp_path)!r} is a folder ({tmp_path}), "
+        "not a TREC run: name the file"
+    )
+
+
+def test_a_gzipped_run_is_read_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "other.run.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write("q1 Q0 p2 1 2.0 s\nq1 Q0 p4 2 1.0 s\n")
+    arm = RunFileArmSpec().build("run_file", _context(tmp_path, str(path)))
+    assert _ids(arm, "q1", 5) == ["p2", "p4"]
+    broken = tmp_path / "broken.run.gz"
+    broken.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(DataError, match=rf"{broken}: not a readable gzip file"):
+        RunFileArmSpec().build("run_file", _context(tmp_path, str(broken)))
+
+
+@pytest.mark.parametrize(
+    ("lines", "says"),
+    [
+        ([], "holds no run line: the arm has nothing to rank"),
+        (
+            ["t001 Q0 p1 1 1.0 s", "t002 Q0 p2 1 1.0 s"],
+            "none of its 2 query ids is a query of the evaluation set (run: 't001', 't002'; "
+            "evaluation set: 'q1', 'q2', 'q3'): a run of another evaluation set?",
+        ),
+        (
+            ["q1 Q0 doc-a 1 2.0 s", "q2 Q0 doc-b 1 1.0 s", "q9 Q0 p1 1 1.0 s"],
+            "none of the 2 ids it gives the evaluation set's queries is a passage of the corpus "
+            "(e.g. 'doc-a', 'doc-b'): a run of another corpus, or of documents (a "
+            "scoring.unit=doc export) where the arm ranks passages?",
+        ),
+    ],
+)
+def test_a_run_that_gives_nothing_to_rank_is_refused_naming_what_it_lacked(
+    tmp_path: Path, lines: list[str], says: str
+) -> None:
+    run = _write(tmp_path, lines)
+    with pytest.raises(NothingUsable) as raised:
+        RunFileArmSpec().build("mine", _context(tmp_path, str(run)))
+    assert str(raised.value) == f"arm 'mine': run file {run}" + (
+        " " if says.startswith("holds") else ": "
+    ) + says

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -186,3 +187,39 @@ def test_load_evalset_errors_name_file_and_line(tmp_path: Path, line: str, messa
         load_evalset(path)
     assert info.value.line == 2
     assert str(info.value).startswith(f"{path}:2: ")
+
+
+def test_gzipped_qrels_and_run_score_as_the_plain_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # TREC runs and qrels are usually shipped gzipped: read as they are, whatever the name.
+    write_qrels(tmp_path / "qrels.trec", TEACHING_QRELS)
+    _write_teaching_run(tmp_path / "final.run")
+    for name in ("qrels.trec", "final.run"):
+        (tmp_path / f"{name}.gz").write_bytes(gzip.compress((tmp_path / name).read_bytes()))
+    outputs = []
+    for qrels, run in (("qrels.trec", "final.run"), ("qrels.trec.gz", "final.run.gz")):
+        assert main([str(tmp_path / qrels), str(tmp_path / run), "-k", "2", "--json"]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    assert outputs[0] == outputs[1]
+    assert outputs[1]["counts"]["scored"] == 3
+
+
+def test_complete_scores_only_scorable_missing_queries_as_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # q1 is in the run; q2 (scorable) and q3 (unreviewed: excluded) are not. --complete scores
+    # q2 as an empty ranking; q3 stays excluded, never a 0.
+    evalset = tmp_path / "evalset.jsonl"
+    evalset.write_text(
+        _evalset_line("q1", "reviewed", ["a"])
+        + _evalset_line("q2", "reviewed", ["b"])
+        + _evalset_line("q3", "unreviewed", ["c"])
+    )
+    write_run(tmp_path / "x.run", {"q1": [("a", 1.0)]})
+    assert main([str(evalset), str(tmp_path / "x.run"), "-k", "1", "--complete", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["counts"]["not_in_run_scored_0"] == 1
+    assert out["counts"]["scored"] == 2
+    assert out["counts"]["excluded"] == {"unreviewed": 1}
+    assert out["overall"]["recall@1"] == 0.5

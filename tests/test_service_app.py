@@ -5,16 +5,20 @@ the test starts: in process (the job's outputs, manifest and report) and, once, 
 from __future__ import annotations
 
 import json
+import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import compose_config, run_app, run_in_process
+from conftest import compose_config, mini_overrides, run_app, run_in_process
 from service_server import Reply, labelled_answers, serve
 
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.reports.service import service_lines
 from retrieval_bench.retrievers.service import SERVICE_ERROR, ServiceError
+from run.example_service import Ranker, make_server, url_of
 
 TRAVEL_QUERIES = 166
 
@@ -173,3 +177,27 @@ def test_the_report_line_of_a_service_arm() -> None:
         "`manifest.json`.",
         "",
     ]
+
+
+def test_the_example_service_ranks_as_the_bm25_arm_does(tmp_path: Path) -> None:
+    # `python -m run.example_service`, in process: BM25 over the mini corpus behind the service
+    # protocol. Without filters, a service job and a bm25 job rank every query alike.
+    overrides = [*mini_overrides(tmp_path), "filters.city=false", "filters.permissions=false"]
+    server = make_server(Ranker(overrides))
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        url = url_of(server)
+        job = [*overrides, "retriever=service", f"service.url={url}"]
+        service, _ = run_in_process(job, tmp_path / "service")
+        bad = urllib.request.Request(url, data=b'{"top_k": 3}', method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(bad, timeout=30)
+        assert refused.value.code == 400
+    finally:
+        server.shutdown()
+        server.server_close()
+    bm25, _ = run_in_process([*overrides, "retriever=bm25"], tmp_path / "bm25")
+    ranked = {r.query.query_id: r.stages["final"].ids for r in bm25.records}
+    assert {r.query.query_id: r.stages["final"].ids for r in service.records} == ranked
+    assert any(ranked.values())

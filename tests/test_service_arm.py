@@ -14,7 +14,7 @@ import pytest
 from service_server import Reply, serve, travel_ids
 
 from retrieval_bench.config.service import ServiceConfig
-from retrieval_bench.errors import BenchError, ConfigError
+from retrieval_bench.errors import BenchError, ConfigError, NothingUsable
 from retrieval_bench.records import NO_CANDIDATES, EvalQuery
 from retrieval_bench.retrievers.service import (
     SERVICE_ERROR,
@@ -145,8 +145,10 @@ def flaky(failures: int, status: int = 503) -> Any:
     return respond
 
 
-def test_retries_then_success_is_counted() -> None:
-    with serve(flaky(2)) as (url, received):
+@pytest.mark.parametrize("status", [503, 429])
+def test_retries_then_success_is_counted(status: int) -> None:
+    # 429 Too Many Requests is retried like a 5xx: a busy service asks the client to wait.
+    with serve(flaky(2, status)) as (url, received):
         arm = make_arm(url, retries=2)
         assert ranked_ids(arm, [query("q1")]) == [[A]]
     assert len(received) == 3
@@ -327,3 +329,39 @@ def test_an_arm_spec_refuses_an_unknown_or_bad_override() -> None:
     with pytest.raises(ConfigError) as raised:
         ServiceArmSpec(concurrency=0)
     assert raised.value.key == "concurrency"  # the registry names it arms.<name>.concurrency
+
+
+def test_unknown_id_examples_are_distinct_ids(caplog: pytest.LogCaptureFixture) -> None:
+    # The same retired id in every answer: one example (with the first query that gave it),
+    # and the warning names it once, not "12, 12, 12".
+    answer = hits((A, 2.0), ("12", 1.0), ("13", 0.5))
+    with serve(lambda body: (200, answer)) as (url, _):
+        arm = make_arm(url, concurrency=1)
+        arm.search([query("q1"), query("q2"), query("q3")], 10, [None] * 3)
+    info = arm.info()
+    assert info["bad_input"]["unknown_ids"] == 6
+    assert info["unknown_id_examples"] == [
+        {"query_id": "q1", "id": "12"},
+        {"query_id": "q1", "id": "13"},
+    ]
+    [warning] = [r.getMessage() for r in caplog.records if "not in the corpus" in r.getMessage()]
+    assert warning.endswith("(in 3 queries), e.g. 12, 13; they cannot be ranked")
+
+
+def test_a_service_answering_only_unknown_ids_is_refused_naming_what_it_lacked() -> None:
+    answer = hits(("doc-7", 2.0), ("doc-9", 1.0))
+    with serve(lambda body: (200, answer)) as (url, _), pytest.raises(NothingUsable) as raised:
+        make_arm(url).search([query("q1"), query("q2")], 10, [None, None])
+    assert str(raised.value) == (
+        f"arm 'service': service {url} returned 4 ids for 2 queries, none of them a passage "
+        "of the corpus (e.g. 'doc-7', 'doc-9'): does it search another collection, or return "
+        "another id field (service.id_field)?"
+    )
+    assert isinstance(raised.value, BenchError)  # exit 2, as a job that scored nothing
+
+
+def test_a_service_whose_every_query_failed_under_skip_is_refused() -> None:
+    with serve(lambda body: (503, {"error": "down"})) as (url, _), pytest.raises(
+        NothingUsable, match=r"every one of its 2 queries failed \(http_503 2\)"
+    ):
+        make_arm(url, retries=0, on_error="skip").search([query("q1"), query("q2")], 10, [None] * 2)

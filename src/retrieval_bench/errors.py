@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import signal
 from collections.abc import Iterator, Sequence
 
 
@@ -50,10 +51,18 @@ EXIT_BAD_INPUT = 2  # bad input or config, Hydra's own override errors included
 EXIT_INTERNAL = 3  # an unexpected exception: a bug, or the machine (disk full, ...)
 EXIT_TOKEN_DIFFERENCE = 4  # only `run.tokens parity`: the fast cut differs from jieba's
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15), handled as Ctrl-C is
 
 
 class NothingScored(BenchError):
     """Every stage scored 0 queries: the job's outputs are written, but it measured nothing."""
+
+
+class NothingUsable(BenchError):
+    """An arm's outside input gives it nothing to rank (an empty run file, a run of another
+    evaluation set or corpus, a service answering only ids the corpus lacks): its rankings
+    would all be empty and score 0, so the job stops naming what the arm lacked (exit 2), as a
+    job that scored nothing does, instead of reporting zeros with a warning."""
 
 
 class InternalError(Exception):
@@ -64,12 +73,37 @@ class InternalError(Exception):
         self.log_path = log_path
 
 
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, with what it left unfinished (innermost `interrupt_leaves` wins)."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a `kill`, a scheduler's stop, a benchmark driver that died), raised by the
+    handler the command-line tools install (`run.exits.stop_signals`) so that it is handled as
+    Ctrl-C is: unfinished job folders say so, one line says what was left, exit 143."""
 
-    def __init__(self, unfinished: str) -> None:
+    signum = signal.SIGTERM
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM: `signum`), with what it left unfinished (innermost
+    `interrupt_leaves` wins)."""
+
+    def __init__(self, unfinished: str, signum: int = signal.SIGINT) -> None:
         super().__init__(unfinished)
         self.unfinished = unfinished
+        self.signum = signum
+
+
+def stop_signal(exc: BaseException) -> int:
+    """The signal a KeyboardInterrupt stands for: SIGTERM for `Terminated` (and what it left
+    unfinished), else SIGINT."""
+    return int(getattr(exc, "signum", signal.SIGINT))
+
+
+def stopped_how(exc: BaseException) -> str:
+    """How a KeyboardInterrupt stopped the work, for the one line and the UNFINISHED marker:
+    `interrupted` (Ctrl-C) or `terminated (SIGTERM)`."""
+    signum = stop_signal(exc)
+    if signum == signal.SIGINT:
+        return "interrupted"
+    return f"terminated ({signal.Signals(signum).name})"
 
 
 @contextlib.contextmanager
@@ -80,5 +114,5 @@ def interrupt_leaves(unfinished: str) -> Iterator[None]:
         yield
     except Interrupted:
         raise
-    except KeyboardInterrupt:
-        raise Interrupted(unfinished) from None
+    except KeyboardInterrupt as exc:
+        raise Interrupted(unfinished, stop_signal(exc)) from None

@@ -126,6 +126,35 @@ def writable_dir(path: Path, key: str, subdirs: Sequence[str] = ()) -> Path:
     return path
 
 
+def output_dir_problem(path: str | os.PathLike[str]) -> str:
+    """Why `path` cannot be (or become) a folder: it, or the nearest of its parents that
+    exists, is a regular file (or another non-folder); '' when nothing stands in the way. A
+    check before any work, so an output path mistyped onto a file is the user's error named by
+    its key, not an internal error when the first file is written."""
+    path = Path(path)
+    for candidate in (path, *path.parents):
+        try:
+            exists = candidate.exists()
+        except OSError:
+            continue  # not searchable (a permission): the writer says so when it tries
+        if not exists:
+            continue
+        if candidate.is_dir():
+            return ""
+        if candidate == path:
+            return f"{path} is a file, not a folder"
+        return f"{path} cannot be a folder: {candidate} is a file, not a folder"
+    return ""
+
+
+def check_output_dir(path: str | os.PathLike[str], key: str) -> None:
+    """ConfigError naming `key` (a config key or a command-line flag) when `path` cannot be a
+    folder (`output_dir_problem`)."""
+    problem = output_dir_problem(path)
+    if problem:
+        raise ConfigError(key, problem)
+
+
 _claimed: list[Path] = []
 """Folders this process created through `claim_new_dir` (and the parents it made for them)."""
 
@@ -208,15 +237,26 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def strict_dumps(obj: Any, **kwargs: Any) -> str:
+    """`json.dumps(obj, ensure_ascii=False, **kwargs)` as strict JSON: a non-finite float (a
+    NaN in a config, a mean over no query) is written as null (`strict_json`), never as the bare
+    `NaN` / `Infinity` Python's encoder writes by default and other parsers refuse. The common
+    case, nothing to replace, costs one encoding."""
+    try:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False, **kwargs)
+    except ValueError:
+        return json.dumps(strict_json(obj), ensure_ascii=False, allow_nan=False, **kwargs)
+
+
 def atomic_write_json(path: str | os.PathLike[str], obj: Any, indent: int | None = 2) -> None:
     """`indent=None` writes one compact line with the C encoder, several times faster for the
-    large per-query files (metrics.json) than the indented pure-Python path."""
-    text = json.dumps(obj, ensure_ascii=False, indent=indent)
-    atomic_write_text(path, text + "\n")
+    large per-query files (metrics.json) than the indented pure-Python path. Always strict
+    JSON (`strict_dumps`)."""
+    atomic_write_text(path, strict_dumps(obj, indent=indent) + "\n")
 
 
 def jsonl_text(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return "".join(strict_dumps(r) + "\n" for r in records)
 
 
 def update_len_prefixed(digest: Any, data: bytes) -> None:

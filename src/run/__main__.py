@@ -1,7 +1,8 @@
 """`python -m run`: the Hydra app. Config -> objects -> one job; nothing else lives here.
 
 Exit codes (run.exits): 0 ok, 1 regression (monthly gate), 2 bad input or config (Hydra's own
-override errors included, and a job that scored nothing), 3 internal error, 130 interrupted.
+override errors included, and a job that scored nothing), 3 internal error, 130 interrupted,
+143 terminated (SIGTERM, handled as Ctrl-C).
 """
 
 from __future__ import annotations
@@ -29,16 +30,17 @@ from retrieval_bench.errors import (
     InternalError,
     NothingScored,
     interrupt_leaves,
+    stopped_how,
 )
 from retrieval_bench.io import claim_new_dir, release_unused_claims
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job, run_shard_job
 from retrieval_bench.jobdir import names
-from retrieval_bench.jobdir.marker import INTERRUPTED, RUNNING, mark_unfinished
+from retrieval_bench.jobdir.marker import RUNNING, mark_unfinished
 from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.paths import PROJECT_ROOT
 from retrieval_bench.reports.console import job_line, job_summary
-from run.exits import JobFailed, guarded, log_traceback
+from run.exits import JobFailed, die_with_parent, guarded, log_traceback, stop_signals
 from run.slurm import slurm_fit
 
 register_configs()
@@ -60,7 +62,9 @@ _user_full_error: list[str | None] = []
 @hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
 def hydra_main(dict_cfg: DictConfig) -> float | None:
     try:
-        return _task(dict_cfg)
+        # Also where a launcher runs the job in a worker process of its own (joblib).
+        with stop_signals():
+            return _task(dict_cfg)
     except Exception as exc:
         if HydraConfig.get().mode == RunMode.RUN:
             # Straight to main(): Hydra would add its own "Error executing job" line.
@@ -99,8 +103,8 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
             except MissingShards as exc:  # its rerun command, from this job's own overrides
                 raise exc.with_overrides(HydraConfig.get().overrides.task) from None
             write_job(job_dir, result, config)
-    except KeyboardInterrupt:
-        mark_unfinished(job_dir, INTERRUPTED)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (run.exits.stop_signals)
+        mark_unfinished(job_dir, stopped_how(exc))
         raise
     except BenchError as exc:
         mark_unfinished(job_dir, f"failed: {exc}")
@@ -156,6 +160,7 @@ def _set_full_error(value: str | None) -> None:
 
 def _run_hydra() -> int:
     _exit_code[0] = EXIT_OK
+    die_with_parent()  # a benchmark month's sweep stops when its driver dies
     try:
         hydra_main()
     except SystemExit as exc:

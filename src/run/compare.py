@@ -16,6 +16,7 @@ from pathlib import Path
 
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.io import check_output_dir
 from retrieval_bench.jobdir.read import is_job_dir
 from retrieval_bench.scoring.measure_names import canonical_compare_metrics
 from retrieval_bench.scoring.registry import load_plugins
@@ -80,6 +81,8 @@ def _main(argv: Sequence[str] | None) -> int:
     out = args.out
     if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):
         out = args.dirs[0]
+    if out is not None and not args.no_write:
+        check_output_dir(out, "--out")
     load_plugins(args.plugins, "--plugin")
     cfg.validate()
     canonical_compare_metrics(cfg)

@@ -3,22 +3,29 @@
 0 ok; 1 a regression found by the monthly gate (and nothing else); 2 bad input or config,
 Hydra's own override and composition errors included; 3 an internal error (one line on stderr,
 the traceback in a file named on that line); 130 interrupted (Ctrl-C), with what was left
-unfinished. Errors never print a traceback on the terminal unless HYDRA_FULL_ERROR=1.
+unfinished; 143 terminated (SIGTERM), handled as Ctrl-C is. Errors never print a traceback on
+the terminal unless HYDRA_FULL_ERROR=1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hydra.errors import HydraException
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from retrieval_bench.benchmark.sweep import PARENT_PID_ENV
+from retrieval_bench.config import nearest_key
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -26,6 +33,9 @@ from retrieval_bench.errors import (
     BenchError,
     InternalError,
     Interrupted,
+    Terminated,
+    stop_signal,
+    stopped_how,
 )
 
 
@@ -68,6 +78,9 @@ def bad_input_message(exc: BaseException) -> str | None:
     if isinstance(exc, BenchError):
         return str(exc)
     if isinstance(exc, HydraException):
+        hint = unknown_key_hint(exc)
+        if hint is not None:
+            return hint
         cause = exc.__cause__
         if isinstance(cause, OmegaConfBaseException) and str(cause) not in str(exc):
             return f"{exc}\n{cause}"
@@ -77,13 +90,29 @@ def bad_input_message(exc: BaseException) -> str | None:
     return None
 
 
+def unknown_key_hint(exc: HydraException) -> str | None:
+    """For an override of a key the typed config lacks (`service.retires=3`), the message every
+    other unknown key gets (`config key 'service.retires': unknown key; did you mean
+    'service.retries'?`) instead of Hydra's advice to append it with `+`, which would be refused
+    too; None when the error is another, or no known key is close."""
+    cause = exc.__cause__
+    key = getattr(cause, "full_key", None)
+    if not isinstance(cause, (ConfigKeyError, ConfigAttributeError)) or not isinstance(key, str):
+        return None
+    nearest = nearest_key(key)
+    if nearest is None:
+        return None
+    return f"config key '{key}': unknown key; did you mean '{nearest}'?"
+
+
 def report(exc: BaseException, full_traceback: bool = False) -> int:
     """Print the one line for `exc` on stderr and return its exit code; an internal error's
     traceback goes to a file, and also to the terminal with `full_traceback`."""
     if isinstance(exc, KeyboardInterrupt):
         what = exc.unfinished if isinstance(exc, Interrupted) else "no file was left half-written"
-        print(f"interrupted; {what}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"{stopped_how(exc)}; {what}", file=sys.stderr)
+        signum = stop_signal(exc)
+        return EXIT_INTERRUPTED if signum == signal.SIGINT else 128 + signum
     message = bad_input_message(exc)
     if message is not None:
         print(f"error: {message}", file=sys.stderr)
@@ -101,13 +130,55 @@ def report(exc: BaseException, full_traceback: bool = False) -> int:
     return EXIT_INTERNAL
 
 
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """Within the block, SIGTERM raises `Terminated` (a KeyboardInterrupt), so a `kill` or a
+    scheduler's stop is handled as Ctrl-C is: job folders marked, one line, exit 143, instead
+    of Python's default (die at once, nothing said, UNFINISHED still saying "running").
+    Only the main thread may set a handler; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def die_with_parent() -> None:
+    """In a benchmark month's sweep process (the driver sets `PARENT_PID_ENV` to its pid):
+    ask Linux to send this process SIGTERM when the driver dies, however it dies (SIGKILL
+    included), so no sweep runs on without it; the variable is removed so that processes this
+    one starts (a launcher's workers) do not read it. The driver may already be gone: then
+    stop at once. Elsewhere than Linux a rerun of the month finds a sweep still running (its
+    process group) and refuses, naming its pids."""
+    expected = os.environ.pop(PARENT_PID_ENV, None)
+    if not expected:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if str(os.getppid()) != expected:
+        raise Terminated()
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
 def guarded(main: Callable[[], int], full_traceback: bool | None = None) -> int:
-    """Run a command's `main`, mapping whatever escapes it to its exit code. `full_traceback`
-    defaults to HYDRA_FULL_ERROR=1, the switch users of the Hydra app already know."""
+    """Run a command's `main`, mapping whatever escapes it to its exit code (SIGTERM handled
+    as Ctrl-C is, `stop_signals`). `full_traceback` defaults to HYDRA_FULL_ERROR=1, the switch
+    users of the Hydra app already know."""
     if full_traceback is None:
         full_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:
-        return main()
+        with stop_signals():
+            return main()
     except JobFailed as failed:
         return report(failed.error, full_traceback)
     except (Exception, KeyboardInterrupt) as exc:

@@ -27,6 +27,7 @@ from retrieval_bench.data.judgments import (
     parse_grades,
 )
 from retrieval_bench.errors import EXIT_OK
+from retrieval_bench.io import check_output_dir
 from retrieval_bench.labels.pool import pool_folders, write_pool
 from run.exits import guarded
 
@@ -69,6 +70,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.filled is not None:
         if args.evalset is None or args.corpus is None:
             parser.error("--import needs --evalset EVALSET and --corpus CORPUS_DIR")
+        if args.out is not None:  # the snapshot's path: its folder must be one
+            check_output_dir(args.out.parent, "--out")
         result = import_judgements(
             args.filled, args.evalset, corpus_ids(args.corpus), args.grades, args.out
         )
@@ -76,6 +79,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     if args.depth is None:
         parser.error("pooling needs --depth K")
+    if args.out is not None:
+        check_output_dir(args.out, "--out")
     pool = pool_folders(args.dir, args.depth, args.evalset)
     files = write_pool(pool, args.out or args.dir)
     print(pool.summary())

@@ -22,13 +22,13 @@ queries are excluded (`not_in_run`) and a warning on stderr gives their count.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from retrieval_bench.errors import ConfigError, DataError
+from retrieval_bench.io import strict_dumps
 from retrieval_bench.scoring.aggregate import metric_names
 from retrieval_bench.scoring.labels import NOT_IN_RUN
 from retrieval_bench.scoring.measure_names import canonical_metric
@@ -150,7 +150,7 @@ def _main(argv: Sequence[str] | None) -> int:
         overall = result["overall"]
         if args.metrics:
             overall = {k: v for k, v in overall.items() if k in names or "@" not in k}
-        print(json.dumps({"overall": overall, "counts": result["counts"]}, indent=2))
+        print(strict_dumps({"overall": overall, "counts": result["counts"]}, indent=2))
     else:
         print(format_table(result, args.cutoffs, names))
     return 0

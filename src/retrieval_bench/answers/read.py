@@ -13,6 +13,13 @@ Citations are the `citations` list when a line gives one (an empty list: it cite
 else what `AnswerOptions.citation_pattern` finds in the answer text: by default the contents of
 `[...]` or `【...】`, split at commas and semicolons, so `[report.pdf]`, `[p12, p13]` and
 `【sanya-xidao】` are citations. Each is mapped to passages by `CitationMap`.
+
+Whether an answer's citations are known, one rule (`AnswersInput.citations_known`): a line
+with a `citations` list: known (the list); a refusal without one: known, it cites nothing; any
+other line: read by the pattern, known when the pattern matched in at least one of the answers
+it reads. When it matched in none of them the pattern does not fit the generator's style, and
+those answers' citations are unknown: excluded from every citation metric (`citations_unknown`),
+never scored 0, and the warning gives their count.
 """
 
 from __future__ import annotations
@@ -78,7 +85,8 @@ class Answer:
     query_id: str
     text: str
     citations: list[str]
-    # "given" (the line's `citations`) or "pattern" (found in the text).
+    # "given" (the line's `citations`), "refused" (a refusal without a list: cites nothing) or
+    # "pattern" (found in the text).
     cited_by: str
     refused: bool
     scores: dict[str, float]
@@ -99,14 +107,13 @@ class AnswersInput:
     # Answers whose citations come from the pattern, and how many of them it matched in.
     pattern_used: int = 0
     pattern_matched: int = 0
+    # The job's queries no line answers (excluded as not_in_answers, never scored 0).
+    missing: list[str] = field(default_factory=list)
 
-    @property
-    def citations_known(self) -> bool:
-        """False when no line gives citations and the pattern matched in no answer: then no
-        answer's citations are known (a wrong pattern, not answers that cite nothing), and
-        every citation metric is undefined rather than 0."""
-        given = any(a.cited_by == "given" for a in self.answers.values())
-        return given or self.pattern_matched > 0
+    def citations_known(self, query_id: str) -> bool:
+        """Whether the answer to `query_id` has known citations (module docstring): given, a
+        refusal, or read by a pattern that matched in at least one answer."""
+        return self.answers[query_id].cited_by != "pattern" or self.pattern_matched > 0
 
     def problems(self) -> dict[str, Any]:
         """What was counted rather than refused, for answers.json and the report."""
@@ -130,8 +137,14 @@ class AnswersInput:
         if self.pattern_used and not self.pattern_matched:
             out["pattern_matched_nothing"] = (
                 f"the citation pattern matched in none of the {self.pattern_used} answers "
-                "without a `citations` list: citation metrics are undefined, not 0"
+                "without a `citations` list: their citations are unknown, so they are excluded "
+                "from every citation metric (citations_unknown), not scored 0"
             )
+        if self.missing:
+            out["not_in_answers"] = {
+                "count": len(self.missing),
+                "examples": self.missing[:5],
+            }
         return out
 
 
@@ -157,10 +170,10 @@ def read_answers(path: Path, query_ids: Collection[str], options: AnswerOptions)
         out.lines += 1
         check_fields(record, FIELDS, path, number)
         qid = record.get("query_id")
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
         if not isinstance(qid, str) or not qid.strip():
-            raise DataError(path, "field 'query_id' must be a non-empty string", number)
+            raise DataError(
+                path, f"field 'query_id' must be a non-empty string, got {qid!r}", number
+            )
         if qid in seen:
             raise DataError(
                 path, f"query {qid!r} answered twice (first on line {seen[qid]})", number
@@ -183,7 +196,9 @@ def read_answers(path: Path, query_ids: Collection[str], options: AnswerOptions)
         if qid not in known:
             out.unknown_queries.append((number, qid))
             continue
-        if citations is None:
+        if citations is None and refused:
+            cited_by, cited = "refused", []
+        elif citations is None:
             cited_by, cited = "pattern", extract_citations(text, pattern)
             out.pattern_used += 1
             out.pattern_matched += bool(cited)
@@ -192,6 +207,7 @@ def read_answers(path: Path, query_ids: Collection[str], options: AnswerOptions)
         out.answers[qid] = Answer(
             number, qid, text, cited, cited_by, refused, _scores(out, scores, number, qid, options)
         )
+    out.missing = [q for q in query_ids if q not in out.answers]
     if not out.lines:
         raise DataError(path, "holds no answer")
     if not out.answers:

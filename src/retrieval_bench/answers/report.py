@@ -31,12 +31,15 @@ def _judges(record: Mapping[str, Any]) -> list[str]:
 
 
 def answer_table(record: Mapping[str, Any]) -> Table:
-    """Per query type: the answer metrics (macro means; `pooled` as named)."""
+    """Per query type: how many lines answered and how many refused, then the answer metrics
+    (macro means; `pooled` as named)."""
     fam = record["families"]
     answered: dict[str, int] = {}
+    refused: dict[str, int] = {}
     for query in record["queries"].values():
-        answered[query["query_type"]] = answered.get(query["query_type"], 0) + 1
-    answered[ALL] = len(record["queries"])
+        counts = refused if query["refused"] else answered
+        for group in (query["query_type"], ALL):
+            counts[group] = counts.get(group, 0) + 1
     columns = [
         ("n scored", "sources", "n"),
         ("source_coverage", "sources", "source_coverage"),
@@ -46,9 +49,9 @@ def answer_table(record: Mapping[str, Any]) -> Table:
         ("refusal_correct", "refusal", "refusal_correct"),
         *((name, name, name.removeprefix(JUDGE_PREFIX)) for name in _judges(record)),
     ]
-    header = ["type", "answered", *(c[0] for c in columns)]
+    header = ["type", "answered", "refused", *(c[0] for c in columns)]
     rows = [
-        [t, answered.get(t, 0), *(_value(fam[f], t, m) for _, f, m in columns)]
+        [t, answered.get(t, 0), refused.get(t, 0), *(_value(fam[f], t, m) for _, f, m in columns)]
         for t in _types(record)
     ]
     return header, rows
@@ -149,6 +152,12 @@ def problem_lines(record: Mapping[str, Any]) -> list[str]:
         )
     if "pattern_matched_nothing" in problems:
         lines.append(str(problems["pattern_matched_nothing"]))
+    if "not_in_answers" in problems:
+        p = problems["not_in_answers"]
+        lines.append(
+            f"{p['count']} queries of the job have no answer in the file: excluded "
+            f"(not_in_answers), never scored 0; e.g. {', '.join(p['examples'])}"
+        )
     unmapped = _unmapped(record)
     if unmapped:
         examples = ", ".join(sorted(set(unmapped))[:5])
@@ -209,13 +218,23 @@ def answers_markdown(record: Mapping[str, Any], job: str) -> str:
     for title, caption, (header, rows) in sections:
         if rows:
             blocks += [f"## {title}", "", caption, "", markdown_table(header, rows), ""]
+        elif title == "Where relevant passages were lost":
+            blocks += [f"## {title}", "", NO_DIAGNOSIS.partition(": ")[2] + ".", ""]
     return "\n".join(blocks)
+
+
+# Said where the diagnosis split has no row, instead of a table of headers alone.
+NO_DIAGNOSIS = (
+    "Where relevant passages were lost: no query is scored for source coverage (every one "
+    "excluded; why: answers.json families.sources.counts)"
+)
 
 
 def answers_text(record: Mapping[str, Any]) -> str:
     """The terminal summary: the answer table, the diagnosis split and the problems."""
     lines = _heading_lines(record)
-    for header, rows in (answer_table(record), diagnosis_table(record)):
-        lines += ["", text_table(header, rows)]
+    lines += ["", text_table(*answer_table(record))]
+    header, rows = diagnosis_table(record)
+    lines += ["", text_table(header, rows) if rows else NO_DIAGNOSIS]
     lines += [f"warning: {line}" for line in problem_lines(record)]
     return "\n".join(lines)

@@ -28,7 +28,10 @@ counts / per_query, and a type with no scored query is undefined with the reason
   context held a relevant passage (recall of the context > 0), so a high faithfulness on a
   context without the answer is seen for what it is.
 
-A query of the job without an answer is excluded as `not_in_answers`, never scored 0.
+A query of the job without an answer is excluded as `not_in_answers`, never scored 0 (and
+counted in the problems, so the report warns). An answer whose citations are unknown (read by
+a citation pattern that matched in no answer: `read.AnswersInput.citations_known`) is excluded
+from every citation family as `citations_unknown`; the others are scored.
 """
 
 from __future__ import annotations
@@ -140,15 +143,17 @@ def score_answers(
         q: resolve(answers.answers[q].citations, cmap, set(context.ids.get(q, ())))
         for q in answered
     }
-    known = answers.citations_known
+    known = {q for q in answered if answers.citations_known(q)}
+    unknown = {q: CITATIONS_UNKNOWN for q in answered if q not in known}
     families: dict[str, Any] = {}
 
     # citations: label-free
-    if known:
-        cited_q = [q for q in answered if resolved[q].citations]
-        excluded = {**absent, **{q: NO_CITATIONS for q in answered if not resolved[q].citations}}
-    else:
-        cited_q, excluded = [], {**absent, **dict.fromkeys(answered, CITATIONS_UNKNOWN)}
+    cited_q = [q for q in answered if q in known and resolved[q].citations]
+    excluded = {
+        **absent,
+        **unknown,
+        **{q: NO_CITATIONS for q in answered if q in known and not resolved[q].citations},
+    }
     n_cit = _ints([resolved[q].citations for q in cited_q])
     n_valid = _ints([resolved[q].valid for q in cited_q])
     families["citations"] = summarise(
@@ -177,11 +182,8 @@ def score_answers(
         **{q: r for q, r in absent.items() if q in qrels},
     }
     scorable = [q for q in qrels if q in answers.answers]
-    if known:
-        source_q, excluded = scorable, dict(label_excluded)
-    else:
-        source_q = []
-        excluded = {**label_excluded, **dict.fromkeys(scorable, CITATIONS_UNKNOWN)}
+    source_q = [q for q in scorable if q in known]
+    excluded = {**label_excluded, **{q: unknown[q] for q in scorable if q in unknown}}
     columns = _source_columns(source_q, relevant, resolved, context.ids)
     families["sources"] = summarise(
         columns,
@@ -252,7 +254,7 @@ def score_answers(
 
     return {
         "context": {"stage": context.stage, "note": context.note},
-        "citations_known": known,
+        "citations_known": {"known": len(known), "unknown": len(unknown)},
         "metrics": [*answer_measures(), *(JUDGE_PREFIX + n for n in judged_names)],
         "families": families,
         "diagnosis": diagnosis(families["sources"]),

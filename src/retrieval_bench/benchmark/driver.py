@@ -10,7 +10,9 @@
    never a mix of two configurations; finished jobs are kept and only the rest are run.
 3. Run the missing jobs as a Hydra multirun per dataset (`python -m run -m ...`, through the
    `hydra/launcher` named by `benchmark.launcher`, with `benchmark.launcher_settings` as its
-   `hydra.launcher.*` settings), each into `<month>/<dataset name>/<retriever>/`.
+   `hydra.launcher.*` settings), each into `<month>/<dataset name>/<retriever>/`. The sweep
+   runs in a process group of its own that stops with the driver (`sweep`), and a rerun that
+   finds an earlier run's sweep still alive refuses, naming its pids.
 4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
 5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one; a
    baseline job scored against other labels than this month's is re-scored against the
@@ -61,12 +63,13 @@ from retrieval_bench.benchmark.history import (
     resolve_baseline,
     write_state,
 )
+from retrieval_bench.benchmark.sweep import live_sweeps, run_sweep, sweep_record
 from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config import RunConfig
 from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.errors import ConfigError, interrupt_leaves
-from retrieval_bench.io import atomic_write_json, atomic_write_text
+from retrieval_bench.io import atomic_write_json, atomic_write_text, check_output_dir
 from retrieval_bench.job.check import check_config
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import read_month_state
@@ -241,7 +244,11 @@ def _launch(
     retrievers: Sequence[str],
     cfg: RunConfig,
     overrides: Sequence[str],
+    state: dict[str, Any],
 ) -> None:
+    """One dataset's missing jobs as a sweep (`sweep.run_sweep`: a process group of its own
+    that dies with the driver), recorded in the month's state so that a rerun can tell
+    whether it is still running."""
     cmd = [
         sys.executable,
         "-m",
@@ -259,12 +266,17 @@ def _launch(
     print(
         f"benchmark {month_dir.name}: running {dataset} ({folder}) x {list(retrievers)}", flush=True
     )
-    proc = subprocess.run(cmd, check=False)
-    if proc.returncode != 0:
+
+    def record(proc: subprocess.Popen[Any]) -> None:
+        state["runs"][-1].setdefault("sweeps", []).append(sweep_record(proc))
+        write_state(month_dir, state)
+
+    code = run_sweep(cmd, record)
+    if code != 0:
         states = {r: job_folder_state(month_dir / folder / r) for r in retrievers}
         why = "".join(f"; {_job_line(dataset, r, s)}" for r, s in states.items() if s)
         raise BenchmarkError(
-            f"jobs for {dataset} x {list(retrievers)} failed (exit {proc.returncode}){why}; "
+            f"jobs for {dataset} x {list(retrievers)} failed (exit {code}){why}; "
             "finished jobs are kept: rerun the same command to resume"
         )
 
@@ -274,11 +286,38 @@ def _job_line(dataset: str, retriever: str, state: str | None) -> str:
     return f"{dataset}/{retriever}" + (f" ({state})" if state else "")
 
 
+def jobs_to_run(
+    month_dir: Path, datasets: Sequence[str], retrievers: Sequence[str]
+) -> dict[str, list[str]]:
+    """Dataset option -> the retrievers whose job of the month has not finished (a finished
+    job, its `report.md` written, is kept and never run again); datasets with none left out."""
+    done = planned_done(month_jobs(month_dir).values())
+    todo = {dataset: [r for r in retrievers if (dataset, r) not in done] for dataset in datasets}
+    return {dataset: missing for dataset, missing in todo.items() if missing}
+
+
+def refuse_live_sweeps(month_dir: Path, state: Mapping[str, Any] | None) -> None:
+    """BenchmarkError naming the pids when a sweep an earlier run of the month started is still
+    running (its driver died before it could stop it): a second one would run the same jobs
+    into the same folders at the same time."""
+    runs = (state or {}).get("runs") or []
+    records = [sweep for run in runs for sweep in run.get("sweeps") or []]
+    alive = live_sweeps(records)
+    if alive:
+        pids = " ".join(map(str, alive))
+        raise BenchmarkError(
+            f"{month_dir}: the jobs an earlier run of this month started are still running "
+            f"(pids {pids}) though that run is gone; wait for them to end, or stop them "
+            f"(kill {pids}), then rerun"
+        )
+
+
 def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | None = None) -> int:
     """Run, compare, gate and trend one month; 0 = gate passed, 1 = gate failed."""
     bench = cfg.benchmark
     month = bench.month or current_month()
     root = Path(bench.root)
+    check_output_dir(root, "benchmark.root")
     month_dir = inside(root, root / month, "benchmark.month")
     overrides = job_overrides(task_overrides)
     overrides += robustness_overrides(cfg.robustness, overrides)
@@ -291,17 +330,13 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
         "overrides": [o for o in overrides if o.split("=")[0].lstrip("+") not in _NOT_PLAN],
     }
     with month_lock(month_dir):
+        refuse_live_sweeps(month_dir, read_month_state(month_dir))
         state = _start(month_dir, month, plan, log_dir)
-        done = planned_done(month_jobs(month_dir).values())
-        todo = {
-            dataset: [r for r in bench.retrievers if (dataset, r) not in done]
-            for dataset in bench.datasets
-        }
-        todo = {dataset: missing for dataset, missing in todo.items() if missing}
+        todo = jobs_to_run(month_dir, bench.datasets, bench.retrievers)
         if not todo:
             print(f"benchmark {month}: every job already finished; nothing to run", flush=True)
         for dataset, retrievers in todo.items():
-            _launch(month_dir, dataset, folders[dataset], retrievers, cfg, overrides)
+            _launch(month_dir, dataset, folders[dataset], retrievers, cfg, overrides, state)
         finished = month_jobs(month_dir)
         # A generator's answers.jsonl dropped beside a job: scored before compare and gate.
         scored = score_found_answers([job.path for job in finished.values()])

@@ -1,6 +1,7 @@
 """Build the comparison of a set of finished jobs and write it next to them.
 
-Per dataset (jobs on different datasets are never compared with each other):
+Per dataset (jobs on different datasets are never compared with each other), and within one
+per scoring unit, label snapshot and K unless K is what the jobs vary (`comparable_groups`):
 
 * verdict table: for each query type (and `all`) and each metric, each configuration's mean
   with its verdict (`scoring.comparison.verdict_cells`, Holm over `compare.family`), and the
@@ -36,7 +37,7 @@ from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import JobFolderError
-from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset
+from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset, varying_keys
 from retrieval_bench.jobdir.read import FinishedJob, Snapshot, canonical, scan_jobs
 from retrieval_bench.scoring.comparison import (
     ALL,
@@ -324,9 +325,10 @@ def settings_record(cfg: CompareConfig) -> dict[str, Any]:
         "power": cfg.power,
         "target_delta": cfg.target_delta,
         "power_method": (
-            "normal approximation of the sign-flip test (its null variance is mean(d^2)/n): "
-            "MDE = z(1-a/2) sd / sqrt(n - z(1-a/2)^2) + z(power) sd / sqrt(n), sd of the "
-            "per-query differences (ddof 1), a = alpha / m (m: tests in the family; the level "
+            "the sign-flip test rejects on a monotone function of Student's t, so its power "
+            "is the t-test's (noncentral t): MDE = the difference with power `power` at a on "
+            "n queries, sd of the per-query differences (ddof 1), a = alpha / m (m: tests in "
+            "the family; the level "
             "a test must reach alone under Holm and BH alike); n_needed: the smallest n with "
             "MDE <= target_delta"
         ),
@@ -350,6 +352,53 @@ INTERVALS = {
 }
 
 
+
+
+def _unit(job: FinishedJob) -> str:
+    return str(job.metrics.get("unit") or "passage")
+
+
+def _labels(job: FinishedJob) -> str:
+    from retrieval_bench.data.hashes import short
+
+    return short((job.manifest.get("labels") or {}).get("hash"))
+
+
+# What must be equal for two jobs' values to share a table: (name in a group's title, value).
+_SAME = (("unit", _unit), ("labels", _labels))
+
+
+def comparable_groups(jobs: Sequence[FinishedJob]) -> dict[str, tuple[list[FinishedJob], str]]:
+    """The jobs that may share a verdict table, by title, each with a note on why it was split
+    off ('' when it was not): one dataset (as ever), one scoring unit (`scoring.unit`: a
+    document and a passage are different things to find), one label snapshot (the labels hash:
+    other labels score the same ranking differently), and one K unless K is what the jobs vary
+    (`top_k` in their overrides: the top_k ablation reads recall@K at each job's own K)."""
+    out: dict[str, tuple[list[FinishedJob], str]] = {}
+    for name, group in group_by_dataset(jobs).items():
+        aspects = list(_SAME)
+        if len({j.top_k for j in group}) > 1 and "top_k" not in varying_keys(group):
+            aspects.append(("top_k", lambda job: str(job.top_k)))
+        parts: dict[tuple[str, ...], list[FinishedJob]] = {}
+        for job in group:
+            parts.setdefault(tuple(value(job) for _, value in aspects), []).append(job)
+        if len(parts) == 1:
+            out[name] = (group, "")
+            continue
+        differ = [
+            i for i in range(len(aspects)) if len({key[i] for key in parts}) > 1
+        ]
+        why = "; ".join(
+            f"{aspects[i][0]} {', '.join(sorted({key[i] for key in parts}))}" for i in differ
+        )
+        note = (
+            f"{name}'s jobs differ in what their values measure ({why}): each kind is compared "
+            "on its own, never in one table"
+        )
+        for key, members in parts.items():
+            title = f"{name} ({', '.join(f'{aspects[i][0]}={key[i]}' for i in differ)})"
+            out[title] = (members, note)
+    return out
 
 
 @dataclass
@@ -377,8 +426,11 @@ def compare_dirs(
     baseline = dict(baseline if baseline is not None else cfg.baseline_setting())
     datasets: dict[str, Any] = {}
     badcases: dict[str, Any] = {}
-    for name, group in group_by_dataset(jobs).items():
+    groups = comparable_groups(jobs)
+    for name, (group, note) in groups.items():
         datasets[name] = compare_dataset(group, cfg, baseline)
+        if note:
+            datasets[name]["separated"] = note
         specs = [m["spec"] for m in datasets[name]["metrics"]]
         # Bad cases are rankings: led by the first retrieval metric compared.
         primary = next((m for m in specs if not is_answer_measure(m)), "recall@K")
@@ -409,8 +461,8 @@ def compare_dirs(
         from retrieval_bench.jobdir.write import write_results_table
         from retrieval_bench.scoring.table import sweep_rows
 
-        groups = group_by_dataset(jobs)
-        html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)
+        members = {name: group for name, (group, _) in groups.items()}
+        html = write_comparison_html(out, datasets, members, record["settings"], scan.skipped)
         tables = write_results_table(out, sweep_rows(jobs))
         files = [out / n for n in (names.COMPARISON_MD, names.COMPARISON_JSON, names.BADCASES_MD)]
         files += [*html, *tables, *(h for h in heatmaps if h is not None)]

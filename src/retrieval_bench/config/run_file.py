@@ -42,5 +42,9 @@ def check_run_path(path: str, key: str) -> None:
     if not path:
         raise ConfigError(key, f"a run_file arm needs a TREC run: set {key}=RUN")
     resolved = resolve_path(path)
+    if resolved.is_dir():
+        raise ConfigError(
+            key, f"run file {path!r} is a folder ({resolved}), not a TREC run: name the file"
+        )
     if not resolved.is_file():
         raise ConfigError(key, f"run file {path!r} does not exist (looked at {resolved})")

@@ -5,8 +5,10 @@ An annotation file is the filled pool (`labels_pool`): JSONL records, or the CSV
 > 0 relevant, 0 judged non-relevant); a blank grade (null, or an empty CSV cell) is a passage
 not judged yet and is skipped. The pool's other columns may stay. Refused, naming file:line:
 an unknown field, query or passage, a grade off the scale, a judgement that disagrees with an
-earlier one in the file (an agreeing repeat is fine) or with a label the evaluation set already
-holds (an import adds labels; changing one is an edit of the evaluation set).
+earlier one in the file (an agreeing repeat is fine; grades 1 and 2 disagree) or with a label
+the evaluation set already holds (an import adds labels; changing one is an edit of the
+evaluation set), and a row whose `query` text is not the evaluation set's (the annotator judged
+another version of the question).
 
 The snapshot is the evaluation set with the new labels added, written beside it as
 `<name>.<first 12 hex digits of its sha256>.jsonl`: the file is never overwritten (the same
@@ -28,7 +30,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,10 +149,16 @@ def _grade(value: Any, scale: Sequence[int], path: Path, line: int) -> int | Non
 
 
 def read_judgements(
-    path: Path, query_ids: Collection[str], passage_ids: Collection[str], scale: Sequence[int]
+    path: Path,
+    query_ids: Collection[str],
+    passage_ids: Collection[str],
+    scale: Sequence[int],
+    query_texts: Mapping[str, str] | None = None,
 ) -> tuple[list[Judgement], int]:
     """Every judgement of an annotation file, checked (module docstring), in file order with
-    agreeing repeats dropped; and the number of blank grades."""
+    agreeing repeats dropped; and the number of blank grades. With `query_texts` (query id ->
+    its text in the evaluation set), a row whose `query` is another text is refused: it was
+    judged against another version of the question."""
     seen: dict[tuple[str, str], Judgement] = {}
     blank = 0
     for line, record in _annotation_rows(path):
@@ -163,6 +171,17 @@ def read_judgements(
             raise DataError(path, f"unknown query_id {qid!r} (not in the evaluation set)", line)
         if not isinstance(pid, str) or pid not in passage_ids:
             raise DataError(path, f"unknown passage id {pid!r} (not in the corpus)", line)
+        shown = record.get("query")
+        if query_texts is not None and shown is not None and str(shown).strip() != (
+            query_texts[qid].strip()
+        ):
+            raise DataError(
+                path,
+                f"query {qid!r}: the annotator was shown {shown!r}, but the evaluation set asks "
+                f"{query_texts[qid]!r}: judged against another version of the query (pool it "
+                "again from jobs run on this evaluation set)",
+                line,
+            )
         grade = _grade(record["grade"], scale, path, line)
         if grade is None:
             blank += 1
@@ -213,7 +232,8 @@ def import_judgements(
     evaluation set with the new labels as a snapshot (module docstring); `out` names the
     snapshot file instead (refused if it exists with other content)."""
     queries = {q.query_id: q for q in load_evalset(evalset)}
-    judgements, blank = read_judgements(annotations, queries, passage_ids, scale)
+    texts = {qid: q.query for qid, q in queries.items()}
+    judgements, blank = read_judgements(annotations, queries, passage_ids, scale, texts)
     result = ImportResult(snapshot=None, base=evalset, blank=blank)
     new: dict[str, list[Judgement]] = {}
     for j in judgements:

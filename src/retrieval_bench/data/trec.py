@@ -4,16 +4,22 @@ trec_eval ignores the rank column and orders each query's documents by score des
 docid descending (byte order). Writing and reading here both use that order, so a run exported
 by this project scores the same in trec_eval as it does here, ties included.
 
+A gzipped run or qrels file (`.run.gz`, how TREC runs are usually shipped) is read as it is,
+recognised by its first bytes.
+
 Writes are atomic (temp file in the same folder, then `os.replace`) and byte-deterministic:
 queries sorted by id, scores written with `repr` so they read back to the identical float.
 """
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 import re
+import zlib
 from collections.abc import Iterable, Mapping
+from typing import IO
 
 from retrieval_bench.errors import DataError
 from retrieval_bench.io import atomic_write_text
@@ -88,16 +94,33 @@ def write_qrels(path: str | os.PathLike[str], qrels: Mapping[str, Mapping[str, i
     atomic_write_text(path, "".join(lines))
 
 
+# The first bytes of a gzip stream (RFC 1952): how TREC runs and qrels are usually shipped.
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_text(path: str | os.PathLike[str]) -> IO[str]:
+    """`path` opened for reading as UTF-8 text, gunzipped on the way when it is gzip
+    (recognised by its first bytes, whatever its name: `.run.gz`, `.qrels.gz`)."""
+    with open(path, "rb") as fh:
+        compressed = fh.read(2) == GZIP_MAGIC
+    if compressed:
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
 def _lines(path: str | os.PathLike[str]) -> Iterable[tuple[int, list[str]]]:
-    """(line number, whitespace-split fields) for each non-blank line."""
+    """(line number, whitespace-split fields) for each non-blank line (of the uncompressed
+    text, for a gzipped file)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open_text(path) as fh:
             for number, line in enumerate(fh, start=1):
                 fields = line.split()
                 if fields:
                     yield number, fields
     except UnicodeDecodeError as exc:
         raise DataError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise DataError(path, f"not a readable gzip file ({exc or type(exc).__name__})") from None
 
 
 def _first_line(path: str | os.PathLike[str], qid: str, doc: str) -> int | None:

@@ -35,6 +35,7 @@ from retrieval_bench.io import (
     file_lock,
     lock_path_for,
     remove_stale_temps,
+    strict_dumps,
     update_len_prefixed,
     update_texts,
 )
@@ -238,7 +239,7 @@ class EmbeddingCache:
             "role": role,
             "count": int(array.shape[0]),
         }
-        text = json.dumps(meta, ensure_ascii=False, indent=2, sort_keys=True).encode()
+        text = strict_dumps(meta, indent=2, sort_keys=True).encode()
         _atomic_write(sidecar, lambda fh: fh.write(text))
 
 

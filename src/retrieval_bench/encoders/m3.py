@@ -35,7 +35,7 @@ from retrieval_bench.encoders.cache import (
     read_or_build,
 )
 from retrieval_bench.encoders.flag import BGEM3Encoder, ModelRole
-from retrieval_bench.io import atomic_writer, lock_path_for
+from retrieval_bench.io import atomic_writer, lock_path_for, strict_dumps
 
 logger = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ class M3Cache:
                 "arrays": {name: list(a.shape) for name, a in outputs.arrays().items()},
             }
             with atomic_writer(sidecar) as fh:
-                fh.write(json.dumps(meta, ensure_ascii=False, indent=2, sort_keys=True).encode())
+                fh.write(strict_dumps(meta, indent=2, sort_keys=True).encode())
 
         outputs, hit = read_or_build(
             self.root,

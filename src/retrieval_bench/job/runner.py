@@ -66,7 +66,7 @@ class _Timer:
 CACHE_SUBDIRS = ("tokens", "embeddings")
 
 
-def _load(cfg: RunConfig) -> Dataset:
+def load_configured(cfg: RunConfig) -> Dataset:
     """The configured dataset, validated, with the config checks that need its size."""
     dataset = load_dataset(
         cfg.dataset.format,
@@ -173,7 +173,7 @@ def load_labelled(
     lookups: everything scoring reads besides the rankings (also what `rescore` loads to score
     stored rankings against current labels)."""
     if dataset is None:
-        dataset = _load(cfg)
+        dataset = load_configured(cfg)
     else:
         check_corpus_size(cfg, len(dataset.passages), dataset.name)
     # Perturbed variants (robustness:) run with the queries; every standard metric scores the
@@ -281,7 +281,7 @@ def run_shard_job(cfg: RunConfig) -> ShardResult:
     """
     assert cfg.encoder.shard_only is not None
     writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)
-    dataset = _load(cfg)
+    dataset = load_configured(cfg)
     texts = [passage_text(p) for p in dataset.passages]
     cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
     index = cfg.encoder.shard_only

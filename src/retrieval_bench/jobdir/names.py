@@ -17,6 +17,8 @@ the path by its caller. `tests/test_jobdir_names.py` scans `src/` for the litera
 
 from __future__ import annotations
 
+import re
+
 # -- a job folder -----------------------------------------------------------------------------
 # One JSON line per query: every recorded stage's ranking (records.QueryRecord.to_json).
 RANKINGS = "rankings.jsonl"
@@ -98,8 +100,11 @@ TREND_PNG_OF = "trend-{}.png"
 
 def comparison_html(dataset: str | None = None) -> str:
     """The explorer of a sweep: `comparison.html`, or per dataset `comparison-<dataset>.html`
-    when the sweep spans several (`dataset` given)."""
-    return COMPARISON_HTML if dataset is None else COMPARISON_HTML_OF.format(dataset)
+    when the sweep spans several (`dataset` given; a group's title may hold spaces and "=",
+    as `travel (unit=doc)`, which become "-" in the file name)."""
+    if dataset is None:
+        return COMPARISON_HTML
+    return COMPARISON_HTML_OF.format(re.sub(r"[^\w.-]+", "-", dataset).strip("-"))
 
 
 def robustness_png(dataset: str | None = None) -> str:

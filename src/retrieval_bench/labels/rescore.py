@@ -29,7 +29,7 @@ from retrieval_bench.config import DatasetConfig
 from retrieval_bench.data.hashes import CORPUS_FILES, hash_record, short
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io import atomic_write_json
-from retrieval_bench.job.runner import load_labelled, score_job
+from retrieval_bench.job.runner import load_configured, load_labelled, score_job
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import (
     JobFolderError,
@@ -100,7 +100,9 @@ def rescore_job(
             )
         # A path as the user typed it, from where they are (not from the project root).
         cfg.dataset.evalset = str(Path(evalset).resolve())
-    data, judgements, groups = load_labelled(cfg)
+    # Hashes first: a job whose corpus or queries changed is refused before its labels are
+    # judged (judging another dataset's labels would log every query it excludes).
+    data = load_configured(cfg)
     after = hash_record(data, cfg.dataset.format)
     for key, what in (("corpus", "its corpus"), ("queries", "the queries retrieval reads")):
         old, new = before[key]["hash"], after[key]["hash"]
@@ -110,6 +112,7 @@ def rescore_job(
                 f"{short(new)} now): its rankings are not what a job would retrieve now; "
                 "re-run it instead"
             )
+    data, judgements, groups = load_labelled(cfg, data)
     records = _records(job_dir, data.queries, [p.id for p in data.passages])
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
     metrics = score_job(cfg, data, judgements, groups, records, rule_set)

@@ -239,7 +239,8 @@ def _power_line(settings: Mapping[str, Any], ds: Mapping[str, Any]) -> str:
         f"{settings.get('power', 0.8):g} and alpha / m (m: tests in the family; the level one "
         f"test must reach alone; here {_alphas(ds)}), and the queries needed to detect a "
         "difference of "
-        f"{settings.get('target_delta', 0.05):g} (normal approximation of the sign-flip test, "
+        f"{settings.get('target_delta', 0.05):g} (the sign-flip test's power, through the t "
+        "statistic it orders by, "
         "from the sd of the per-query differences; for a cell, its largest over the tests "
         "against the best). `no variation`: the difference is the same on every query (no sd; "
         "identical systems when it is 0). `+/-/=`: "
@@ -266,6 +267,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
         lines += [
             f"# Comparison: {name} (stage `{ds['stage']}`)",
             "",
+            *([ds["separated"], ""] if ds.get("separated") else []),
             _settings_line(settings),
             "",
             LEGEND,
@@ -353,6 +355,7 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
             f"paired randomization test, {correction_name(settings)} over "
             f"{settings.get('family_scope', 'each cell')}, "
             f"alpha {settings['alpha']:g} ==",
+            *([ds["separated"]] if ds.get("separated") else []),
         ]
         for m in ds["metrics"]:
             out += [

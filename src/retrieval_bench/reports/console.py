@@ -4,7 +4,9 @@ of a sweep, one line (the sweep's comparison at the end holds the tables)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from retrieval_bench.config.schema import DOC, PASSAGE
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.reports.families import console_lines
 from retrieval_bench.reports.robustness import job_view, robustness_text
@@ -23,7 +25,7 @@ def job_summary(result: JobResult, k: int, job_dir: Path) -> str:
     table = "\n".join(per_type_table(stage, core_columns(k), text_table))
     router = result.metrics.get("router")
     return (
-        f"\n{result.dataset.name}: final stage (top {k}), macro means per query type\n"
+        f"\n{table_heading(result.dataset.name, result.metrics, k)}\n"
         f"{table}\n{exclusions_line(stage)}{_cache_text(result)}\n"
         + console_lines(result.metrics, k)
         + (router_summary(router, k) if router else "")
@@ -37,6 +39,24 @@ def _robustness_text(result: JobResult) -> str:
     if not robustness:
         return ""
     return "\n".join(robustness_text(job_view(robustness, "this job", {})))[1:] + "\n"
+
+
+def table_heading(dataset: str, metrics: dict[str, Any], k: int) -> str:
+    """What the terminal table shows: the stage (`final`, the cut to top_k, whatever stage
+    came after it), the unit scored (a passage, or with `scoring.unit=doc` a document) and the
+    means; a later stage such as `context` is named as scored in report.md, not here."""
+    unit = metrics.get("unit", PASSAGE)
+    scored = "documents (scoring.unit=doc)" if unit == DOC else "passages"
+    stages = list(metrics["stages"])
+    later = stages[stages.index("final") + 1 :]
+    heading = (
+        f"{dataset}: final stage (the cut to top {k}), {scored} scored, macro means per query "
+        "type"
+    )
+    if later:
+        heading += f"\n(later stage{'s' if len(later) > 1 else ''} {', '.join(later)}: "
+        heading += "scored in report.md and metrics.json)"
+    return heading
 
 
 def job_line(result: JobResult, k: int, job_dir: Path, label: str) -> str:

@@ -13,6 +13,11 @@ manifest's `arms.<name>`, with examples) and report.md's "Arm input" line say ho
   `empty_reason` `not_in_run` (scored 0, as trec_eval -c does), and
   `queries_without_known_ids` those whose every docid is unknown (`no_known_ids`).
 
+A run that gives the arm nothing to rank is refused (`NothingUsable`, exit 2, naming the arm
+and the file) rather than scored as zeros: one that holds no line, none of whose query ids is
+one of the evaluation set, or none of whose ids for those queries is a passage of the corpus
+(a run of another collection, or a `scoring.unit=doc` export of documents fed back as passages).
+
 Filters: the run is the other system's whole candidate list for the query, so applying a
 query's `allowed` mask to that list and then cutting to k is exact (it is the same as ranking
 the allowed passages only); what the run does not hold cannot be recovered by any filter.
@@ -21,8 +26,9 @@ the allowed passages only); what the run does not hold cannot be recovered by an
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,7 @@ import numpy as np
 
 from retrieval_bench.config.run_file import KEY, RunFileConfig, check_run_path
 from retrieval_bench.data.trec import read_run
+from retrieval_bench.errors import NothingUsable
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.plugins import with_overrides
 from retrieval_bench.protocols import BuildContext
@@ -66,7 +73,7 @@ class RunFileArmSpec:
     def build(self, name: str, ctx: BuildContext) -> RunFileArm:
         path, key = self._path(name, ctx)
         check_run_path(path, key)
-        return RunFileArm.read(resolve_path(path), ctx)
+        return RunFileArm.read(resolve_path(path), ctx, name)
 
 
 class RunFileArm:
@@ -85,10 +92,12 @@ class RunFileArm:
         self.counts = counts
 
     @classmethod
-    def read(cls, path: Path, ctx: BuildContext) -> RunFileArm:
-        """Read and check `path` against the corpus and the evaluation set of `ctx`."""
+    def read(cls, path: Path, ctx: BuildContext, name: str = "run_file") -> RunFileArm:
+        """Read and check `path` against the corpus and the evaluation set of `ctx`; a run
+        that gives the arm `name` nothing to rank is refused (`_check_usable`)."""
         duplicates: list[tuple[str, str, int]] = []
         run = read_run(path, duplicates)
+        _check_usable(name, path, run, ctx)
         positions = ctx.positions
         rankings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         unknown: list[str] = []
@@ -161,6 +170,38 @@ class RunFileArm:
 
     def info(self) -> dict[str, Any]:
         return self.counts
+
+
+def _check_usable(
+    name: str, path: Path, run: Mapping[str, Sequence[tuple[str, float]]], ctx: BuildContext
+) -> None:
+    """NothingUsable naming the arm and the file when the run holds no line, none of its
+    queries is one of the evaluation set, or none of its ids for those queries is a passage of
+    the corpus: every ranking would be empty and score 0, which is no measurement."""
+    where = f"arm {name!r}: run file {path}"
+    if not run:
+        raise NothingUsable(f"{where} holds no run line: the arm has nothing to rank")
+    asked = {q.query_id for q in ctx.queries}
+    ours = [qid for qid in run if qid in asked]
+    if not ours:
+        raise NothingUsable(
+            f"{where}: none of its {len(run)} query ids is a query of the evaluation set "
+            f"(run: {_examples(run)}; evaluation set: {_examples(sorted(asked))}): "
+            "a run of another evaluation set?"
+        )
+    if not any(doc in ctx.positions for qid in ours for doc, _ in run[qid]):
+        docs = {doc for qid in ours for doc, _ in run[qid]}
+        raise NothingUsable(
+            f"{where}: none of the {len(docs)} ids it gives the evaluation set's queries is a "
+            f"passage of the corpus (e.g. {_examples(sorted(docs))}): a run of another corpus, "
+            "or of documents (a scoring.unit=doc export) where the arm ranks passages?"
+        )
+
+
+def _examples(ids: Iterable[str], n: int = 3) -> str:
+    """The first `n` of `ids`, quoted, for a message."""
+    shown = list(itertools.islice(ids, n))
+    return ", ".join(repr(i) for i in shown)
 
 
 def _empty(k: int, reason: str) -> Ranked:

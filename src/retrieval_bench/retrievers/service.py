@@ -16,6 +16,10 @@ What the arm does with an answer:
   with its own access rules, and what it lets through is what leak@K measures. `allowed` is
   ignored on purpose.
 
+When no query gets a passage of the corpus because every id the service returned is unknown to
+it (another collection, another id field), or every query failed under `on_error=skip`, the job
+stops with `NothingUsable` (exit 2, naming the arm and the URL) instead of scoring zeros.
+
 A query that still fails after its retries (timeout, connection error, non-200 status,
 malformed JSON, a result without its id or score) fails the job with `ServiceError`, naming the
 query and the URL; with `service.on_error=skip` it gets an empty ranking with empty_reason
@@ -45,7 +49,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from retrieval_bench.config.service import ServiceConfig
-from retrieval_bench.errors import BenchError
+from retrieval_bench.errors import BenchError, NothingUsable
 from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
 from retrieval_bench.protocols import BuildContext
@@ -257,6 +261,7 @@ class ServiceArm:
         done = [answer for answer in answers if answer is not None]
         for query, answer in zip(queries, done, strict=True):
             self._count(query.query_id, answer)
+        self._check_usable(done)
         if self.failed_query_ids:
             log.warning(
                 "service %s: %d queries failed and were skipped (%s); their rankings are empty",
@@ -271,9 +276,31 @@ class ServiceArm:
                 self.cfg.url,
                 self.unknown_ids,
                 self.queries_with_unknown_ids,
-                ", ".join(e["id"] for e in self.unknown_id_examples[:3]),
+                ", ".join(e["id"] for e in self.unknown_id_examples[:3]),  # distinct
             )
         return [answer.ranked for answer in done]
+
+    def _check_usable(self, done: Sequence[_Answer]) -> None:
+        """NothingUsable when no query got a passage of the corpus because every id the
+        service returned is unknown to it, or every query failed (on_error=skip): each ranking
+        would be empty and score 0, which measures a mismatch, not the service."""
+        if not done or any(answer.ranked.returned for answer in done):
+            return
+        where = f"arm {self.name!r}: service {self.cfg.url}"
+        unknown = [pid for answer in done for pid in answer.unknown]
+        if unknown:
+            examples = ", ".join(repr(pid) for pid in list(dict.fromkeys(unknown))[:3])
+            raise NothingUsable(
+                f"{where} returned {len(unknown)} ids for {len(done)} queries, none of them a "
+                f"passage of the corpus (e.g. {examples}): does it search another collection, "
+                "or return another id field (service.id_field)?"
+            )
+        if all(answer.failure is not None for answer in done):
+            kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(self.failures.items()))
+            raise NothingUsable(
+                f"{where}: every one of its {len(done)} queries failed ({kinds}); nothing to "
+                "score"
+            )
 
     def _count(self, query_id: str, answer: _Answer) -> None:
         # Latest answer wins when a job asks the same query twice (a router's baselines).
@@ -287,8 +314,10 @@ class ServiceArm:
         if answer.unknown:
             self.unknown_ids += len(answer.unknown)
             self.queries_with_unknown_ids += 1
-            for pid in answer.unknown:
-                if len(self.unknown_id_examples) < UNKNOWN_ID_EXAMPLES:
+            shown = {example["id"] for example in self.unknown_id_examples}
+            for pid in answer.unknown:  # distinct ids, each with the first query that gave it
+                if len(self.unknown_id_examples) < UNKNOWN_ID_EXAMPLES and pid not in shown:
+                    shown.add(pid)
                     self.unknown_id_examples.append({"query_id": query_id, "id": pid})
         self.duplicate_ids += answer.duplicates
         self.reordered_queries += answer.reordered

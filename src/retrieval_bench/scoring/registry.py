@@ -263,12 +263,17 @@ def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
 
 def load_plugins(modules: Iterable[str], key: str) -> None:
     """Import each module named (`scoring.plugins`): importing one registers its measures.
-    ConfigError naming `key[i]` for a module that cannot be imported."""
+    ConfigError naming `key[i]`, the module and the exception's message for a module that
+    cannot be imported or raises while it is (the user's code, not a bug of this tool)."""
     for i, module in enumerate(modules):
         try:
             importlib.import_module(module)
         except ImportError as exc:
             raise ConfigError(f"{key}[{i}]", f"cannot import {module!r}: {exc}") from exc
+        except Exception as exc:
+            raise ConfigError(
+                f"{key}[{i}]", f"importing {module!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 # --- The built-in measures -------------------------------------------------------------------
