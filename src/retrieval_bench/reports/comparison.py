@@ -315,8 +315,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
                 ),
                 "",
             ]
-        ab = ds.get("ablation")
-        if ab:
+        for ab in ds.get("ablations") or []:
             base = ",".join(f"{k}={v}" for k, v in ab["baseline"].items())
             lines += [
                 f"## Ablation against {base}",
@@ -355,8 +354,7 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                 _heading(m),
                 text_table(["type", "n", *labels, "MDE / n", "best"], verdict_rows(ds, m["spec"])),
             ]
-        ab = ds.get("ablation")
-        if ab:
+        for ab in ds.get("ablations") or []:
             base = ",".join(f"{k}={v}" for k, v in ab["baseline"].items())
             out += [
                 "",
