@@ -27,6 +27,7 @@ from retrieval_bench.compare.baselines import resolve_baseline
 from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
+from retrieval_bench.compare.tiers import tier_record, tier_settings
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE, CompareConfig
 from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
@@ -162,6 +163,7 @@ def compare_dataset(
     )
     for (spec, t), cell in decided.items():
         cells.setdefault(spec, {})[t] = cell.to_json()
+    tiers = tier_record(table, cfg, sig)
 
     counts = _scored_counts(jobs, stage)
     for spec_cells in cells.values():
@@ -197,6 +199,7 @@ def compare_dataset(
         "skipped_metrics": skipped,
         "types": types,
         "cells": cells,
+        "tiers": tiers,
         "best": best,
         "coverage": label_coverage(jobs, stage),
         "ablations": [],
@@ -331,6 +334,7 @@ def settings_record(cfg: CompareConfig) -> dict[str, Any]:
             "over the family of " + FAMILY_SCOPE[cfg.family]
         ),
         "interval": INTERVALS[cfg.correction],
+        **tier_settings(cfg),
         "power": cfg.power,
         "target_delta": cfg.target_delta,
         "power_method": (

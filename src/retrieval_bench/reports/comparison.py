@@ -13,6 +13,7 @@ from typing import Any
 
 from retrieval_bench.reports.coverage import comparison_coverage_section
 from retrieval_bench.reports.tables import markdown_table, text_table
+from retrieval_bench.reports.tiers import tiers_section, tiers_terminal
 
 
 def _num(value: float | None) -> str:
@@ -288,6 +289,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
         ]
         for reason_metric, reason in ds["skipped_metrics"].items():
             lines += [f"Skipped {reason_metric}: {reason}", ""]
+        lines += tiers_section(ds, settings)
         for m in ds["metrics"]:
             lines += [
                 f"## {_heading(m)}",
@@ -354,6 +356,7 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                 _heading(m),
                 text_table(["type", "n", *labels, "MDE / n", "best"], verdict_rows(ds, m["spec"])),
             ]
+        out += tiers_terminal(ds)
         for ab in ds.get("ablations") or []:
             base = ",".join(f"{k}={v}" for k, v in ab["baseline"].items())
             out += [
