@@ -24,6 +24,8 @@ class JobResult:
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Per later stage (rerank, context): its settings and what it did (LaterStage.info()).
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What the quality cost, per arm and stage, and the machine (job.cost.job_cost).
+    cost: dict[str, Any] = field(default_factory=dict)
 
     def to_dataframe(self, system: str | None = None) -> Any:
         """The job's metrics as the long pandas table of results.csv (one row per system x

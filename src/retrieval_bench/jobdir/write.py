@@ -151,6 +151,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         # Each stage after fusion's settings and work (reranker model, context budget use).
         "stages": result.stages,
         "timings_s": result.timings,
+        # Latency per query, build time cold and cached, sizes, memory, the machine (job.cost).
+        "cost": result.cost,
         "packages": package_versions(),
         "git_revision": git_revision(),
     }
