@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.compare.baselines import resolve_baseline
+from retrieval_bench.compare.cost import cost_record
 from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
@@ -202,6 +203,7 @@ def compare_dataset(
         "tiers": tiers,
         "best": best,
         "coverage": label_coverage(jobs, stage),
+        "cost": cost_record(jobs, tiers),
         "ablations": [],
     }
     if len(jobs) > 1 and (baselines or any(k != "retriever" for k in keys)):

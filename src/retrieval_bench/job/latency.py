@@ -8,9 +8,10 @@ for each: every arm of the query's strategy (with the query's own filter mask, a
 `retriever.pool_size`), its combiner when it fuses several arms, then each later stage in
 order, fed the ranking the batch run recorded before it. Each call is timed with
 `time.perf_counter`; an arm that knows its parts (`time_query`: BM25 tokenising vs scoring,
-dense encoding, past the embedding cache, vs FAISS search) reports them split. The end-to-end
-latency of a query is the sum over its components, as a sequential pipeline serves it (arms
-run one after another; running them in parallel would lower it).
+dense encoding, past the embedding cache, vs FAISS search) reports them split. The first
+query runs once untimed first (a warm-up). The end-to-end latency of a query is the sum over
+its components, as a sequential pipeline serves it (arms run one after another; running them
+in parallel would lower it).
 
 Caveats, said in the manifest: the probe runs warm (models loaded, indexes built, caches hot)
 in the job's process; an arm that says `latency_probe = False` (a remote service, which a probe
@@ -34,7 +35,8 @@ from retrieval_bench.routing.rules import Strategy
 
 METHOD = (
     "queries spread evenly over the evaluation set, each sent alone through its strategy's "
-    "arms, combiner and later stages after the batch run (warm), timed with perf_counter; "
+    "arms, combiner and later stages after the batch run (warm, after one untimed query), "
+    "timed with perf_counter; "
     "end to end = the sum of its components; p50/p95: numpy percentiles (linear)"
 )
 
@@ -114,6 +116,44 @@ def _time_arm(arm: Arm, query: EvalQuery, k: int, mask: np.ndarray | None) -> di
     return {"search_ms": _ms_since(start)}
 
 
+def _probe_one(
+    pipeline: Pipeline,
+    record: QueryRecord,
+    strategy: Strategy,
+    infos: Mapping[str, Mapping[str, Any]],
+    samples: _Samples,
+    not_probed: dict[str, str],
+) -> float | None:
+    """One query through its arms, combiner and stages, each timed into `samples`; its end to
+    end milliseconds (None when an unprobed arm recorded no latency for it)."""
+    query, mask = record.query, record.filter.mask
+    total, complete = 0.0, True
+    for name in strategy.arms:
+        arm = pipeline.arms[name]
+        if getattr(arm, "latency_probe", True):
+            total += samples.add(name, "arm", _time_arm(arm, query, pipeline.pool_size, mask))
+            continue
+        recorded = (infos.get(name) or {}).get("latency_ms_by_query") or {}
+        not_probed[name] = "not called again: the batch run's own latency per query"
+        if query.query_id in recorded:
+            total += samples.add(name, "arm", {"search_ms": float(recorded[query.query_id])})
+        else:
+            complete = False
+    if len(strategy.arms) > 1:
+        pools = [ranked_of(record.stages[name]) for name in strategy.arms]
+        combiner = pipeline.combiners[strategy.combine]
+        start = time.perf_counter()
+        combiner.combine(pools, pipeline.tie_break)
+        total += samples.add(strategy.combine, "combiner", {"combine_ms": _ms_since(start)})
+    given = ranked_of(record.stages["fused" if len(strategy.arms) > 1 else strategy.arms[0]])
+    for name, stage in pipeline.stages:
+        start = time.perf_counter()
+        stage.apply([query], [given])
+        total += samples.add(name, "stage", {"apply_ms": _ms_since(start)})
+        given = ranked_of(record.stages[name])
+    return total if complete else None
+
+
 def probe_latency(
     pipeline: Pipeline,
     records: Sequence[QueryRecord],
@@ -123,40 +163,22 @@ def probe_latency(
 ) -> dict[str, Any]:
     """The probe of the module docstring over `count` of `records` (the batch run's, with
     their filter masks); `strategies` by name (the strategy each record names); `infos`: each
-    arm's `info()` taken after the batch run, for the latency an unprobed arm recorded."""
+    arm's `info()` taken after the batch run, for the latency an unprobed arm recorded. The
+    first probed query runs once untimed first: a model loaded lazily (an encoder whose
+    vectors all came from the cache) loads there, not inside a timed query."""
     samples = _Samples()
     end_to_end: list[float] = []
     not_probed: dict[str, str] = {}
     positions = probe_positions(len(records), count)
+    for i in positions[:1]:
+        record = records[i]
+        _probe_one(pipeline, record, strategies[record.strategy], infos, _Samples(), {})
     for i in positions:
         record = records[i]
-        query, mask = record.query, record.filter.mask
-        strategy = strategies[record.strategy]
-        total, complete = 0.0, True
-        for name in strategy.arms:
-            arm = pipeline.arms[name]
-            if getattr(arm, "latency_probe", True):
-                total += samples.add(name, "arm", _time_arm(arm, query, pipeline.pool_size, mask))
-                continue
-            recorded = (infos.get(name) or {}).get("latency_ms_by_query") or {}
-            not_probed[name] = "not called again: the batch run's own latency per query"
-            if query.query_id in recorded:
-                total += samples.add(name, "arm", {"search_ms": float(recorded[query.query_id])})
-            else:
-                complete = False
-        if len(strategy.arms) > 1:
-            pools = [ranked_of(record.stages[name]) for name in strategy.arms]
-            combiner = pipeline.combiners[strategy.combine]
-            start = time.perf_counter()
-            combiner.combine(pools, pipeline.tie_break)
-            total += samples.add(strategy.combine, "combiner", {"combine_ms": _ms_since(start)})
-        given = ranked_of(record.stages["fused" if len(strategy.arms) > 1 else strategy.arms[0]])
-        for name, stage in pipeline.stages:
-            start = time.perf_counter()
-            stage.apply([query], [given])
-            total += samples.add(name, "stage", {"apply_ms": _ms_since(start)})
-            given = ranked_of(record.stages[name])
-        if complete:
+        total = _probe_one(
+            pipeline, record, strategies[record.strategy], infos, samples, not_probed
+        )
+        if total is not None:
             end_to_end.append(total)
     return {
         "queries": len(positions),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.reports.coverage import comparison_coverage_section
+from retrieval_bench.reports.pareto import pareto_section
 from retrieval_bench.reports.tables import markdown_table, text_table
 from retrieval_bench.reports.tiers import tiers_section, tiers_terminal
 
@@ -290,6 +291,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
         for reason_metric, reason in ds["skipped_metrics"].items():
             lines += [f"Skipped {reason_metric}: {reason}", ""]
         lines += tiers_section(ds, settings)
+        lines += pareto_section(ds)
         for m in ds["metrics"]:
             lines += [
                 f"## {_heading(m)}",
