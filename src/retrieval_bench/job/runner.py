@@ -25,6 +25,7 @@ from retrieval_bench.job.build import (
     run_checks,
     stage_specs,
 )
+from retrieval_bench.job.contract import applies_own_acl
 from retrieval_bench.job.cost import job_cost
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.latency import probe_latency
@@ -175,6 +176,7 @@ def run_job(
         ctx.stats.get("tokenizer", {}),
         indexes=indexes,
         stages=stage_infos,
+        own_acl_arms=[name for name, arm in built.items() if applies_own_acl(arm)],
         cost=cost,
     )
 
