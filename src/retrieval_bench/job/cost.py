@@ -16,7 +16,8 @@ Per component (each arm, the combiner, each later stage):
 
 `total`: the end-to-end latency, the arms' index bytes and disk bytes summed, their cold build
 time summed (prepare cold + index: what building the job from nothing costs), and the job's
-peak resident memory. `machine`: CPU model, cores, memory, GPUs. Unknown is null, never 0.
+peak resident memory; a sum with an unknown part (an arm that does not measure it) is null.
+`machine`: CPU model, cores, memory, GPUs. Unknown is null, never 0.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ PROBE_OFF = "cost.latency_queries=0: no per-query latency probe"
 
 
 def _sum(values: list[Any]) -> float | None:
-    """The sum of the known values; None when none is known."""
-    known = [float(v) for v in values if isinstance(v, (int, float))]
-    return sum(known) if known else None
+    """The sum, or None when any value is unknown (an arm that does not measure it, a cache
+    entry written before cold times were recorded): a total never hides a part."""
+    if not values or not all(isinstance(v, (int, float)) for v in values):
+        return None
+    return float(sum(values))
 
 
 def arm_build(info: Mapping[str, Any], memory: Mapping[str, Any] | None) -> dict[str, Any]:

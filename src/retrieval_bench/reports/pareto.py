@@ -10,9 +10,10 @@ from retrieval_bench.reports.cost import megabytes, seconds
 from retrieval_bench.reports.tables import markdown_table
 
 LEGEND = (
-    "A configuration is dominated by another that is cheaper and not significantly worse "
-    "(the tiers' pairwise tests, corrected as they are), or as cheap and significantly "
-    "better; the front is every configuration no other dominates, cheapest first (`→`); "
+    "A configuration is dominated by a front configuration that is cheaper and not "
+    "significantly worse (the tiers' pairwise tests, corrected as they are), or as cheap and "
+    "significantly better; taken cheapest first, what is not dominated joins the front, so "
+    "each front configuration is significantly better than every cheaper one (`→`); "
     "the others are dominated (by whom: `cost.pareto` in comparison.json, and "
     "comparison.html's plot). Costs as measured once, on the machine named; a configuration "
     "without costs (a job recorded before them) is left out."

@@ -81,7 +81,7 @@
     machines
     + `<table id="cost-table"><tr><th class="l">configuration</th><th>p50 ms</th><th>p95 ms</th><th>index MB</th><th>disk MB</th><th>cold build s</th><th>peak RSS MB</th><th class="l">machine</th></tr>${rows}</table>`
     + `<div class="controls"><label>metric<select id="pareto-metric">${metricOpts}</select></label><label>type<select id="pareto-type">${typeOpts}</select></label><label>cost<select id="pareto-axis">${axisOpts}</select></label></div>`
-    + '<p class="note">Dominated: another configuration is cheaper and not significantly worse (the tiers\' tests), or as cheap and significantly better. Filled points: the front, joined cheapest first; hollow: dominated.</p>'
+    + '<p class="note">Taken cheapest first, a configuration is dominated by a front configuration that is cheaper and not significantly worse (the tiers\' tests), or as cheap and significantly better; otherwise it joins the front. Filled points: the front, joined cheapest first; hollow: dominated.</p>'
     + '<div id="pareto-plot"></div><p id="pareto-front" class="note"></p>');
   document.getElementById("pareto-type").value = "all";
 
