@@ -185,3 +185,21 @@ def test_only_front_members_dominate() -> None:
     front = pareto_front({"flat": 1.0, "dense": 2.0, "hybrid": 3.0}, {("hybrid", "flat")})
     assert front["front"] == ["flat", "hybrid"]
     assert front["dominated_by"] == {"dense": ["flat"]}
+
+
+def test_gpus_are_read_from_the_nvidia_drivers_proc_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver's /proc/driver/nvidia/gpus/<bus id>/information files, as it writes them."""
+    from retrieval_bench.job import machine as machine_module
+
+    for bus, model in (("0000:17:00.0", "NVIDIA H200"), ("0000:65:00.0", "NVIDIA H200")):
+        (tmp_path / bus).mkdir()
+        (tmp_path / bus / "information").write_text(
+            f"Model: \t\t {model}\nIRQ:   \t\t 160\nGPU UUID: \t GPU-0\n", encoding="utf-8"
+        )
+    monkeypatch.setattr(machine_module, "_NVIDIA_PROC", tmp_path)
+    assert machine_module.gpus() == ["NVIDIA H200", "NVIDIA H200"]
+    monkeypatch.setattr(machine_module, "_NVIDIA_PROC", tmp_path / "absent")
+    monkeypatch.setattr(machine_module.shutil, "which", lambda name: None)
+    assert machine_module.gpus() == []
