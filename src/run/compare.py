@@ -57,6 +57,12 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--resamples", type=int, default=defaults.n_resamples)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument(
+        "--rank-resamples",
+        type=int,
+        default=defaults.rank_resamples,
+        help="bootstrap resamples of each configuration's rank in the tiers",
+    )
+    parser.add_argument(
         "--correction",
         choices=["holm", "bh"],
         default=defaults.correction,
@@ -77,6 +83,7 @@ def _main(argv: Sequence[str] | None) -> int:
         min_queries=args.min_queries,
         n_resamples=args.resamples,
         seed=args.seed,
+        rank_resamples=args.rank_resamples,
         baselines=list(args.baselines),
         correction=args.correction,
         power=args.power,
