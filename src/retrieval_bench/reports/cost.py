@@ -9,11 +9,11 @@ from typing import Any
 
 from retrieval_bench.reports.tables import markdown_table
 
-MB = 1024 * 1024
+MIB = 1024 * 1024
 
 
-def megabytes(value: Any) -> str:
-    return "—" if not isinstance(value, (int, float)) else f"{value / MB:.2f}"
+def mebibytes(value: Any) -> str:
+    return "—" if not isinstance(value, (int, float)) else f"{value / MIB:.2f}"
 
 
 def seconds(value: Any) -> str:
@@ -86,10 +86,10 @@ def build_rows(cost: Mapping[str, Any]) -> list[list[Any]]:
                 seconds(b.get("prepare_cold_s")),
                 "—" if rate is None else f"{rate:.1f}",
                 seconds(b.get("index_s")) + (" (reused)" if b.get("index_reused") else ""),
-                megabytes(b.get("index_bytes")),
-                megabytes(b.get("disk_bytes")),
+                mebibytes(b.get("index_bytes")),
+                mebibytes(b.get("disk_bytes")),
                 seconds(b.get("build_s")),
-                megabytes(b.get("peak_rss_bytes")),
+                mebibytes(b.get("peak_rss_bytes")),
             ]
         )
     return rows
@@ -133,7 +133,7 @@ def cost_section(cost: Mapping[str, Any] | None) -> list[str]:
         "",
         "Build and size per arm: `prepare` is what the arm does to the corpus (this run: from "
         "the cache or computed; cold: how long computing it took, now or when the cache entry "
-        "was written), `index` its index build; index MB in memory, disk MB of its cache "
+        "was written), `index` its index build; index MiB in memory, disk MiB of its cache "
         "entry; build s and peak RSS over the arm's whole build (the process's, everything "
         "loaded before included).",
         "",
@@ -145,18 +145,18 @@ def cost_section(cost: Mapping[str, Any] | None) -> list[str]:
                 "cold s",
                 "passages/s (cold)",
                 "index s",
-                "index MB",
-                "disk MB",
+                "index MiB",
+                "disk MiB",
                 "build s",
-                "peak RSS MB",
+                "peak RSS MiB",
             ],
             build_rows(cost),
         ),
         "",
-        f"Totals: index {megabytes(total.get('index_bytes'))} MB in memory, "
-        f"{megabytes(total.get('disk_bytes'))} MB on disk; cold build "
+        f"Totals: index {mebibytes(total.get('index_bytes'))} MiB in memory, "
+        f"{mebibytes(total.get('disk_bytes'))} MiB on disk; cold build "
         f"{seconds(total.get('build_cold_s'))} s; peak RSS "
-        f"{megabytes(total.get('peak_rss_bytes'))} MB (since {total.get('since', '?')}).",
+        f"{mebibytes(total.get('peak_rss_bytes'))} MiB (since {total.get('since', '?')}).",
         "",
     ]
     return lines

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from retrieval_bench.reports.cost import megabytes, seconds
+from retrieval_bench.reports.cost import mebibytes, seconds
 from retrieval_bench.reports.tables import markdown_table
 
 LEGEND = (
@@ -35,10 +35,10 @@ def cost_rows(systems: Mapping[str, Mapping[str, Any] | None]) -> list[list[Any]
                 label,
                 _ms(c.get("p50_ms")),
                 _ms(c.get("p95_ms")),
-                megabytes(c.get("index_bytes")),
-                megabytes(c.get("disk_bytes")),
+                mebibytes(c.get("index_bytes")),
+                mebibytes(c.get("disk_bytes")),
                 seconds(c.get("build_cold_s")),
-                megabytes(c.get("peak_rss_bytes")),
+                mebibytes(c.get("peak_rss_bytes")),
                 c.get("machine", ""),
             ]
         )
@@ -67,10 +67,10 @@ def pareto_section(ds: Mapping[str, Any]) -> list[str]:
                 "configuration",
                 "p50 ms",
                 "p95 ms",
-                "index MB",
-                "disk MB",
+                "index MiB",
+                "disk MiB",
                 "cold build s",
-                "peak RSS MB",
+                "peak RSS MiB",
                 "machine",
             ],
             cost_rows(cost["systems"]),

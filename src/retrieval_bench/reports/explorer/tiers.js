@@ -79,7 +79,7 @@
     ? `<div class="warn">The jobs ran on different machines (${esc(cost.machines.join("; "))}): their costs do not compare.</div>` : "";
   section("sec-cost", "Cost beside quality",
     machines
-    + `<table id="cost-table"><tr><th class="l">configuration</th><th>p50 ms</th><th>p95 ms</th><th>index MB</th><th>disk MB</th><th>cold build s</th><th>peak RSS MB</th><th class="l">machine</th></tr>${rows}</table>`
+    + `<table id="cost-table"><tr><th class="l">configuration</th><th>p50 ms</th><th>p95 ms</th><th>index MiB</th><th>disk MiB</th><th>cold build s</th><th>peak RSS MiB</th><th class="l">machine</th></tr>${rows}</table>`
     + `<div class="controls"><label>metric<select id="pareto-metric">${metricOpts}</select></label><label>type<select id="pareto-type">${typeOpts}</select></label><label>cost<select id="pareto-axis">${axisOpts}</select></label></div>`
     + '<p class="note">Taken cheapest first, a configuration is dominated by a front configuration that is cheaper and not significantly worse (the tiers\' tests), or as cheap and significantly better; otherwise it joins the front. Filled points: the front, joined cheapest first; hollow: dominated.</p>'
     + '<div id="pareto-plot"></div><p id="pareto-front" class="note"></p>');
@@ -112,7 +112,7 @@
       svg += `<text x="${sx(xv)}" y="${H - B + 16}" font-size="11" text-anchor="middle">${esc(xv.toPrecision(3))}</text>`;
       svg += `<text x="${L - 6}" y="${sy(yv) + 4}" font-size="11" text-anchor="end">${esc(yv.toFixed(3))}</text>`;
     }
-    const unit = axis === "index_bytes" ? "index size (MB)" : "p95 latency (ms)";
+    const unit = axis === "index_bytes" ? "index size (MiB)" : "p95 latency (ms)";
     svg += `<text x="${(L + W - R) / 2}" y="${H - 8}" font-size="12" text-anchor="middle">${esc(unit)}${logX ? " (log scale)" : ""}</text>`;
     svg += `<text x="14" y="${(T + H - B) / 2}" font-size="12" text-anchor="middle" transform="rotate(-90 14 ${(T + H - B) / 2})">${esc(spec)} (${esc(t)})</text>`;
     const line = pts.filter((p) => p.on).sort((a, b) => a.x - b.x);
