@@ -13,7 +13,7 @@ from retrieval_bench.benchmark.gate import run_gate
 from retrieval_bench.benchmark.history import JobKey
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.config.benchmark import GateConfig
-from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.config.compare import ANY_KEY, CompareConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.jobdir.read import FinishedJob, canonical, parse_overrides
 from retrieval_bench.scoring.comparison import (
@@ -163,14 +163,22 @@ def test_override_parsing_and_canonical_values() -> None:
 
 
 def test_compare_config_baseline_spellings() -> None:
-    assert CompareConfig(baseline={"top_k": 6}).baseline_setting() == {"top_k": 6}
-    assert CompareConfig(baseline="top_k=6,retriever=bm25").baseline_setting() == {
-        "top_k": "6",
-        "retriever": "bm25",
-    }
-    assert CompareConfig().baseline_setting() == {}
-    with pytest.raises(ConfigError, match=r"compare\.baseline"):
-        CompareConfig(baseline="top_k").validate()
+    assert CompareConfig(baseline={"top_k": 6}).baseline_settings() == [{"top_k": 6}]
+    assert CompareConfig(baseline="top_k=6,retriever=bm25").baseline_settings() == [
+        {"top_k": "6", "retriever": "bm25"}
+    ]
+    assert CompareConfig().baseline_settings() == []
+    # `baseline` is the one-element case of `baselines`; a bare value names a varying key's.
+    assert CompareConfig(baselines=["bm25", {"top_k": 6}]).baseline_settings() == [
+        {ANY_KEY: "bm25"},
+        {"top_k": 6},
+    ]
+    with pytest.raises(ConfigError, match=r"compare\.baseline'"):
+        CompareConfig(baseline="=6").validate()
+    with pytest.raises(ConfigError, match=r"compare\.baselines\[1\]"):
+        CompareConfig(baselines=["bm25", "top_k=6,=8"]).validate()
+    with pytest.raises(ConfigError, match="not both"):
+        CompareConfig(baseline="top_k=6", baselines=["bm25"]).validate()
     with pytest.raises(ConfigError, match=r"compare\.metrics"):
         canonical_compare_metrics(CompareConfig(metrics=["recall"]))
 

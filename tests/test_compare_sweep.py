@@ -110,7 +110,7 @@ def test_ablation_with_significance_and_bad_cases(synth: list[str], tmp_path: Pa
     deep = ds["cells"]["recall@K"]["deep"]
     assert deep["verdicts"] == {"top_k=3": "win", "top_k=1": "lose"}  # two: no "second"
     assert ds["best"]["deep"]["recall@K"]["best"] == "top_k=3"
-    group = ds["ablation"]["groups"][0]
+    group = ds["ablations"][0]["groups"][0]
     assert group["baseline"]["setting"] == "top_k=1"
     delta = group["deltas"]["recall@K"]["deep"][0]
     assert delta["setting"] == "top_k=3" and delta["diff"] == 1.0 and delta["significant"]
@@ -136,8 +136,8 @@ def test_topk_ablation_is_one_command(synth: list[str], tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     ds = json.loads((sweep / "comparison.json").read_text())["datasets"]["synth"]
     assert [c["top_k"] for c in ds["configurations"]] == [6, 8]
-    assert ds["ablation"]["baseline"] == {"top_k": "6"}
-    group = ds["ablation"]["groups"][0]
+    assert ds["ablations"][0]["baseline"] == {"top_k": "6"}
+    group = ds["ablations"][0]["groups"][0]
     assert [s["setting"] for s in group["settings"]] == ["top_k=8"]
     assert set(group["deltas"]["recall@K"]) == {"deep", "pair", "all"}
     assert "recall@K (K = each job's top_k: 6, 8)" in proc.stdout

@@ -323,6 +323,7 @@ def test_empty_rankings_name_their_reason_in_rankings_and_report(empty_query_job
 def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
     from retrieval_bench.fusion import ReciprocalRankFusion
     from retrieval_bench.job.pipeline import Pipeline
+    from retrieval_bench.job.timing import PluginTiming
     from retrieval_bench.routing.rules import Strategy
 
     empty = Ranked(np.empty(0, np.int64), np.empty(0), 10, "no_query_terms")
@@ -332,6 +333,7 @@ def test_a_fused_stage_is_empty_only_when_every_arm_is() -> None:
     pipeline.tie_break = shared_tie_break(["a", "b"])
     hybrid = Strategy("hybrid", ("bm25", "dense"))
     pipeline.contract = StageContract(["a", "b"], pipeline.tie_break)
+    pipeline.timing = PluginTiming()
     query = EvalQuery("q", "query", "t", "reviewed")
     assert pipeline._combine(query, hybrid, [empty, other], None).indices.tolist() == [1]
     both = pipeline._combine(

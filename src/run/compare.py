@@ -36,7 +36,12 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--out", type=Path, help="where to write comparison.md/.json")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
-        "--baseline", default="", help="ablation baseline, e.g. top_k=6 (KEY=VALUE[,KEY=VALUE])"
+        "--baseline",
+        dest="baselines",
+        action="append",
+        default=[],
+        help="ablation baseline, e.g. top_k=6 (KEY=VALUE[,KEY=VALUE], or a bare value of a "
+        "varying key: bm25); repeatable, one ablation per baseline",
     )
     parser.add_argument(
         "--metric",
@@ -52,6 +57,12 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--min-queries", type=int, default=defaults.min_queries)
     parser.add_argument("--resamples", type=int, default=defaults.n_resamples)
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument(
+        "--rank-resamples",
+        type=int,
+        default=defaults.rank_resamples,
+        help="bootstrap resamples of each configuration's rank in the tiers",
+    )
     parser.add_argument(
         "--correction",
         choices=["holm", "bh"],
@@ -73,7 +84,8 @@ def _main(argv: Sequence[str] | None) -> int:
         min_queries=args.min_queries,
         n_resamples=args.resamples,
         seed=args.seed,
-        baseline=args.baseline or None,
+        rank_resamples=args.rank_resamples,
+        baselines=list(args.baselines),
         correction=args.correction,
         power=args.power,
         target_delta=args.target_delta,
@@ -86,7 +98,9 @@ def _main(argv: Sequence[str] | None) -> int:
     load_plugins(args.plugins, "--plugin")
     cfg.validate()
     canonical_compare_metrics(cfg)
-    result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
+    result = compare_dirs(
+        args.dirs, cfg, out_dir=None if args.no_write else out, baseline_key="--baseline"
+    )
     print(result.text)
     if out is None and not args.no_write:
         print("(pass --out DIR to write comparison.md and comparison.json)")

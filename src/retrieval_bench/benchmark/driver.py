@@ -355,7 +355,7 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
             raise BenchmarkError(f"{month_dir}: jobs did not finish: {', '.join(absent)}")
         current = _planned_jobs(finished, plan)
         for folder in sorted({job.path.parent for job in current.values()}):
-            result = compare_dirs([folder], cfg.compare, out_dir=folder, baseline={})
+            result = compare_dirs([folder], cfg.compare, out_dir=folder, baselines=[])
             print(result.text, flush=True)
         state["status"] = FINISHED
         state["runs"][-1]["finished"] = _now()

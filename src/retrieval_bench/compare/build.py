@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_bench.compare.baselines import resolve_baseline
+from retrieval_bench.compare.cost import cost_record
 from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
@@ -32,13 +34,14 @@ from retrieval_bench.compare.robustness import (
     robustness_record,
     write_robustness_heatmap,
 )
+from retrieval_bench.compare.tiers import tier_record, tier_settings
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE, CompareConfig
 from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import JobFolderError
 from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset, varying_keys
-from retrieval_bench.jobdir.read import FinishedJob, Snapshot, canonical, scan_jobs
+from retrieval_bench.jobdir.read import FinishedJob, Snapshot, scan_jobs
 from retrieval_bench.scoring.comparison import (
     ALL,
     delta_families,
@@ -109,9 +112,13 @@ def _scored_counts(jobs: Sequence[FinishedJob], stage: str) -> dict[str, dict[st
 
 
 def compare_dataset(
-    jobs: list[FinishedJob], cfg: CompareConfig, baseline: Mapping[str, Any] | None = None
+    jobs: list[FinishedJob],
+    cfg: CompareConfig,
+    baselines: Sequence[Mapping[str, Any]] = (),
+    baseline_key: str = "compare.baselines",
 ) -> dict[str, Any]:
-    """The comparison record of one dataset's jobs (labels are assigned here)."""
+    """The comparison record of one dataset's jobs (labels are assigned here); one ablation per
+    baseline (`baseline_key`: where they were given, for a refusal naming it)."""
     keys = assign_labels(jobs)
     stage = cfg.stage
     sig = significance_settings(cfg)
@@ -151,6 +158,7 @@ def compare_dataset(
     )
     for (spec, t), cell in decided.items():
         cells.setdefault(spec, {})[t] = cell.to_json()
+    tiers = tier_record(table, cfg, sig)
 
     counts = _scored_counts(jobs, stage)
     for spec_cells in cells.values():
@@ -186,16 +194,19 @@ def compare_dataset(
         "skipped_metrics": skipped,
         "types": types,
         "cells": cells,
+        "tiers": tiers,
         "best": best,
         "coverage": label_coverage(jobs, stage),
-        "ablation": None,
+        "cost": cost_record(jobs, tiers),
+        "ablations": [],
         # Perturbed variants against their originals, every job an arm (compare.robustness).
         "robustness": robustness_record(jobs, cfg),
     }
-    if len(jobs) > 1 and (baseline or any(k != "retriever" for k in keys)):
-        record["ablation"] = build_ablation(
-            jobs, keys, baseline or {}, metrics, per_type_values, types, cfg
-        )
+    if len(jobs) > 1 and (baselines or any(k != "retriever" for k in keys)):
+        record["ablations"] = [
+            build_ablation(jobs, keys, baseline, metrics, per_type_values, types, cfg, baseline_key)
+            for baseline in (baselines or [{}])
+        ]
     return record
 
 
@@ -249,20 +260,18 @@ def build_ablation(
     per_type_values: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
     types: Sequence[str],
     cfg: CompareConfig,
+    baseline_key: str = "compare.baselines",
 ) -> dict[str, Any]:
     """Each setting minus the baseline setting, per type and metric.
 
     The baseline names some of the varying keys (e.g. `top_k=6`); jobs are grouped by the keys
     it does not name (e.g. per retriever), and in each group every job is compared with the
     group's job that matches the baseline. Without a baseline, the first job's setting is it.
+    A baseline the jobs cannot hold is refused naming `baseline_key` (`compare.baselines`).
+    Every delta says `against` which job it was taken.
     """
-    spec = {str(k): canonical(v) for k, v in baseline.items()} or dict(jobs[0].setting)
-    unknown = [k for k in spec if k not in keys]
-    if unknown:
-        raise BenchError(
-            f"ablation baseline key(s) {unknown} do not vary between these jobs "
-            f"(varying: {', '.join(keys) or 'nothing'})"
-        )
+    spec = resolve_baseline(baseline, jobs, keys, baseline_key) or dict(jobs[0].setting)
+    named = ",".join(f"{k}={v}" for k, v in spec.items())
     rest = [k for k in keys if k not in spec]
     groups: dict[tuple[str, ...], list[FinishedJob]] = {}
     for job in jobs:
@@ -298,9 +307,11 @@ def build_ablation(
         family = family_key(cfg.family)
         deltas = delta_families(group_cells, sig, cfg.min_queries, family, cfg.family)
         for (metric_spec, t), cell_deltas in deltas.items():
-            entry["deltas"].setdefault(metric_spec, {})[t] = [d.to_json() for d in cell_deltas]
+            entry["deltas"].setdefault(metric_spec, {})[t] = [
+                {**d.to_json(), "against": b.label} for d in cell_deltas
+            ]
         out_groups.append(entry)
-    return {"baseline": spec, "keys": list(spec), "groups": out_groups}
+    return {"baseline": spec, "against": named, "keys": list(spec), "groups": out_groups}
 
 
 def settings_record(cfg: CompareConfig) -> dict[str, Any]:
@@ -322,6 +333,7 @@ def settings_record(cfg: CompareConfig) -> dict[str, Any]:
             "over the family of " + FAMILY_SCOPE[cfg.family]
         ),
         "interval": INTERVALS[cfg.correction],
+        **tier_settings(cfg),
         "power": cfg.power,
         "target_delta": cfg.target_delta,
         "power_method": (
@@ -412,23 +424,27 @@ def compare_dirs(
     paths: Sequence[str | Path],
     cfg: CompareConfig,
     out_dir: str | Path | None = None,
-    baseline: Mapping[str, Any] | None = None,
+    baselines: Sequence[Mapping[str, Any]] | None = None,
     unchanged: Snapshot | None = None,
+    baseline_key: str | None = None,
 ) -> ComparisonOutput:
     """Load the job folders under `paths`, compare them per dataset, write the files to
-    `out_dir` (if given), and return the record and the terminal text."""
+    `out_dir` (if given), and return the record and the terminal text. `baselines`: the
+    ablation baselines (default `cfg.baseline_settings()`; `[]`: none named), `baseline_key`
+    where they were given (default `cfg.baseline_key()`), named when one is refused."""
     from retrieval_bench.reports.comparison import comparison_markdown, comparison_text
 
     scan = scan_jobs(paths, unchanged=unchanged)
     jobs = scan.jobs
     if not jobs:
         raise JobFolderError("no finished job to compare; " + "; ".join(scan.skipped_lines()))
-    baseline = dict(baseline if baseline is not None else cfg.baseline_setting())
+    named = list(baselines if baselines is not None else cfg.baseline_settings())
+    key = baseline_key or cfg.baseline_key()
     datasets: dict[str, Any] = {}
     badcases: dict[str, Any] = {}
     groups = comparable_groups(jobs)
     for name, (group, note) in groups.items():
-        datasets[name] = compare_dataset(group, cfg, baseline)
+        datasets[name] = compare_dataset(group, cfg, named, key)
         if note:
             datasets[name]["separated"] = note
         specs = [m["spec"] for m in datasets[name]["metrics"]]

@@ -40,7 +40,15 @@ class CompareConfig:
     min_queries: int = 5
     # Ablation baseline: {top_k: 6} (YAML / `compare.baseline={top_k:6}`) or "top_k=6"
     # (`'compare.baseline="top_k=6,retriever=bm25"'`); unset: the first job of the sweep.
+    # The one-baseline spelling of `baselines` (`baseline_settings`): give one or the other.
     baseline: Any = None
+    # Several ablation baselines, each spelt as `baseline` is, or as a bare value of a varying
+    # key: `compare.baselines=[bm25,dense]` (= `["retriever=bm25","retriever=dense"]` when
+    # the sweep varies `retriever`); every delta of the ablation says against which it was taken.
+    baselines: list[Any] = field(default_factory=list)
+    # The bootstrap interval of each configuration's rank in a tier table (`scoring.tiers`):
+    # this many resamples of the queries, seeded by `seed`, at `confidence`.
+    rank_resamples: int = 1000
     # The best configuration of a type is flagged "all weak" when its value is below this
     # fraction of the metric's ideal bound there (recall_bound@K for recall, 1 for hit/mrr/ndcg).
     weak_below: float = 0.5
@@ -55,24 +63,35 @@ class CompareConfig:
     power: float = 0.8
     target_delta: float = 0.05
 
-    def baseline_setting(self) -> dict[str, Any]:
-        """The baseline as KEY -> VALUE, whichever spelling the config used."""
-        if self.baseline is None or self.baseline == "":
-            return {}
-        if isinstance(self.baseline, Mapping):
-            return {str(k): v for k, v in self.baseline.items()}
-        out: dict[str, Any] = {}
-        for part in filter(None, (p.strip() for p in str(self.baseline).split(","))):
-            key, sep, value = part.partition("=")
-            if not sep or not key.strip():
-                raise ConfigError(
-                    "compare.baseline", f"{self.baseline!r}: expected KEY=VALUE[,KEY=VALUE]"
-                )
-            out[key.strip()] = value.strip()
+    def baseline_key(self) -> str:
+        """The key the baselines were given under, for messages about them."""
+        return "compare.baselines" if self.baselines else "compare.baseline"
+
+    def baseline_settings(self) -> list[dict[str, Any]]:
+        """Every baseline as KEY -> VALUE, whichever spelling the config used: `baseline` is
+        the one-element case of `baselines`; naming both is refused."""
+        given = not _unset(self.baseline)
+        if given and self.baselines:
+            raise ConfigError(
+                "compare.baseline",
+                "give compare.baseline or compare.baselines, not both "
+                "(compare.baseline=X is compare.baselines=[X])",
+            )
+        if given:
+            return [parse_setting(self.baseline, "compare.baseline")]
+        out = []
+        for i, item in enumerate(self.baselines):
+            if _unset(item):
+                raise ConfigError(f"compare.baselines[{i}]", "is empty; expected KEY=VALUE")
+            out.append(parse_setting(item, f"compare.baselines[{i}]"))
         return out
 
     def validate(self) -> None:
-        self.baseline_setting()
+        self.baseline_settings()
+        if self.rank_resamples < 100:
+            raise ConfigError(
+                "compare.rank_resamples", f"must be >= 100, got {self.rank_resamples}"
+            )
         if not self.metrics:
             raise ConfigError("compare.metrics", "needs at least one metric, e.g. recall@K")
         # The names themselves are checked against the metric registry (plug-ins add measures)
@@ -106,3 +125,31 @@ class CompareConfig:
             )
         if self.min_queries < 1:
             raise ConfigError("compare.min_queries", f"must be >= 1, got {self.min_queries}")
+
+
+def _unset(value: Any) -> bool:
+    """No baseline: unset, an empty string or an empty mapping."""
+    return value is None or value == "" or (isinstance(value, Mapping) and not value)
+
+
+# The key of a baseline given as a bare value (`compare.baselines=[bm25,dense]`): the
+# comparison resolves it to the one varying key that takes that value.
+ANY_KEY = ""
+
+
+def parse_setting(value: Any, key: str) -> dict[str, Any]:
+    """One baseline as KEY -> VALUE: a mapping ({top_k: 6}), "KEY=VALUE[,KEY=VALUE]", or a
+    bare value (`bm25`: {ANY_KEY: "bm25"}); a malformed one is refused naming `key`."""
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if "=" not in str(value) and "," not in str(value):
+        return {ANY_KEY: str(value).strip()}
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in str(value).split(","))):
+        name, sep, setting = part.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(key, f"{value!r}: expected KEY=VALUE[,KEY=VALUE]")
+        out[name.strip()] = setting.strip()
+    if not out:
+        raise ConfigError(key, f"{value!r}: expected KEY=VALUE[,KEY=VALUE]")
+    return out

@@ -11,6 +11,7 @@ from hydra.core.config_store import ConfigStore
 from retrieval_bench.config.benchmark import BenchmarkConfig
 from retrieval_bench.config.bm25 import BM25Config
 from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.config.cost import CostConfig
 from retrieval_bench.config.dense import DenseIndexConfig
 from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.config.filters import FilterConfig
@@ -161,6 +162,8 @@ class RunConfig:
     arms: dict[str, Any] = field(
         default_factory=lambda: {name: dict(node) for name, node in BUILTIN_ARMS.items()}
     )
+    # What the job's quality costs: per-query latency probe (retrieval_bench.job.cost).
+    cost: CostConfig = field(default_factory=CostConfig)
     # How a multirun's jobs are compared when it ends (retrieval_bench.compare).
     compare: CompareConfig = field(default_factory=CompareConfig)
     # The monthly benchmark job (python -m run experiment=monthly).

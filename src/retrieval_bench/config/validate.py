@@ -181,6 +181,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.m3.validate()
     cfg.service.validate()
     cfg.compare.validate()
+    cfg.cost.validate()
     cfg.benchmark.validate()
     check_plugin_nodes(cfg)
     check_pipeline(cfg)

@@ -23,7 +23,8 @@ import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -51,14 +52,30 @@ _HASH_CHUNK = 1 << 22
 
 @dataclass(frozen=True)
 class CacheStats:
-    """How many texts were encoded now versus read from the cache (for the run manifest)."""
+    """How many texts were encoded now versus read from the cache (for the run manifest);
+    `cold_seconds`: how long encoding them took (measured now, or when the cache entry was
+    written; None for an entry written before it was recorded); `disk_bytes`: the entry's
+    files."""
 
     encoded: int = 0
     cached: int = 0
     key: str = ""
+    cold_seconds: float | None = None
+    disk_bytes: int = 0
 
     def __add__(self, other: CacheStats) -> CacheStats:
-        return CacheStats(self.encoded + other.encoded, self.cached + other.cached, "")
+        cold = (
+            None
+            if self.cold_seconds is None or other.cold_seconds is None
+            else self.cold_seconds + other.cold_seconds
+        )
+        return CacheStats(
+            self.encoded + other.encoded,
+            self.cached + other.cached,
+            "",
+            cold,
+            self.disk_bytes + other.disk_bytes,
+        )
 
 
 def cache_key(identity: dict[str, Any], role: str, texts: list[str]) -> str:
@@ -137,10 +154,14 @@ class EmbeddingCache:
         if not texts:
             return self._run_encoder(encoder, texts, role), CacheStats(0, 0, key)
         npy, sidecar, _ = self.paths(key)
+        took: list[float] = []
 
         def build() -> np.ndarray:
             logger.info("encoding %d %s (not in the embedding cache)", len(texts), role)
-            return self._run_encoder(encoder, texts, role)
+            start = time.perf_counter()
+            built = self._run_encoder(encoder, texts, role)
+            took.append(time.perf_counter() - start)
+            return built
 
         array, hit = read_or_build(
             self.root,
@@ -149,12 +170,14 @@ class EmbeddingCache:
             f"the embedding cache entry of {len(texts)} {role}",
             read=lambda: self._read(npy, sidecar, key, role, len(texts)),
             build=build,
-            write=lambda built: self._write(npy, sidecar, built, key, identity, role),
+            write=lambda built: self._write(npy, sidecar, built, key, identity, role, took),
         )
         logger.debug("embedding cache %s: %s %s", "hit" if hit else "wrote", array.shape, npy)
+        size = _size(npy) + _size(sidecar)
         if hit:
-            return array, CacheStats(encoded=0, cached=len(texts), key=key)
-        return array, CacheStats(encoded=len(texts), cached=0, key=key)
+            cold = _encode_seconds(sidecar)
+            return array, CacheStats(0, len(texts), key, cold, size)
+        return array, CacheStats(len(texts), 0, key, took[0], size)
 
     def lookup(self, encoder: Encoder, texts: list[str], role: str) -> np.ndarray | None:
         """The cached vectors for `texts`, or None when no valid entry exists; never encodes
@@ -227,6 +250,7 @@ class EmbeddingCache:
         key: str,
         identity: dict[str, Any],
         role: str,
+        took: Sequence[float] = (),
     ) -> None:
         sha256 = _atomic_write(npy, lambda fh: np.save(fh, array, allow_pickle=False))
         meta = {
@@ -238,9 +262,27 @@ class EmbeddingCache:
             "identity": identity,
             "role": role,
             "count": int(array.shape[0]),
+            # How long encoding took, so a job reading the entry can state its cold cost.
+            "encode_s": round(took[0], 4) if took else None,
         }
         text = strict_dumps(meta, indent=2, sort_keys=True).encode()
         _atomic_write(sidecar, lambda fh: fh.write(text))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _encode_seconds(sidecar: Path) -> float | None:
+    """The encode time an entry's sidecar recorded (None: written before it was recorded)."""
+    try:
+        value = json.loads(sidecar.read_text(encoding="utf-8")).get("encode_s")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 class _HashingWriter:

@@ -96,7 +96,7 @@ def encode_sharded(
         if missing:
             raise MissingShards(missing, shards)
     arrays = []
-    total = CacheStats()
+    total = CacheStats(cold_seconds=0.0)  # cold seconds: summed over the shards
     digest = hashlib.sha256(b"retrieval_bench.encoders.shards/v1")
     for part in parts:
         array, stats = cache.encode(encoder, part, ROLE)
@@ -104,4 +104,6 @@ def encode_sharded(
         total = total + stats
         digest.update(stats.key.encode())
     joined = np.ascontiguousarray(np.concatenate(arrays), dtype=np.float32)
-    return joined, CacheStats(total.encoded, total.cached, digest.hexdigest())
+    return joined, CacheStats(
+        total.encoded, total.cached, digest.hexdigest(), total.cold_seconds, total.disk_bytes
+    )

@@ -6,6 +6,7 @@ anything else reads it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from retrieval_bench.job.contract import StageContract, applies_own_acl, guarded_call
 from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.timing import PluginTiming
 from retrieval_bench.protocols import Arm, Combiner, Stage
 from retrieval_bench.records import (
     FILTERED_OUT,
@@ -59,6 +61,8 @@ class Pipeline:
         self.stages = list(stages) if stages is not None else [("final", TopKCutStage(top_k))]
         self.tie_break = shared_tie_break(self.ids)
         self.contract = StageContract(self.ids, self.tie_break)
+        # Wall time of each plug-in's calls, by kind and name (job.cost reads it).
+        self.timing = PluginTiming()
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
         parsed = [self.parse(q.query) for q in queries]
@@ -103,10 +107,13 @@ class Pipeline:
             ranked.append(combined)
         for name, stage in self.stages:
             given = ranked
+            start = time.perf_counter()
+            applied = guarded_call(f"stage '{name}'", stage, stage.apply, queries, given)
+            self.timing.add("stages", name, len(queries), start)
             ranked = self.contract.check(
                 f"stage '{name}'",
                 queries,
-                guarded_call(f"stage '{name}'", stage, stage.apply, queries, given),
+                applied,
                 None,
                 masks[: len(queries)],
                 [r.indices for r in given],
@@ -154,10 +161,13 @@ class Pipeline:
             asked = [queries[i] for i in members]
             allowed = [masks[i] for i in members]
             what = f"arm '{arm_name}'"
+            start = time.perf_counter()
+            answered = guarded_call(what, arm, arm.search, asked, self.pool_size, allowed)
+            self.timing.add("arms", arm_name, len(asked), start)
             ranked = self.contract.check(
                 what,
                 asked,
-                guarded_call(what, arm, arm.search, asked, self.pool_size, allowed),
+                answered,
                 self.pool_size,
                 None if applies_own_acl(arm) else allowed,
             )
@@ -177,7 +187,9 @@ class Pipeline:
         arms returned, never bring in a passage the filter excludes."""
         combiner = self.combiners[strategy.combine]
         what = f"combiner '{strategy.combine}'"
+        start = time.perf_counter()
         combined = guarded_call(what, combiner, combiner.combine, pools, self.tie_break)
+        self.timing.add("combiners", strategy.combine, 1, start)
         given = np.concatenate([pool.indices for pool in pools])
         return self.contract.check(what, [query], [combined], None, [mask], [given])[0]
 

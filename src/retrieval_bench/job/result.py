@@ -27,6 +27,8 @@ class JobResult:
     # Arms that rank with their own access rules (`applies_own_acl`): the filter was not imposed
     # on them, and leak@K measures what they let through (job.contract).
     own_acl_arms: list[str] = field(default_factory=list)
+    # What the quality cost, per arm and stage, and the machine (job.cost.job_cost).
+    cost: dict[str, Any] = field(default_factory=dict)
 
     def to_dataframe(self, system: str | None = None) -> Any:
         """The job's metrics as the long pandas table of results.csv (one row per system x

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,10 @@ from retrieval_bench.job.build import (
     stage_specs,
 )
 from retrieval_bench.job.contract import applies_own_acl
+from retrieval_bench.job.cost import job_cost
 from retrieval_bench.job.filters import PassageFilter
+from retrieval_bench.job.latency import probe_latency
+from retrieval_bench.job.machine import MemoryMeter, machine
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.paths import resolve_path
@@ -92,6 +95,7 @@ def run_job(
     (ready Arm objects, or specs built against the corpus); `retriever.arms` picks among both."""
     writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
+    memory = MemoryMeter()
     with timer.phase("load"):
         dataset, judgements, groups = load_labelled(cfg, dataset)
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
@@ -126,7 +130,7 @@ def run_job(
     # (whether a one-arm query records `fused` is known only then: scoring checks again).
     recorded = [*arm_names, *(arms or {}), "fused", *(name for name, _ in stages)]
     check_stage(cfg.refusal.score_stage, recorded)
-    built = build_arms(arm_names, ready, specs, ctx, timer.phase)
+    built = build_arms(arm_names, ready, specs, ctx, _measured(timer, memory))
     cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
     parser = QueryParser(
         cities, dataset.entities, rule_set.negation if rule_set else NegationRules()
@@ -150,8 +154,21 @@ def run_job(
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
     _note_empty_rankings(records)
+    # What the arms and stages did in the batch run, before the latency probe calls them again.
+    indexes = {name: arm.info() for name, arm in built.items()}
+    stage_infos = {name: stage.info() for name, stage in stages}
+    strategies = {strategy.name: strategy}
+    if rule_set:
+        strategies.update({s.strategy.name: s.strategy for s in rule_set.routes.values()})
+    probe = None
+    if cfg.cost.latency_queries:
+        with timer.phase("latency_probe"):
+            probe = probe_latency(pipeline, records, strategies, cfg.cost.latency_queries, indexes)
     with timer.phase("score"):
         metrics = score_job(cfg, dataset, judgements, groups, records, rule_set)
+    cost = job_cost(
+        machine(), pipeline.timing.to_json(), indexes, probe, memory.phases, memory.job_peak()
+    )
     return JobResult(
         dataset,
         judgements,
@@ -160,10 +177,22 @@ def run_job(
         timer.timings,
         ctx.stats.get("embeddings", {}),
         ctx.stats.get("tokenizer", {}),
-        indexes={name: arm.info() for name, arm in built.items()},
-        stages={name: stage.info() for name, stage in stages},
+        indexes=indexes,
+        stages=stage_infos,
         own_acl_arms=[name for name, arm in built.items() if applies_own_acl(arm)],
+        cost=cost,
     )
+
+
+def _measured(timer: _Timer, memory: MemoryMeter) -> Callable[[str], AbstractContextManager[None]]:
+    """A phase timed (`timings_s`) and metered (time, peak and growth of resident memory)."""
+
+    @contextmanager
+    def phase(name: str) -> Iterator[None]:
+        with timer.phase(name), memory.phase(name):
+            yield
+
+    return phase
 
 
 def load_labelled(

@@ -160,6 +160,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         # Arms trusted with their own access control: the filter was not imposed on them.
         "own_acl_arms": result.own_acl_arms,
         "timings_s": result.timings,
+        # Latency per query, build time cold and cached, sizes, memory, the machine (job.cost).
+        "cost": result.cost,
         "packages": package_versions(),
         "git_revision": git_revision(),
     }

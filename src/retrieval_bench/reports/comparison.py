@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.reports.coverage import comparison_coverage_section
+from retrieval_bench.reports.pareto import pareto_section
 from retrieval_bench.reports.robustness import robustness_markdown, robustness_text
 from retrieval_bench.reports.tables import markdown_table, text_table
+from retrieval_bench.reports.tiers import tiers_section, tiers_terminal
 
 
 def _num(value: float | None) -> str:
@@ -291,6 +293,8 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
         ]
         for reason_metric, reason in ds["skipped_metrics"].items():
             lines += [f"Skipped {reason_metric}: {reason}", ""]
+        lines += tiers_section(ds, settings)
+        lines += pareto_section(ds)
         for m in ds["metrics"]:
             lines += [
                 f"## {_heading(m)}",
@@ -318,8 +322,7 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
                 ),
                 "",
             ]
-        ab = ds.get("ablation")
-        if ab:
+        for ab in ds.get("ablations") or []:
             base = ",".join(f"{k}={v}" for k, v in ab["baseline"].items())
             lines += [
                 f"## Ablation against {base}",
@@ -363,8 +366,8 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                 _heading(m),
                 text_table(["type", "n", *labels, "MDE / n", "best"], verdict_rows(ds, m["spec"])),
             ]
-        ab = ds.get("ablation")
-        if ab:
+        out += tiers_terminal(ds)
+        for ab in ds.get("ablations") or []:
             base = ",".join(f"{k}={v}" for k, v in ab["baseline"].items())
             out += [
                 "",

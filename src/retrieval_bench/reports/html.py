@@ -42,7 +42,8 @@ def render_html(payload: Mapping[str, Any], subtitle: str = "") -> str:
     page = _asset("explorer.html")
     for key, value in (
         ("{{CSS}}", _asset("explorer.css")),
-        ("{{JS}}", _asset("explorer.js")),
+        # The explorer, then a sweep's tiers and cost beside quality (a script of its own).
+        ("{{JS}}", _asset("explorer.js") + "\n" + _asset("tiers.js")),
         ("{{TITLE}}", title),
         ("{{SUBTITLE}}", html.escape(subtitle)),
     ):

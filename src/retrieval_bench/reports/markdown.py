@@ -7,6 +7,7 @@ from typing import Any
 
 from retrieval_bench.config.schema import DOC, PASSAGE
 from retrieval_bench.job.result import JobResult
+from retrieval_bench.reports.cost import cost_section
 from retrieval_bench.reports.coverage import job_coverage_section
 from retrieval_bench.reports.families import (
     evidence_section,
@@ -77,6 +78,7 @@ def job_report(
             lines += paragraphs(title, *table) if table else []
         lines += family_tables(stage, cutoffs)
     lines += service_lines(result.indexes)
+    lines += cost_section(result.cost)
     lines += [
         "## Timings (s)",
         "",

@@ -33,3 +33,11 @@ class TextArm:
     def info(self) -> dict[str, Any]:
         index_info = getattr(self.retriever, "index_info", None)
         return dict(index_info()) if index_info is not None else {}
+
+    def time_query(
+        self, query: EvalQuery, k: int, mask: np.ndarray | None
+    ) -> dict[str, float] | None:
+        """The retriever's own timing of one query, split into `encode_ms` and `search_ms`
+        (job.latency); None when it has none (the probe then times `search` whole)."""
+        timed = getattr(self.retriever, "time_query", None)
+        return None if timed is None else dict(timed(query.query, k, mask))

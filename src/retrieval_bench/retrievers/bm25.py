@@ -182,8 +182,13 @@ class BM25Retriever:
     ) -> None:
         start = time.perf_counter()
         self.tokens_cached: bool | None = None
+        self.tokens: TokenizedCorpus | None = None
+        # Seconds the job spent getting the tokens (tokenising, or reading the token cache);
+        # set by the spec that fetched them.
+        self.tokens_s: float | None = None
         if isinstance(corpus_tokens, TokenizedCorpus):
             self.tokens_cached = corpus_tokens.cached
+            self.tokens = corpus_tokens
             if config.impl == "sparse":
                 self.scorer: SparseBM25 | ReferenceBM25 = SparseBM25.from_term_ids(
                     corpus_tokens.vocab, corpus_tokens.ids, corpus_tokens.lengths, config
@@ -212,40 +217,74 @@ class BM25Retriever:
         if self.tokenizer is not None:
             info["tokenizer"] = self.tokenizer
         if isinstance(self.scorer, SparseBM25):
-            matrix = self.scorer.matrix
-            info["postings"] = int(matrix.nnz)
-            info["bytes"] = int(
-                matrix.data.nbytes
-                + matrix.indices.nbytes
-                + matrix.indptr.nbytes
-                + self.scorer.idf.nbytes
-            )
+            info["postings"] = int(self.scorer.matrix.nnz)
+            info["bytes"] = self.index_bytes()
+        info["cost"] = self.cost()
         return info
+
+    def cost(self) -> dict[str, Any]:
+        """What the index cost to build and holds (job.cost's per-arm record): tokenising
+        the corpus is BM25's "prepare" step (cold: when it was tokenised), the matrix its
+        index (the reference implementation's size is not measured)."""
+        tokens = self.tokens
+        return {
+            "prepare": "tokenise passages",
+            "prepare_s": None if self.tokens_s is None else round(self.tokens_s, 4),
+            "prepare_source": None if tokens is None else "cache" if tokens.cached else "computed",
+            "prepare_cold_s": None
+            if tokens is None or tokens.cold_seconds is None
+            else round(tokens.cold_seconds, 4),
+            "passages": len(self.tie_break.id_order),
+            "index_s": round(self.build_s, 4),
+            "index_reused": False,
+            "index_bytes": self.index_bytes(),
+            "disk_bytes": None if tokens is None else tokens.disk_bytes,
+        }
+
+    def index_bytes(self) -> int | None:
+        """The sparse index's arrays in memory (None for the reference implementation)."""
+        if not isinstance(self.scorer, SparseBM25):
+            return None
+        matrix = self.scorer.matrix
+        parts = (matrix.data, matrix.indices, matrix.indptr, self.scorer.idf)
+        return int(sum(part.nbytes for part in parts))
 
     def search(
         self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
-        results = []
         pairs = zip(queries, allowed, strict=True)
-        for query, mask in progress("ranking queries (bm25)", len(queries), "query", pairs):
-            tokens = self.tokenize(query)
-            fused = None
-            if isinstance(self.scorer, SparseBM25):  # the compiled kernel, where built
-                fused = self.scorer.top(tokens, k, self.tie_break.id_order, mask)
-            if fused is not None:
-                indices, top, any_matched, any_allowed = fused
-            else:
-                scores, matched = self.scorer.scores(tokens)
-                any_matched = len(matched) > 0
-                if mask is not None:
-                    matched = matched[mask[matched]]
-                any_allowed = len(matched) > 0
-                indices, top = self.tie_break.top(matched, scores[matched], k)
-            reason = None if any_matched else NO_MATCHING_TERMS if tokens else NO_QUERY_TERMS
-            if mask is not None and reason is None and not any_allowed:
-                reason = FILTERED_OUT
-            results.append(Ranked(indices=indices, scores=top, requested=k, empty_reason=reason))
-        return results
+        return [
+            self._rank(self.tokenize(query), k, mask)
+            for query, mask in progress("ranking queries (bm25)", len(queries), "query", pairs)
+        ]
+
+    def time_query(self, query: str, k: int, mask: np.ndarray | None) -> dict[str, float]:
+        """One query timed as it is served: tokenising (`encode_ms`), then scoring and the
+        top k (`search_ms`)."""
+        start = time.perf_counter()
+        tokens = self.tokenize(query)
+        tokenised = time.perf_counter()
+        self._rank(tokens, k, mask)
+        done = time.perf_counter()
+        return {"encode_ms": 1000 * (tokenised - start), "search_ms": 1000 * (done - tokenised)}
+
+    def _rank(self, tokens: list[str], k: int, mask: np.ndarray | None) -> Ranked:
+        fused = None
+        if isinstance(self.scorer, SparseBM25):  # the compiled kernel, where built
+            fused = self.scorer.top(tokens, k, self.tie_break.id_order, mask)
+        if fused is not None:
+            indices, top, any_matched, any_allowed = fused
+        else:
+            scores, matched = self.scorer.scores(tokens)
+            any_matched = len(matched) > 0
+            if mask is not None:
+                matched = matched[mask[matched]]
+            any_allowed = len(matched) > 0
+            indices, top = self.tie_break.top(matched, scores[matched], k)
+        reason = None if any_matched else NO_MATCHING_TERMS if tokens else NO_QUERY_TERMS
+        if mask is not None and reason is None and not any_allowed:
+            reason = FILTERED_OUT
+        return Ranked(indices=indices, scores=top, requested=k, empty_reason=reason)
 
 
 # What a BM25 arm indexes (`arms.<name>.tokens`): jieba words (with the job's `text` settings),
@@ -298,6 +337,7 @@ class BM25ArmSpec:
                 # that tokenises with them, so a job without such an arm loads no jieba; an arm
                 # with its own records its tokenizer in its `info()`.
                 ctx.stats["tokenizer"] = tokenizer.identity()
+        start = time.perf_counter()
         tokens = tokenize_corpus(
             ctx.texts,
             tokenizer.tokenize,
@@ -305,6 +345,8 @@ class BM25ArmSpec:
             ctx.cache_dir / "tokens",
             text.resolved_workers(),
         )
+        tokens_s = time.perf_counter() - start
         retriever = BM25Retriever(ctx.ids, tokens, tokenizer.tokenize, config)
         retriever.tokenizer = tokenizer.identity()
+        retriever.tokens_s = tokens_s
         return TextArm(retriever)

@@ -9,7 +9,8 @@ allowed passages only (never over-fetched and dropped).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import faiss
@@ -40,7 +41,11 @@ class DenseRetriever:
         encode_queries: Callable[[list[str]], np.ndarray],
         config: DenseIndexConfig | None = None,
         vectors_key: str | None = None,
+        encode_fresh: Callable[[list[str]], np.ndarray] | None = None,
+        build: Mapping[str, Any] | None = None,
     ) -> None:
+        """`encode_fresh`: the encoder itself, past any cache (`time_query` times it; default
+        `encode_queries`); `build`: what getting the passage vectors cost (job.cost)."""
         config = config or DenseIndexConfig()
         vectors = np.ascontiguousarray(passage_vectors, dtype=np.float32)
         self.index = build_index(vectors, config, vectors_key)
@@ -50,14 +55,45 @@ class DenseRetriever:
         # recall_vs_exact@k: k -> [sum over queries of |approx & exact| / |exact|, queries]
         self._recall: dict[int, list[float]] = {}
         self.encode_queries = encode_queries
+        self.encode_fresh = encode_fresh or encode_queries
+        self.build = dict(build or {})
         self.tie_break = shared_tie_break(passage_ids)
         self.n_passages = len(passage_ids)
+        # The batch run's split: seconds encoding queries, seconds searching, queries.
+        self.batch = {"encode_s": 0.0, "search_s": 0.0, "queries": 0}
 
     def search(
         self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]
     ) -> list[Ranked]:
+        start = time.perf_counter()
         vectors = np.ascontiguousarray(self.encode_queries(list(queries)), dtype=np.float32)
-        results: list[Ranked | None] = [None] * len(queries)
+        encoded = time.perf_counter()
+        results = self.search_vectors(vectors, k, allowed)
+        self.batch["encode_s"] += encoded - start
+        self.batch["search_s"] += time.perf_counter() - encoded
+        self.batch["queries"] += len(queries)
+        return results
+
+    def time_query(self, query: str, k: int, mask: np.ndarray | None) -> dict[str, float]:
+        """One query timed as it is served: encoded by the encoder itself, past the embedding
+        cache (`encode_ms`), then searched (`search_ms`); recall against exact is not counted."""
+        start = time.perf_counter()
+        vector = np.ascontiguousarray(self.encode_fresh([query]), dtype=np.float32)
+        encoded = time.perf_counter()
+        self.search_vectors(vector, k, [mask], check_exact=False)
+        done = time.perf_counter()
+        return {"encode_ms": 1000 * (encoded - start), "search_ms": 1000 * (done - encoded)}
+
+    def search_vectors(
+        self,
+        vectors: np.ndarray,
+        k: int,
+        allowed: Sequence[np.ndarray | None],
+        check_exact: bool = True,
+    ) -> list[Ranked]:
+        """Rank for query vectors (one row per query); with an approximate index and
+        `check_exact`, also search exactly and count recall against it."""
+        results: list[Ranked | None] = [None] * len(vectors)
         # One FAISS call per distinct filter: most queries share "no filter" or a city.
         groups: dict[bytes | None, list[int]] = {}
         masks: dict[bytes | None, np.ndarray | None] = {}
@@ -65,12 +101,12 @@ class DenseRetriever:
             key = None if mask is None else np.packbits(mask).tobytes()
             groups.setdefault(key, []).append(qi)
             masks[key] = mask
-        with progress("ranking queries (dense)", len(queries), "query") as bar:
+        with progress("ranking queries (dense)", len(vectors), "query") as bar:
             for key, members in groups.items():
                 group = self._search_group(self.index, vectors[members], k, masks[key])
                 for qi, ranked in zip(members, group, strict=True):
                     results[qi] = ranked
-                if self.exact_index is not None:
+                if self.exact_index is not None and check_exact:
                     exact = self._search_group(self.exact_index, vectors[members], k, masks[key])
                     self._add_recall(k, group, exact)
                 bar.update(len(members))
@@ -89,7 +125,25 @@ class DenseRetriever:
         for k, (found, n) in sorted(self._recall.items()):
             info[f"recall_vs_exact@{k}"] = found / n if n else None
             info["recall_queries"] = n
+        info["cost"] = self.cost()
         return info
+
+    def cost(self) -> dict[str, Any]:
+        """What the index cost (job.cost's per-arm record): encoding the passages is the
+        "prepare" step (`build`, from the spec), the FAISS index its index; the index's bytes
+        are what faiss.write_index would write (the exact check index included)."""
+        indexes = [self.index, *([self.exact_index] if self.exact_index is not None else [])]
+        return {
+            "prepare": "encode passages",
+            **self.build,
+            "passages": self.n_passages,
+            "index_s": round(self.index.build_s, 4),
+            "index_reused": self.index.reused,
+            "index_bytes": sum(index.nbytes() for index in indexes),
+            "batch_encode_s": round(self.batch["encode_s"], 6),
+            "batch_search_s": round(self.batch["search_s"], 6),
+            "batch_queries": self.batch["queries"],
+        }
 
     def _search_group(
         self, index: FaissIndex, vectors: np.ndarray, k: int, mask: np.ndarray | None
@@ -194,19 +248,32 @@ class DenseArmSpec:
         if isinstance(self._source, PrecomputedVectors):
             source = self._source
             _add(embeddings, "passages", {"encoded": 0, "cached": 0, "precomputed": len(ctx.ids)})
+            build = {"prepare_source": "precomputed", "prepare_s": 0.0, "prepare_cold_s": None}
             return TextArm(
                 DenseRetriever(
-                    ctx.ids, source.passages, source.encode_queries, index_cfg, source.key
+                    ctx.ids,
+                    source.passages,
+                    source.encode_queries,
+                    index_cfg,
+                    source.key,
+                    build=build,
                 )
             )
         encoder = self._source
         cache = EmbeddingCache(ctx.cache_dir / "embeddings")
+        start = time.perf_counter()
         if encoder_cfg.shards > 1 or encoder_cfg.require_shards:
             vectors, stats = encode_sharded(
                 cache, encoder, ctx.texts, encoder_cfg.shards, encoder_cfg.require_shards
             )
         else:
             vectors, stats = cache.encode(encoder, ctx.texts, "passages")
+        build = {
+            "prepare_s": round(time.perf_counter() - start, 4),
+            "prepare_source": "cache" if stats.encoded == 0 else "computed",
+            "prepare_cold_s": None if stats.cold_seconds is None else round(stats.cold_seconds, 4),
+            "disk_bytes": stats.disk_bytes,
+        }
         _add(embeddings, "passages", {"encoded": stats.encoded, "cached": stats.cached})
 
         def encode_queries(queries: list[str]) -> Any:
@@ -223,7 +290,17 @@ class DenseArmSpec:
             row = {text: i for i, text in enumerate(unique)}
             return query_vectors[[row[text] for text in queries]]
 
-        return TextArm(DenseRetriever(ctx.ids, vectors, encode_queries, index_cfg, stats.key))
+        return TextArm(
+            DenseRetriever(
+                ctx.ids,
+                vectors,
+                encode_queries,
+                index_cfg,
+                stats.key,
+                encode_fresh=lambda texts: encoder.encode_queries(list(texts)),
+                build=build,
+            )
+        )
 
 
 def _add(record: dict[str, dict[str, int]], key: str, counts: dict[str, int]) -> None:

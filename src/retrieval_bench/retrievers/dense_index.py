@@ -136,6 +136,11 @@ class FaissIndex:
         """(scores, indices) of the best `fetch` per row, among the selector's ids if any."""
         return self.index.search(vectors, fetch, params=self.params(fetch, selector))
 
+    def nbytes(self) -> int:
+        """The index's size as faiss.write_index writes it (its vectors or codes, lists and
+        graph: what it holds in memory, give or take a header)."""
+        return int(faiss.serialize_index(self.index).nbytes)
+
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {
             "factory": self.config.index,

@@ -212,6 +212,9 @@ class ServiceArm:
     job.contract) and leak@K measures."""
 
     applies_own_acl = True
+    # Not timed again by the latency probe (job.latency): that would send the service more
+    # requests; each query's latency of the run itself (`latency_ms_by_query`) stands in.
+    latency_probe = False
 
     def __init__(
         self,

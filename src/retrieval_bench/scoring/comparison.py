@@ -102,6 +102,40 @@ def too_few(
 
 
 @dataclass
+class PairedCell:
+    """One group's values paired across configurations: the means, and the configurations
+    best mean first (`order`, stable on ties), empty with a `note` when there is nothing to
+    test (one configuration, or no query every configuration scored)."""
+
+    n: int
+    unpaired: int
+    means: dict[str, float]
+    arrays: dict[str, np.ndarray]
+    order: list[str]
+    note: str = ""
+
+    @classmethod
+    def of(
+        cls,
+        values: Mapping[str, Mapping[str, float]],
+        settings: SignificanceSettings,
+        min_queries: int,
+        lower_is_better: bool = False,
+    ) -> PairedCell:
+        labels = list(values)
+        qids, arrays, unpaired = paired_values(values)
+        n = len(qids)
+        means = {label: float(arrays[label].mean()) if n else math.nan for label in labels}
+        if len(labels) < 2:
+            return cls(n, unpaired, means, arrays, [], "one configuration: nothing to compare")
+        if n == 0:
+            return cls(n, unpaired, means, arrays, [], too_few(0, 0, settings, min_queries))
+        sign = 1.0 if lower_is_better else -1.0
+        order = sorted(labels, key=lambda label: sign * means[label])
+        return cls(n, unpaired, means, arrays, order)
+
+
+@dataclass
 class Cell:
     """One query group x one metric across configurations."""
 
@@ -191,20 +225,11 @@ def verdict_cells(
     cells: dict[Key, Cell] = {}
     pending: dict[Key, _Pending] = {}
     for key, cell_values in values.items():
-        labels = list(cell_values)
-        qids, arrays, unpaired = paired_values(cell_values)
-        n = len(qids)
-        means = {label: float(arrays[label].mean()) if n else math.nan for label in labels}
-        cells[key] = Cell(n=n, unpaired=unpaired, means=means)
-        if len(labels) < 2:
-            cells[key].note = "one configuration: nothing to compare"
-        elif n == 0:
-            cells[key].note = too_few(0, 0, settings, min_queries)
-        else:
-            # Stable: equal means keep the configurations' order.
-            sign = 1.0 if lower_is_better(key) else -1.0
-            order = sorted(labels, key=lambda label: sign * means[label])
-            pending[key] = _Pending(cells[key], order, arrays)
+        paired = PairedCell.of(cell_values, settings, min_queries, lower_is_better(key))
+        cells[key] = Cell(n=paired.n, unpaired=paired.unpaired, means=paired.means)
+        cells[key].note = paired.note
+        if paired.order:
+            pending[key] = _Pending(cells[key], paired.order, paired.arrays)
     families: dict[Hashable, list[Key]] = {}
     for key in pending:
         families.setdefault(family_of(key), []).append(key)

@@ -23,11 +23,12 @@ import hashlib
 import json
 import logging
 import multiprocessing
+import time
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,10 @@ class TokenizedCorpus:
     ids: np.ndarray
     lengths: np.ndarray
     cached: bool = False
+    # How long tokenising took (now, or when the cache entry was written; None: written
+    # before it was recorded), and the cache entry's size on disk.
+    cold_seconds: float | None = None
+    disk_bytes: int = 0
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -130,7 +135,7 @@ def tokenize_corpus(
     process gives, so the entry does not depend on `workers`.
     """
     if root is None:
-        return _tokenize(tokenize, texts, workers)
+        return _timed_tokenize(tokenize, texts, workers)
     key = token_cache_key(identity, texts)
     path = Path(root) / key[:2] / f"{key}.npz"
     if path.exists():
@@ -147,9 +152,17 @@ def tokenize_corpus(
                 return found
         log.info("tokenising %d passages (not in the token cache)", len(texts))
         log.debug("token cache key %s", key)
-        corpus = _tokenize(tokenize, texts, workers)
+        corpus = _timed_tokenize(tokenize, texts, workers)
         _write(path, corpus)
-        return corpus
+        return replace(corpus, disk_bytes=path.stat().st_size)
+
+
+def _timed_tokenize(
+    tokenize: Callable[[str], list[str]], texts: Sequence[str], workers: int
+) -> TokenizedCorpus:
+    start = time.perf_counter()
+    corpus = _tokenize(tokenize, texts, workers)
+    return replace(corpus, cold_seconds=time.perf_counter() - start)
 
 
 def _tokenize(
@@ -243,6 +256,8 @@ def _read(path: Path, count: int) -> TokenizedCorpus | None:
             ids, lengths = data["ids"], data["lengths"]
             text = data["vocab_utf8"].tobytes().decode("utf-8", errors="surrogatepass")
             ends = data["vocab_ends"]
+            took = float(data["tokenize_s"]) if "tokenize_s" in data.files else None
+            took = None if took is None or np.isnan(took) else took
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         log.warning("token cache entry %s is unreadable (%s); rebuilding it", path, exc)
         return None
@@ -261,7 +276,7 @@ def _read(path: Path, count: int) -> TokenizedCorpus | None:
         log.warning("token cache entry %s is inconsistent (%s); rebuilding it", path, problem)
         return None
     log.debug("token cache hit: %d passages from %s", count, path)
-    return TokenizedCorpus(vocab, ids, lengths, cached=True)
+    return TokenizedCorpus(vocab, ids, lengths, True, took, path.stat().st_size)
 
 
 def _write(path: Path, corpus: TokenizedCorpus) -> None:
@@ -275,4 +290,8 @@ def _write(path: Path, corpus: TokenizedCorpus) -> None:
             lengths=corpus.lengths.astype(np.int64, copy=False),
             vocab_utf8=blob,
             vocab_ends=ends,
+            # How long tokenising took, so a job reading the entry can state its cold cost.
+            tokenize_s=np.float64(
+                corpus.cold_seconds if corpus.cold_seconds is not None else np.nan
+            ),
         )
