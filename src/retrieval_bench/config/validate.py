@@ -181,5 +181,6 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.service.validate()
     cfg.compare.validate()
     cfg.benchmark.validate()
+    cfg.tune.validate()
     check_plugin_nodes(cfg)
     check_pipeline(cfg)

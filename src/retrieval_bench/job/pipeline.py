@@ -7,7 +7,7 @@ anything else reads it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from retrieval_bench.records import (
     FILTERED_OUT,
     NO_CANDIDATES,
     EvalQuery,
+    FilterDecision,
     ParsedQuery,
     Passage,
     QueryRecord,
@@ -25,9 +26,28 @@ from retrieval_bench.records import (
     StageRecord,
 )
 from retrieval_bench.routing.router import Router
-from retrieval_bench.routing.rules import Strategy
+from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.stages.cut import TopKCutStage, cut
 from retrieval_bench.tiebreak import shared_tie_break
+
+# A query's type for `retriever.type_weights`, from the query and its route (None: no router).
+TypeOf = Callable[[EvalQuery, str | None], str | None]
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One query up to its arms' pools (`Pipeline.search`): its parse, route, filter decision,
+    the pools of the arms it asked for, and those its baselines combine (the same pools, unless
+    the routed filter applied exclusions: then pools ranked without them, under
+    `baseline_mask`)."""
+
+    query: EvalQuery
+    parse: ParsedQuery
+    routing: Routing
+    decision: FilterDecision
+    pools: dict[str, Ranked]
+    baseline_pools: dict[str, Ranked]
+    baseline_mask: np.ndarray | None
 
 
 class Pipeline:
@@ -43,10 +63,14 @@ class Pipeline:
         combiners: Mapping[str, Combiner],
         baselines: Mapping[str, Strategy] | None = None,
         stages: Sequence[tuple[str, Stage]] | None = None,
+        typed_combiners: Mapping[str, Mapping[str, Combiner]] | None = None,
+        type_of: TypeOf | None = None,
     ) -> None:
         """`combiners`: each combine name a strategy may use -> its combiner. `stages`: the
         later stages in order, by name (job.build checks their placement around the cut);
-        default: the cut to `top_k` alone, `final`."""
+        default: the cut to `top_k` alone, `final`. `typed_combiners`: a query type's own
+        combiners (`retriever.type_weights`), used for the queries `type_of` (query, route)
+        gives that type; the baselines always use `combiners`."""
         self.ids = [p.id for p in passages]
         self.arms = arms
         self.parse = parse
@@ -55,12 +79,20 @@ class Pipeline:
         self.pool_size = pool_size
         self.top_k = top_k
         self.combiners = combiners
+        self.typed_combiners = dict(typed_combiners or {})
+        self.type_of = type_of
         self.baselines = dict(baselines or {})
         self.stages = list(stages) if stages is not None else [("final", TopKCutStage(top_k))]
         self.tie_break = shared_tie_break(self.ids)
         self.contract = StageContract(self.ids, self.tie_break)
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
+        return self.finish(self.search(queries))
+
+    def search(self, queries: Sequence[EvalQuery]) -> list[Searched]:
+        """Each query parsed, routed, filtered and ranked by the arms it needs: everything
+        before combining, which depends on no fusion or later-stage setting (a tuning replay
+        keeps it and finishes it under other settings)."""
         parsed = [self.parse(q.query) for q in queries]
         routed = [self.route(q, p) for q, p in zip(queries, parsed, strict=True)]
         decisions = [
@@ -87,16 +119,41 @@ class Pipeline:
                 else:
                     wanted[i] |= baseline_arms
         searched = self._search([*queries, *(queries[i] for i in plain)], masks, wanted)
-        pools = searched[: len(queries)]
-        plain_pools = dict(zip(plain, searched[len(queries) :], strict=True))
+        plain_at = {i: len(queries) + n for n, i in enumerate(plain)}
+        return [
+            Searched(
+                query,
+                parse,
+                routing,
+                decision,
+                searched[i],
+                searched[plain_at.get(i, i)],
+                masks[plain_at.get(i, i)],
+            )
+            for i, (query, parse, routing, decision) in enumerate(
+                zip(queries, parsed, routed, decisions, strict=True)
+            )
+        ]
+
+    def finish(self, searched: Sequence[Searched]) -> list[QueryRecord]:
+        """The searched queries combined (each by its strategy's combiner, or its type's),
+        through the later stages, every stage recorded, and the baselines beside them."""
+        queries = [s.query for s in searched]
+        masks = [s.decision.mask for s in searched]
         stages: list[dict[str, StageRecord]] = []
         ranked: list[Ranked] = []
-        for query, routing, arm_pools, mask in zip(
-            queries, routed, pools, masks[: len(queries)], strict=True
-        ):
+        for item in searched:
+            query, routing, arm_pools = item.query, item.routing, item.pools
             strategy = routing.strategy
             recorded = {name: self._stage(arm_pools[name]) for name in strategy.arms}
-            combined = self._combine(query, strategy, [arm_pools[n] for n in strategy.arms], mask)
+            typed = self.type_of(query, routing.route) if self.type_of is not None else None
+            combined = self._combine(
+                query,
+                strategy,
+                [arm_pools[n] for n in strategy.arms],
+                item.decision.mask,
+                self.typed_combiners.get(typed, self.combiners) if typed else self.combiners,
+            )
             if len(strategy.arms) > 1:
                 recorded["fused"] = self._stage(combined)
             stages.append(recorded)
@@ -108,17 +165,14 @@ class Pipeline:
                 queries,
                 guarded_call(f"stage '{name}'", stage, stage.apply, queries, given),
                 None,
-                masks[: len(queries)],
+                masks,
                 [r.indices for r in given],
             )
             for recorded, result in zip(stages, ranked, strict=True):
                 recorded[name] = self._stage(result)
         records = []
-        for i, (query, parse, routing, decision, arm_pools) in enumerate(
-            zip(queries, parsed, routed, decisions, pools, strict=True)
-        ):
-            base_pools = plain_pools.get(i, arm_pools)
-            mask = masks[len(queries) + plain.index(i)] if i in plain_pools else masks[i]
+        for item, recorded in zip(searched, stages, strict=True):
+            query, base_pools, mask = item.query, item.baseline_pools, item.baseline_mask
             baselines = {
                 name: self._stage(
                     cut(self._combine(query, s, [base_pools[a] for a in s.arms], mask), self.top_k)
@@ -128,12 +182,12 @@ class Pipeline:
             records.append(
                 QueryRecord(
                     query,
-                    routing.route,
-                    routing.strategy.name,
-                    parse,
-                    decision,
-                    stages[i],
-                    rule=routing.rule,
+                    item.routing.route,
+                    item.routing.strategy.name,
+                    item.parse,
+                    item.decision,
+                    recorded,
+                    rule=item.routing.rule,
                     baselines=baselines,
                 )
             )
@@ -170,12 +224,18 @@ class Pipeline:
         return pools
 
     def _combine(
-        self, query: EvalQuery, strategy: Strategy, pools: list[Ranked], mask: np.ndarray | None
+        self,
+        query: EvalQuery,
+        strategy: Strategy,
+        pools: list[Ranked],
+        mask: np.ndarray | None,
+        combiners: Mapping[str, Combiner] | None = None,
     ) -> Ranked:
-        """The strategy's combiner over `pools` (a lone pool passes through, and pools all empty
-        say why: fusion.pools), its output checked: a combiner may reorder and drop what the
-        arms returned, never bring in a passage the filter excludes."""
-        combiner = self.combiners[strategy.combine]
+        """The strategy's combiner (of `combiners`, default the job's) over `pools` (a lone
+        pool passes through, and pools all empty say why: fusion.pools), its output checked: a
+        combiner may reorder and drop what the arms returned, never bring in a passage the
+        filter excludes."""
+        combiner = (combiners or self.combiners)[strategy.combine]
         what = f"combiner '{strategy.combine}'"
         combined = guarded_call(what, combiner, combiner.combine, pools, self.tie_break)
         given = np.concatenate([pool.indices for pool in pools])
