@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("answers",),
     ("labels",),
     ("compare",),
+    ("tune",),
     ("benchmark",),
     ("api",),
 ]
