@@ -1,4 +1,5 @@
-"""The per-job files of DESIGN.md's contracts, each written atomically."""
+"""The per-job files of the job-folder contract (ARCHITECTURE.md, *Contracts*), each written
+atomically."""
 
 from __future__ import annotations
 
