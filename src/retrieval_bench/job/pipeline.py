@@ -48,6 +48,8 @@ class Searched:
     pools: dict[str, Ranked]
     baseline_pools: dict[str, Ranked]
     baseline_mask: np.ndarray | None
+    # Each arm's pool as recorded (`pools`'), made once however often the query is finished.
+    arm_records: dict[str, StageRecord]
 
 
 class Pipeline:
@@ -129,6 +131,7 @@ class Pipeline:
                 searched[i],
                 searched[plain_at.get(i, i)],
                 masks[plain_at.get(i, i)],
+                {name: self._stage(pool) for name, pool in searched[i].items()},
             )
             for i, (query, parse, routing, decision) in enumerate(
                 zip(queries, parsed, routed, decisions, strict=True)
@@ -140,24 +143,14 @@ class Pipeline:
         through the later stages, every stage recorded, and the baselines beside them."""
         queries = [s.query for s in searched]
         masks = [s.decision.mask for s in searched]
+        ranked = self._combine_all(searched)
         stages: list[dict[str, StageRecord]] = []
-        ranked: list[Ranked] = []
-        for item in searched:
-            query, routing, arm_pools = item.query, item.routing, item.pools
-            strategy = routing.strategy
-            recorded = {name: self._stage(arm_pools[name]) for name in strategy.arms}
-            typed = self.type_of(query, routing.route) if self.type_of is not None else None
-            combined = self._combine(
-                query,
-                strategy,
-                [arm_pools[n] for n in strategy.arms],
-                item.decision.mask,
-                self.typed_combiners.get(typed, self.combiners) if typed else self.combiners,
-            )
+        for item, combined in zip(searched, ranked, strict=True):
+            strategy = item.routing.strategy
+            recorded = {name: item.arm_records[name] for name in strategy.arms}
             if len(strategy.arms) > 1:
                 recorded["fused"] = self._stage(combined)
             stages.append(recorded)
-            ranked.append(combined)
         for name, stage in self.stages:
             given = ranked
             ranked = self.contract.check(
@@ -223,6 +216,36 @@ class Pipeline:
                 pools[i][arm_name] = result
         return pools
 
+    def _combine_all(self, searched: Sequence[Searched]) -> list[Ranked]:
+        """Each query's pools by its strategy's combiner (its type's, with type weights), the
+        outputs of one combiner checked together (`_combine` does one query alike)."""
+        raw: list[Ranked] = []
+        given: list[np.ndarray] = []
+        by_combine: dict[str, list[int]] = {}
+        for i, item in enumerate(searched):
+            strategy = item.routing.strategy
+            typed = self.type_of(item.query, item.routing.route) if self.type_of else None
+            combiners = self.typed_combiners.get(typed, self.combiners) if typed else self.combiners
+            combiner = combiners[strategy.combine]
+            pools = [item.pools[n] for n in strategy.arms]
+            what = f"combiner '{strategy.combine}'"
+            raw.append(guarded_call(what, combiner, combiner.combine, pools, self.tie_break))
+            given.append(np.concatenate([pool.indices for pool in pools]))
+            by_combine.setdefault(strategy.combine, []).append(i)
+        out = list(raw)
+        for name, members in by_combine.items():
+            checked = self.contract.check(
+                f"combiner '{name}'",
+                [searched[i].query for i in members],
+                [raw[i] for i in members],
+                None,
+                [searched[i].decision.mask for i in members],
+                [given[i] for i in members],
+            )
+            for i, result in zip(members, checked, strict=True):
+                out[i] = result
+        return out
+
     def _combine(
         self,
         query: EvalQuery,
@@ -243,8 +266,8 @@ class Pipeline:
 
     def _stage(self, ranked: Ranked) -> StageRecord:
         return StageRecord(
-            ids=[self.ids[i] for i in ranked.indices.tolist()],
-            scores=[float(s) for s in ranked.scores.tolist()],
+            ids=list(map(self.ids.__getitem__, ranked.indices.tolist())),
+            scores=np.asarray(ranked.scores, dtype=np.float64).tolist(),
             pool_requested=ranked.requested,
             pool_returned=ranked.returned,
             indices=ranked.indices,

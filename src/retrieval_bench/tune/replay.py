@@ -95,10 +95,8 @@ def arm_keys(cfg: RunConfig, names: Sequence[str]) -> dict[str, str]:
         else:
             for key in keys:
                 settings[section].pop(key, None)
-    return {
-        name: _canonical({"arm": name, "node": cfg.arms.get(name), "settings": settings})
-        for name in names
-    }
+    shared = _canonical(settings)
+    return {name: _canonical([name, cfg.arms.get(name)]) + shared for name in names}
 
 
 def _canonical(value: Any) -> str:
@@ -201,10 +199,13 @@ class Replay:
         return self.judgements.query_types[qid]
 
     def rule_set(self, cfg: RunConfig) -> RuleSet | None:
-        key = _canonical([asdict(cfg.router), sorted(cfg.arms), sorted(cfg.combiners)])
+        key = self._router_key(cfg)
         if key not in self.rule_sets:
             self.rule_sets[key] = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
         return self.rule_sets[key]
+
+    def _router_key(self, cfg: RunConfig) -> str:
+        return _canonical([asdict(cfg.router), sorted(cfg.arms), sorted(cfg.combiners)])
 
     def routes(self, cfg: RunConfig, qids: Sequence[str]) -> dict[str, str | None]:
         """Each query's route under the trial's router (None without one)."""
@@ -232,9 +233,9 @@ class Replay:
             passage_filter,
             parse=self._parse(rule_set),
         )
-        key = _canonical(
-            [asdict(cfg.router), asdict(cfg.filters), list(keys.values()),
-             cfg.retriever.pool_size, list(cfg.retriever.arms), cfg.retriever.combine]
+        key = "".join(
+            [self._router_key(cfg), _canonical(asdict(cfg.filters)), *keys.values(),
+             _canonical([cfg.retriever.pool_size, cfg.retriever.arms, cfg.retriever.combine])]
         )  # fmt: skip
         searched = self.searched.setdefault(key, {})
         todo = [q for q in qids if q not in searched]

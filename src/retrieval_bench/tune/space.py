@@ -18,6 +18,7 @@ the configuration that was scored."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -313,9 +314,14 @@ def hydra_value(value: Any) -> str:
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
+@functools.cache
+def _parser() -> OverridesParser:
+    return OverridesParser.create()
+
+
 def _parses_to(text: str, value: Any) -> bool:
     try:
-        return bool(OverridesParser.create().parse_override(f"k={text}").value() == value)
+        return bool(_parser().parse_override(f"k={text}").value() == value)
     except HydraException:
         return False
 
@@ -323,7 +329,7 @@ def _parses_to(text: str, value: Any) -> bool:
 def override_string(key: str, value: Any) -> str:
     """`key=value` as an override Hydra parses to exactly `value` (checked)."""
     text = f"{key}={hydra_value(value)}"
-    parsed = OverridesParser.create().parse_override(text).value()
+    parsed = _parser().parse_override(text).value()
     if parsed != value:
         raise ValueError(f"override {text!r} parses to {parsed!r}, not {value!r}")
     return text
