@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +22,7 @@ README_COMMAND = "python -m run.tune experiment=tune_fusion tune.dir=outputs/tun
 
 
 def tune(args: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "run.tune", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    return run_app(args, module="run.tune")
 
 
 def test_the_readme_tuning_command_holds_out_each_fold(
