@@ -86,3 +86,10 @@ def test_service_benchmark_quick() -> None:
     match = re.search(r"ranked in full (\d+)/(\d+), failed (\d+), unknown ids (\d+)$", line)
     assert match, line
     assert match.groups() == ("100", "100", "0", "0")
+
+
+def test_tune_benchmark_quick() -> None:
+    out = run_benchmark("bench_tune.py", "--quick", "--synthetic")
+    line = result_line(out, "tune")
+    assert "single jobs' retrieval" in line and "pools searched" in line, line
+    assert "tuned" in result_line(out, "tune estimate")

@@ -13,6 +13,10 @@ def _signed(value: Any) -> str:
     return "undef" if value is None else f"{value:+.3f}"
 
 
+def _p(value: Any) -> str:
+    return "<0.001" if isinstance(value, float) and value < 0.001 else fmt(value)
+
+
 def _ci(row: Mapping[str, Any]) -> str:
     low, high = row.get("ci_low"), row.get("ci_high")
     ends = ["-inf" if low is None else f"{low:+.3f}", "inf" if high is None else f"{high:+.3f}"]
@@ -34,7 +38,7 @@ def sections(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list
     baseline = summary["baseline"]
     comparison = [
         [qtype, row["n"], row["baseline"], row["value"], _signed(row["diff"]), _ci(row),
-         row["p_adjusted"], "yes" if row["significant"] else (row.get("note") or "no")]
+         _p(row["p_adjusted"]), "yes" if row["significant"] else (row.get("note") or "no")]
         for qtype, row in baseline["held_out_comparison"].items()
     ]  # fmt: skip
     return [

@@ -304,7 +304,7 @@ class Tuner:
         if self.cfg.tune.dir:
             return Path(resolve_path(self.cfg.tune.dir))
         stamp = datetime.datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
-        base = resolve_path(f"outputs/tune/{stamp}-{self.cfg.dataset.name}")
+        base = resolve_path(f"outputs/tune/{stamp}-{self.replay.dataset.name}")
         return Path(claim_new_dir(str(base)))
 
     def plan(self) -> dict[str, Any]:
@@ -423,7 +423,7 @@ class Tuner:
             "metric": f"{self.metric_name}@{self.k}",
             "stage": tune.stage,
             "higher_is_better": self.higher,
-            "dataset": self.cfg.dataset.name,
+            "dataset": self.replay.dataset.name,
             "job_overrides": job_overrides(self.job_overrides),
             "space": self.space.describe(),
             "settings": {
@@ -473,8 +473,8 @@ class Tuner:
         document = tuned_document(self.job_overrides, values, self.conf_dirs, searchpath)
         header = (
             f"# Chosen by python -m run.tune on all {len(self.ids)} scored queries of "
-            f"{self.cfg.dataset.name} ({self.metric_name}@{self.k}); its held-out estimate is in "
-            f"{TUNE_JSON}.\n# Run it: python -m run --config-dir {folder} --config-name tuned\n"
+            f"{self.replay.dataset.name} ({self.metric_name}@{self.k}); its held-out estimate is "
+            f"in {TUNE_JSON}.\n# Run it: python -m run --config-dir {folder} --config-name tuned\n"
         )
         return write_tuned(folder, document, header, chosen_cfg, self.conf_dirs)
 
