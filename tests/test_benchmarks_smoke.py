@@ -93,3 +93,9 @@ def test_tune_benchmark_quick() -> None:
     line = result_line(out, "tune")
     assert "single jobs' retrieval" in line and "pools searched" in line, line
     assert "tuned" in result_line(out, "tune estimate")
+
+
+def test_dense_scale_benchmark_quick(tmp_path: Path) -> None:
+    out = run_benchmark("bench_dense_scale.py", "--quick", "--workdir", str(tmp_path))
+    line = [x for x in out.splitlines() if x.startswith("RESULT dense_scale passages=20000 index")]
+    assert line and "recall@10=" in line[0], out[-2000:]
