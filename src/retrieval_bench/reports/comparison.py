@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.reports.coverage import comparison_coverage_section
+from retrieval_bench.reports.robustness import robustness_markdown, robustness_text
 from retrieval_bench.reports.tables import markdown_table, text_table
 
 
@@ -331,6 +332,10 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
                 lines += [f"### {title}", ""]
                 if rows:
                     lines += [markdown_table(header, rows), ""]
+        if ds.get("robustness"):
+            lines += robustness_markdown(ds["robustness"], ds["robustness"].get("heatmap"))
+            if ds["robustness"]["missing"]:
+                lines += ["Ran no variants: " + ", ".join(ds["robustness"]["missing"]), ""]
         lines += comparison_coverage_section(ds.get("coverage"))
         lines += ["Bad cases per query: `badcases.md`.", ""]
     return "\n".join(lines)
@@ -367,6 +372,8 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                 out += ["", title]
                 if rows:
                     out.append(text_table(header, rows))
+        if ds.get("robustness"):
+            out += robustness_text(ds["robustness"])
     if files:
         out += ["", "comparison: " + ", ".join(str(f) for f in files)]
     return "\n".join(out) + "\n"
