@@ -107,11 +107,14 @@ def run_in_process(overrides: list[str], tmp_path: Path) -> tuple[JobResult, Pat
     return result, write_job(tmp_path / "run", result, config)
 
 
-def run_app(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """`python -m run <args>` as a subprocess: for exit codes and the Hydra layer only (slow)."""
+def run_app(
+    args: list[str], cwd: Path = ROOT, module: str = "run"
+) -> subprocess.CompletedProcess[str]:
+    """`python -m run <args>` (or another command, `module="run.tune"`) as a subprocess: for
+    exit codes and the Hydra layer only (slow)."""
     env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "run", *args],
+        [sys.executable, "-m", module, *args],
         cwd=cwd,
         env=env,
         capture_output=True,

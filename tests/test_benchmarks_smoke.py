@@ -88,6 +88,13 @@ def test_service_benchmark_quick() -> None:
     assert match.groups() == ("100", "100", "0", "0")
 
 
+def test_tune_benchmark_quick() -> None:
+    out = run_benchmark("bench_tune.py", "--quick", "--synthetic")
+    line = result_line(out, "tune")
+    assert "single jobs' retrieval" in line and "pools searched" in line, line
+    assert "tuned" in result_line(out, "tune estimate")
+
+
 def test_dense_scale_benchmark_quick(tmp_path: Path) -> None:
     out = run_benchmark("bench_dense_scale.py", "--quick", "--workdir", str(tmp_path))
     line = [x for x in out.splitlines() if x.startswith("RESULT dense_scale passages=20000 index")]

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("answers",),
     ("labels",),
     ("compare",),
+    ("tune",),
     ("benchmark",),
     ("api",),
 ]

@@ -9,29 +9,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config import RunConfig
+from retrieval_bench.config.compose import CONF_DIR, compose_dict
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.job.runner import run_job
-from retrieval_bench.paths import PROJECT_ROOT
 from retrieval_bench.protocols import Arm, ArmSpec
 from retrieval_bench.records import Dataset
 
-CONF_DIR = PROJECT_ROOT / "conf"
+__all__ = ["CONF_DIR", "compose", "evaluate"]
 
 
 def compose(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> RunConfig:
     """The typed config `python -m run <overrides>` would run (the shipped `conf/`, or
     `config_dir`), validated: a bad key raises ConfigError naming it. Arms from a user config
     folder are reached with `hydra.searchpath=[file://DIR]` among the overrides."""
-    register_configs()
-    with initialize_config_dir(config_dir=str(Path(config_dir or CONF_DIR)), version_base="1.3"):
-        composed = hydra_compose(config_name="config", overrides=list(overrides))
-    cfg = cast(RunConfig, OmegaConf.to_object(composed))
+    cfg = cast(RunConfig, OmegaConf.to_object(compose_dict(overrides, config_dir)))
     check_config(cfg)
     return cfg
 

@@ -24,6 +24,7 @@ from retrieval_bench.config.run_file import RunFileConfig
 from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.config.text import TextConfig
+from retrieval_bench.config.tune import TuneConfig
 
 # The built-in plug-ins, declared as any outside one is: a node naming its class by `_target_`,
 # plus keyword arguments (retrieval_bench.plugins). A config adds more under `arms.<name>`,
@@ -102,6 +103,14 @@ class RetrieverConfig:
     method: str = "combsum"  # combsum, combmnz
     # One weight per arm of `arms`, in its order (rrf and score); empty: all 1.
     weights: list[float] = field(default_factory=list)
+    # Query type -> its own weight vector (one per arm of `arms`), used instead of `weights`
+    # for the queries of that type (what `python -m run.tune` searches per type). Which type a
+    # query is comes from `type_weights_from`; a type not listed keeps `weights`.
+    type_weights: dict[str, list[float]] = field(default_factory=dict)
+    # `route`: the rules router's route (router=rules), which a deployed system knows;
+    # `label`: the evaluation set's labelled query_type, an oracle study (no deployed system
+    # knows a query's label).
+    type_weights_from: str = "route"
 
 
 @dataclass
@@ -168,6 +177,9 @@ class RunConfig:
     compare: CompareConfig = field(default_factory=CompareConfig)
     # The monthly benchmark job (python -m run experiment=monthly).
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    # How `python -m run.tune` searches this job's settings (retrieval_bench.tune); a job
+    # itself reads none of it.
+    tune: TuneConfig = field(default_factory=TuneConfig)
     # Perturbed variants of the evaluation set run beside the originals (experiment=robustness).
     robustness: RobustnessConfig = field(default_factory=RobustnessConfig)
 

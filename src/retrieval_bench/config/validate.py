@@ -183,5 +183,6 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.compare.validate()
     cfg.cost.validate()
     cfg.benchmark.validate()
+    cfg.tune.validate()
     check_plugin_nodes(cfg)
     check_pipeline(cfg)

@@ -26,12 +26,16 @@ if TYPE_CHECKING:
     from retrieval_bench.config import RetrieverConfig
 
 __all__ = [
+    "TYPE_FROM_LABEL",
+    "TYPE_FROM_ROUTE",
+    "TYPE_SOURCES",
     "Fill",
     "ReciprocalRankFusion",
     "ScoreFusion",
     "arm_weights",
     "check_fusion",
     "check_strategy_weights",
+    "check_weight_vector",
 ]
 
 
@@ -40,34 +44,55 @@ def _known(key: str, value: str, names: Sequence[str]) -> None:
         raise ConfigError(key, f"unknown value '{value}'; {nearest_hint(value, names)}")
 
 
+# Where a query's type comes from, for `retriever.type_weights` (`retriever.type_weights_from`):
+# the rules router's route (what a deployed system knows) or the labelled type (an oracle).
+TYPE_FROM_ROUTE = "route"
+TYPE_FROM_LABEL = "label"
+TYPE_SOURCES = (TYPE_FROM_ROUTE, TYPE_FROM_LABEL)
+
+
 def check_fusion(cfg: RetrieverConfig) -> None:
     """The fusion keys of `retriever`: the built-in combiners' settings (each typo answered
     with the nearest name), and weights that fit the arms, finite, none negative, one at least
-    positive. Which combiner `retriever.combine` names is the schema's check."""
+    positive: `weights` and each vector of `type_weights`. Which combiner `retriever.combine`
+    names is the schema's check."""
     _known("retriever.normalize", cfg.normalize, list(NORMALIZATIONS))
     _known("retriever.method", cfg.method, METHODS)
-    if not cfg.weights:
+    _known("retriever.type_weights_from", cfg.type_weights_from, TYPE_SOURCES)
+    check_weight_vector("retriever.weights", cfg.weights, cfg.arms)
+    for key, weights in cfg.type_weights.items():
+        if not weights:
+            raise ConfigError(
+                f"retriever.type_weights.{key}", "is empty: give one weight per arm, or drop it"
+            )
+        check_weight_vector(f"retriever.type_weights.{key}", weights, cfg.arms)
+
+
+def check_weight_vector(key: str, weights: Sequence[float], arms: Sequence[str]) -> None:
+    """One weight vector for `arms` (empty: all 1): one per arm, >= 0 and finite, one > 0."""
+    if not weights:
         return
-    if len(cfg.weights) != len(cfg.arms):
+    if len(weights) != len(arms):
         raise ConfigError(
-            "retriever.weights",
-            f"{len(cfg.weights)} weights for {len(cfg.arms)} arms {list(cfg.arms)}: give one "
+            key,
+            f"{len(weights)} weights for {len(arms)} arms {list(arms)}: give one "
             "weight per arm of retriever.arms, in its order (or none: all 1)",
         )
-    for i, weight in enumerate(cfg.weights):
+    for i, weight in enumerate(weights):
         if not math.isfinite(weight) or weight < 0:
-            raise ConfigError(f"retriever.weights[{i}]", f"must be >= 0 and finite, got {weight}")
-    if not any(weight > 0 for weight in cfg.weights):
-        raise ConfigError("retriever.weights", "at least one weight must be positive")
+            raise ConfigError(f"{key}[{i}]", f"must be >= 0 and finite, got {weight}")
+    if not any(weight > 0 for weight in weights):
+        raise ConfigError(key, "at least one weight must be positive")
 
 
 def check_strategy_weights(
     cfg: RetrieverConfig, strategies: Mapping[str, tuple[str, Sequence[str]]]
 ) -> None:
-    """With `retriever.weights`, each router strategy that fuses with weights (name ->
-    (combine, arms)) must fuse the arms of `retriever.arms` in that order: the job builds one
-    combiner per combine name, for those arms. Refused naming `retriever.weights` otherwise."""
-    if not cfg.weights:
+    """With `retriever.weights` (or `type_weights`), each router strategy that fuses with
+    weights (name -> (combine, arms)) must fuse the arms of `retriever.arms` in that order: the
+    job builds one combiner per combine name, for those arms. Refused naming
+    `retriever.weights` otherwise."""
+    if not cfg.weights and not cfg.type_weights:
         return
     for name, (combine, arms) in strategies.items():
         if combine != "fill" and len(arms) > 1 and list(arms) != list(cfg.arms):

@@ -120,10 +120,17 @@ def build_stages(
     return [(name, spec.build(name, ctx)) for name, spec in specs]
 
 
-def build_combiners(cfg: RunConfig, names: Sequence[str], ctx: BuildContext) -> dict[str, Combiner]:
-    """Each combiner a strategy of the job names, for the pools of `retriever.arms` in order
-    (their weights are `retriever.weights`)."""
-    weights = arm_weights(cfg.retriever, cfg.retriever.arms)
+def build_combiners(
+    cfg: RunConfig,
+    names: Sequence[str],
+    ctx: BuildContext,
+    weights: tuple[float, ...] | None = None,
+) -> dict[str, Combiner]:
+    """Each combiner a strategy of the job names, for the pools of `retriever.arms` in order,
+    with `weights` (default `retriever.weights`; a query type's own vector of
+    `retriever.type_weights` for that type's combiners)."""
+    if weights is None:
+        weights = arm_weights(cfg.retriever, cfg.retriever.arms)
     built = {}
     for name in names:
         if name not in cfg.combiners:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from retrieval_bench.config import RunConfig, validate
 from retrieval_bench.encoders import check_encoder_config
-from retrieval_bench.fusion import check_fusion, check_strategy_weights
+from retrieval_bench.errors import ConfigError, nearest_hint
+from retrieval_bench.fusion import TYPE_FROM_ROUTE, check_fusion, check_strategy_weights
 from retrieval_bench.job.build import arm_spec, combiner_spec, stage_specs
 from retrieval_bench.routing.rules import load_rule_set
 from retrieval_bench.scoring.groups import check_field
@@ -38,6 +39,21 @@ def check_config(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         check_field(name)
     # router=rules: its rules, routes, strategies and cues
     rule_set = load_rule_set(cfg.router, (*cfg.arms, *given_arms), tuple(cfg.combiners))
+    if cfg.retriever.type_weights and cfg.retriever.type_weights_from == TYPE_FROM_ROUTE:
+        routes = list(rule_set.routes) if rule_set is not None else []
+        if not routes:
+            raise ConfigError(
+                "retriever.type_weights_from",
+                "route: a query's route comes from the rules router; add router=rules, or set "
+                "retriever.type_weights_from=label for an oracle study (the labelled type, "
+                "which no deployed system knows)",
+            )
+        for key in cfg.retriever.type_weights:
+            if key not in routes:
+                raise ConfigError(
+                    f"retriever.type_weights.{key}",
+                    f"is not a route of the rules router; {nearest_hint(key, routes)}",
+                )
     if rule_set is not None:
         check_strategy_weights(
             cfg.retriever,

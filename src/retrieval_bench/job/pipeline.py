@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from retrieval_bench.records import (
     FILTERED_OUT,
     NO_CANDIDATES,
     EvalQuery,
+    FilterDecision,
     ParsedQuery,
     Passage,
     QueryRecord,
@@ -27,9 +28,30 @@ from retrieval_bench.records import (
     StageRecord,
 )
 from retrieval_bench.routing.router import Router
-from retrieval_bench.routing.rules import Strategy
+from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.stages.cut import TopKCutStage, cut
 from retrieval_bench.tiebreak import shared_tie_break
+
+# A query's type for `retriever.type_weights`, from the query and its route (None: no router).
+TypeOf = Callable[[EvalQuery, str | None], str | None]
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One query up to its arms' pools (`Pipeline.search`): its parse, route, filter decision,
+    the pools of the arms it asked for, and those its baselines combine (the same pools, unless
+    the routed filter applied exclusions: then pools ranked without them, under
+    `baseline_mask`)."""
+
+    query: EvalQuery
+    parse: ParsedQuery
+    routing: Routing
+    decision: FilterDecision
+    pools: dict[str, Ranked]
+    baseline_pools: dict[str, Ranked]
+    baseline_mask: np.ndarray | None
+    # Each arm's pool as recorded (`pools`'), made once however often the query is finished.
+    arm_records: dict[str, StageRecord]
 
 
 class Pipeline:
@@ -45,10 +67,14 @@ class Pipeline:
         combiners: Mapping[str, Combiner],
         baselines: Mapping[str, Strategy] | None = None,
         stages: Sequence[tuple[str, Stage]] | None = None,
+        typed_combiners: Mapping[str, Mapping[str, Combiner]] | None = None,
+        type_of: TypeOf | None = None,
     ) -> None:
         """`combiners`: each combine name a strategy may use -> its combiner. `stages`: the
         later stages in order, by name (job.build checks their placement around the cut);
-        default: the cut to `top_k` alone, `final`."""
+        default: the cut to `top_k` alone, `final`. `typed_combiners`: a query type's own
+        combiners (`retriever.type_weights`), used for the queries `type_of` (query, route)
+        gives that type; the baselines always use `combiners`."""
         self.ids = [p.id for p in passages]
         self.arms = arms
         self.parse = parse
@@ -57,6 +83,8 @@ class Pipeline:
         self.pool_size = pool_size
         self.top_k = top_k
         self.combiners = combiners
+        self.typed_combiners = dict(typed_combiners or {})
+        self.type_of = type_of
         self.baselines = dict(baselines or {})
         self.stages = list(stages) if stages is not None else [("final", TopKCutStage(top_k))]
         self.tie_break = shared_tie_break(self.ids)
@@ -65,6 +93,12 @@ class Pipeline:
         self.timing = PluginTiming()
 
     def run(self, queries: Sequence[EvalQuery]) -> list[QueryRecord]:
+        return self.finish(self.search(queries))
+
+    def search(self, queries: Sequence[EvalQuery]) -> list[Searched]:
+        """Each query parsed, routed, filtered and ranked by the arms it needs: everything
+        before combining, which depends on no fusion or later-stage setting (a tuning replay
+        keeps it and finishes it under other settings)."""
         parsed = [self.parse(q.query) for q in queries]
         routed = [self.route(q, p) for q, p in zip(queries, parsed, strict=True)]
         decisions = [
@@ -91,20 +125,36 @@ class Pipeline:
                 else:
                     wanted[i] |= baseline_arms
         searched = self._search([*queries, *(queries[i] for i in plain)], masks, wanted)
-        pools = searched[: len(queries)]
-        plain_pools = dict(zip(plain, searched[len(queries) :], strict=True))
+        plain_at = {i: len(queries) + n for n, i in enumerate(plain)}
+        return [
+            Searched(
+                query,
+                parse,
+                routing,
+                decision,
+                searched[i],
+                searched[plain_at.get(i, i)],
+                masks[plain_at.get(i, i)],
+                {name: self._stage(pool) for name, pool in searched[i].items()},
+            )
+            for i, (query, parse, routing, decision) in enumerate(
+                zip(queries, parsed, routed, decisions, strict=True)
+            )
+        ]
+
+    def finish(self, searched: Sequence[Searched]) -> list[QueryRecord]:
+        """The searched queries combined (each by its strategy's combiner, or its type's),
+        through the later stages, every stage recorded, and the baselines beside them."""
+        queries = [s.query for s in searched]
+        masks = [s.decision.mask for s in searched]
+        ranked = self._combine_all(searched)
         stages: list[dict[str, StageRecord]] = []
-        ranked: list[Ranked] = []
-        for query, routing, arm_pools, mask in zip(
-            queries, routed, pools, masks[: len(queries)], strict=True
-        ):
-            strategy = routing.strategy
-            recorded = {name: self._stage(arm_pools[name]) for name in strategy.arms}
-            combined = self._combine(query, strategy, [arm_pools[n] for n in strategy.arms], mask)
+        for item, combined in zip(searched, ranked, strict=True):
+            strategy = item.routing.strategy
+            recorded = {name: item.arm_records[name] for name in strategy.arms}
             if len(strategy.arms) > 1:
                 recorded["fused"] = self._stage(combined)
             stages.append(recorded)
-            ranked.append(combined)
         for name, stage in self.stages:
             given = ranked
             start = time.perf_counter()
@@ -115,17 +165,14 @@ class Pipeline:
                 queries,
                 applied,
                 None,
-                masks[: len(queries)],
+                masks,
                 [r.indices for r in given],
             )
             for recorded, result in zip(stages, ranked, strict=True):
                 recorded[name] = self._stage(result)
         records = []
-        for i, (query, parse, routing, decision, arm_pools) in enumerate(
-            zip(queries, parsed, routed, decisions, pools, strict=True)
-        ):
-            base_pools = plain_pools.get(i, arm_pools)
-            mask = masks[len(queries) + plain.index(i)] if i in plain_pools else masks[i]
+        for item, recorded in zip(searched, stages, strict=True):
+            query, base_pools, mask = item.query, item.baseline_pools, item.baseline_mask
             baselines = {
                 name: self._stage(
                     cut(self._combine(query, s, [base_pools[a] for a in s.arms], mask), self.top_k)
@@ -135,12 +182,12 @@ class Pipeline:
             records.append(
                 QueryRecord(
                     query,
-                    routing.route,
-                    routing.strategy.name,
-                    parse,
-                    decision,
-                    stages[i],
-                    rule=routing.rule,
+                    item.routing.route,
+                    item.routing.strategy.name,
+                    item.parse,
+                    item.decision,
+                    recorded,
+                    rule=item.routing.rule,
                     baselines=baselines,
                 )
             )
@@ -179,13 +226,49 @@ class Pipeline:
                 pools[i][arm_name] = result
         return pools
 
+    def _combine_all(self, searched: Sequence[Searched]) -> list[Ranked]:
+        """Each query's pools by its strategy's combiner (its type's, with type weights), the
+        outputs of one combiner checked together (`_combine` does one query alike)."""
+        raw: list[Ranked] = []
+        given: list[np.ndarray] = []
+        by_combine: dict[str, list[int]] = {}
+        for i, item in enumerate(searched):
+            strategy = item.routing.strategy
+            typed = self.type_of(item.query, item.routing.route) if self.type_of else None
+            combiners = self.typed_combiners.get(typed, self.combiners) if typed else self.combiners
+            combiner = combiners[strategy.combine]
+            pools = [item.pools[n] for n in strategy.arms]
+            what = f"combiner '{strategy.combine}'"
+            raw.append(guarded_call(what, combiner, combiner.combine, pools, self.tie_break))
+            given.append(np.concatenate([pool.indices for pool in pools]))
+            by_combine.setdefault(strategy.combine, []).append(i)
+        out = list(raw)
+        for name, members in by_combine.items():
+            checked = self.contract.check(
+                f"combiner '{name}'",
+                [searched[i].query for i in members],
+                [raw[i] for i in members],
+                None,
+                [searched[i].decision.mask for i in members],
+                [given[i] for i in members],
+            )
+            for i, result in zip(members, checked, strict=True):
+                out[i] = result
+        return out
+
     def _combine(
-        self, query: EvalQuery, strategy: Strategy, pools: list[Ranked], mask: np.ndarray | None
+        self,
+        query: EvalQuery,
+        strategy: Strategy,
+        pools: list[Ranked],
+        mask: np.ndarray | None,
+        combiners: Mapping[str, Combiner] | None = None,
     ) -> Ranked:
-        """The strategy's combiner over `pools` (a lone pool passes through, and pools all empty
-        say why: fusion.pools), its output checked: a combiner may reorder and drop what the
-        arms returned, never bring in a passage the filter excludes."""
-        combiner = self.combiners[strategy.combine]
+        """The strategy's combiner (of `combiners`, default the job's) over `pools` (a lone
+        pool passes through, and pools all empty say why: fusion.pools), its output checked: a
+        combiner may reorder and drop what the arms returned, never bring in a passage the
+        filter excludes."""
+        combiner = (combiners or self.combiners)[strategy.combine]
         what = f"combiner '{strategy.combine}'"
         start = time.perf_counter()
         combined = guarded_call(what, combiner, combiner.combine, pools, self.tie_break)
@@ -195,8 +278,8 @@ class Pipeline:
 
     def _stage(self, ranked: Ranked) -> StageRecord:
         return StageRecord(
-            ids=[self.ids[i] for i in ranked.indices.tolist()],
-            scores=[float(s) for s in ranked.scores.tolist()],
+            ids=list(map(self.ids.__getitem__, ranked.indices.tolist())),
+            scores=np.asarray(ranked.scores, dtype=np.float64).tolist(),
             pool_requested=ranked.requested,
             pool_returned=ranked.returned,
             indices=ranked.indices,

@@ -17,10 +17,16 @@ from retrieval_bench.encoders import build_encoder
 from retrieval_bench.encoders.cache import CacheStats, EmbeddingCache
 from retrieval_bench.encoders.shards import encode_shard, shard_bounds
 from retrieval_bench.io import writable_dir
+from retrieval_bench.job.assemble import (
+    build_context,
+    build_pipeline,
+    configured_strategy,
+    job_arm_names,
+    type_source,
+)
 from retrieval_bench.job.build import (
     arm_specs,
     build_arms,
-    build_combiners,
     build_stages,
     run_checks,
     stage_specs,
@@ -30,16 +36,13 @@ from retrieval_bench.job.cost import job_cost
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.latency import probe_latency
 from retrieval_bench.job.machine import MemoryMeter, machine
-from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.perturb.dataset import with_variants
-from retrieval_bench.protocols import Arm, ArmSpec, BuildContext
+from retrieval_bench.protocols import Arm, ArmSpec
 from retrieval_bench.records import Dataset, QueryRecord, empty_rankings, passage_text
 from retrieval_bench.routing.metrics import router_metrics
-from retrieval_bench.routing.parser import NegationRules, QueryParser
-from retrieval_bench.routing.router import build_router
-from retrieval_bench.routing.rules import RuleSet, Strategy, load_rule_set
+from retrieval_bench.routing.rules import RuleSet, load_rule_set
 from retrieval_bench.scoring.families import ScoringContext
 from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements
@@ -48,7 +51,6 @@ from retrieval_bench.scoring.refusal import check_stage
 from retrieval_bench.scoring.robustness import job_robustness, variant_rows
 from retrieval_bench.scoring.significance import significance_settings
 from retrieval_bench.scoring.units import judge_in_unit, passage_docs
-from retrieval_bench.tiebreak import shared_tie_break
 
 log = logging.getLogger(__name__)
 
@@ -99,25 +101,9 @@ def run_job(
     with timer.phase("load"):
         dataset, judgements, groups = load_labelled(cfg, dataset)
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
-    strategy = Strategy(
-        name=cfg.retriever.name, arms=tuple(cfg.retriever.arms), combine=cfg.retriever.combine
-    )
-    # With a router every arm a strategy names is built, and each runs alone as a baseline for
-    # the routed-vs-single comparison.
-    arm_names = list(cfg.retriever.arms)
-    if rule_set:
-        for served in rule_set.routes.values():
-            arm_names.extend(a for a in served.strategy.arms if a not in arm_names)
+    arm_names = job_arm_names(cfg, rule_set)
     passage_filter = PassageFilter(dataset.passages, cfg.filters)
-    ctx = BuildContext(
-        passages=dataset.passages,
-        queries=dataset.queries,
-        cfg=cfg,
-        tie_break=shared_tie_break([p.id for p in dataset.passages]),
-        cache_dir=resolve_path(cfg.cache_dir),
-        entities=dataset.entities,
-        possible_filters=passage_filter.possible(dataset.queries, exclusions=rule_set is not None),
-    )
+    ctx = build_context(cfg, dataset, rule_set, passage_filter)
     # Every spec first (a bad node fails before any work), then their checks (a missing model
     # fails before any arm encodes the corpus), then the stages (a context budget below the
     # shortest passage is refused at start), then the arms.
@@ -130,33 +116,16 @@ def run_job(
     # (whether a one-arm query records `fused` is known only then: scoring checks again).
     recorded = [*arm_names, *(arms or {}), "fused", *(name for name, _ in stages)]
     check_stage(cfg.refusal.score_stage, recorded)
+    type_source(cfg, dataset)  # a type_weights key the evaluation set lacks fails before work
     built = build_arms(arm_names, ready, specs, ctx, _measured(timer, memory))
-    cities = {str(p.meta.get("city")) for p in dataset.passages if p.meta.get("city")}
-    parser = QueryParser(
-        cities, dataset.entities, rule_set.negation if rule_set else NegationRules()
-    )
-    route, baselines = build_router(rule_set, strategy, arm_names)
-    combine_names = {strategy.combine, *(s.combine for s in baselines.values())}
-    if rule_set:
-        combine_names.update(served.strategy.combine for served in rule_set.routes.values())
-    pipeline = Pipeline(
-        dataset.passages,
-        built,
-        parse=parser.parse,
-        passage_filter=passage_filter,
-        route=route,
-        pool_size=cfg.retriever.pool_size,
-        top_k=cfg.top_k,
-        combiners=build_combiners(cfg, sorted(combine_names), ctx),
-        baselines=baselines,
-        stages=stages,
-    )
+    pipeline = build_pipeline(cfg, dataset, built, stages, ctx, rule_set, passage_filter)
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
     _note_empty_rankings(records)
     # What the arms and stages did in the batch run, before the latency probe calls them again.
     indexes = {name: arm.info() for name, arm in built.items()}
     stage_infos = {name: stage.info() for name, stage in stages}
+    strategy = configured_strategy(cfg)
     strategies = {strategy.name: strategy}
     if rule_set:
         strategies.update({s.strategy.name: s.strategy for s in rule_set.routes.values()})

@@ -1,0 +1,24 @@
+"""The app's config composed with Hydra's compose API, as `python -m run <overrides>` composes
+it: the shipped `conf/` (or another primary folder), untyped, interpolations kept. `api.compose`
+types and checks it; a tuning keeps it to set trial values the way Hydra would."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from retrieval_bench.config.schema import register_configs
+from retrieval_bench.paths import PROJECT_ROOT
+
+CONF_DIR = PROJECT_ROOT / "conf"
+
+
+def compose_dict(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> DictConfig:
+    """The composed config (Hydra's own errors for a bad override); arms from a user config
+    folder are reached with `hydra.searchpath=[file://DIR]` among the overrides."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(Path(config_dir or CONF_DIR)), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))

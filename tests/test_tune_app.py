@@ -1,0 +1,64 @@
+"""`python -m run.tune` as a process, on the shipped travel set: the README's tuning command
+writes tune.json whose every fold's held-out score is a fresh job of the fold's chosen
+configuration scored on the fold's test queries, the gap per type, and a tuned.yaml that the
+app runs; a bad key exits 2 naming it. Subprocesses: marked slow."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_app
+
+from retrieval_bench.api import compose
+from retrieval_bench.job.runner import run_job
+
+pytestmark = pytest.mark.slow
+README_COMMAND = "python -m run.tune experiment=tune_fusion tune.dir=outputs/tune/travel-rrf"
+
+
+def tune(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return run_app(args, module="run.tune")
+
+
+def test_the_readme_tuning_command_holds_out_each_fold(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    assert README_COMMAND in (ROOT / "README.md").read_text(encoding="utf-8")
+    folder = tmp_path / "travel-rrf"
+    args = [*README_COMMAND.split()[3:-1], f"tune.dir={folder}", f"cache_dir={shared_cache}"]
+    proc = tune(args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "held-out (mean over folds)" in proc.stdout
+    summary = json.loads((folder / "tune.json").read_text(encoding="utf-8"))
+    assert summary["dataset"] == "travel" and len(summary["folds"]) == 5
+    job = ["experiment=tune_fusion", f"cache_dir={shared_cache}"]
+    for fold in summary["folds"]:
+        fresh = run_job(compose([*job, *fold["chosen"]]))
+        values = fresh.metrics["stages"]["final"]["per_query"]
+        test = [values[q]["ndcg@6"] for q in fold["test_ids"]]
+        assert math.isclose(fold["test_score"], float(np.mean(test)), abs_tol=1e-12)
+    held_out = float(np.mean([f["test_score"] for f in summary["folds"]]))
+    assert math.isclose(summary["held_out_score"], held_out, abs_tol=1e-12)
+    for row in summary["by_type"].values():
+        assert math.isclose(row["gap"], row["tuned_score"] - row["held_out_score"], abs_tol=1e-12)
+    run = run_app(
+        ["--config-dir", str(folder), "--config-name", "tuned", f"hydra.run.dir={tmp_path / 'job'}",
+         f"cache_dir={shared_cache}"]
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    metrics = json.loads((tmp_path / "job" / "metrics.json").read_text(encoding="utf-8"))
+    assert math.isclose(
+        metrics["stages"]["final"]["overall"]["ndcg@6"], summary["tuned_score"], abs_tol=1e-12
+    )
+
+
+def test_a_bad_key_exits_2_naming_it(tmp_path: Path) -> None:
+    proc = tune(["retriever.rrf=range(1,101)", f"tune.dir={tmp_path}"])
+    assert proc.returncode == 2, proc.stderr
+    assert "config key 'tune.space.retriever.rrf'" in proc.stderr
+    assert "did you mean 'retriever.rrf_k'" in proc.stderr
