@@ -25,7 +25,7 @@ _ZH = re.compile(r"查询：(.*?)\n文本：(.*?)\n\n请分步骤", re.DOTALL)
 
 def bigrams(text: str) -> set[str]:
     chars = [c for c in text if not c.isspace()]
-    return {a + b for a, b in zip(chars, chars[1:], strict=False)}
+    return {chars[i] + chars[i + 1] for i in range(len(chars) - 1)}
 
 
 def rule_grade(query: str, passage: str) -> int:
@@ -51,6 +51,7 @@ def chat_model(
     misbehave: Misbehaviour | None = None,
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """(the API base URL, the request bodies received), while the stand-in model serves."""
+
     def respond(body: dict[str, Any]) -> Reply:
         assert body["temperature"] == 0 and body["messages"][0]["role"] == "user"
         prompt = body["messages"][0]["content"]
@@ -77,7 +78,11 @@ def _completion(model: str, content: str, prompt: str) -> dict[str, Any]:
         "object": "chat.completion",
         "model": model,
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
         ],
         "usage": {
             "prompt_tokens": len(prompt),

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("reports",),
     ("jobdir",),
     ("answers",),
-    ("labels",),
+    ("labels", "judge"),
     ("compare",),
     ("benchmark",),
     ("api",),

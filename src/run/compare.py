@@ -46,6 +46,12 @@ def _main(argv: Sequence[str] | None) -> int:
         f"{' '.join(defaults.metrics)})",
     )
     add_plugin_option(parser)
+    parser.add_argument(
+        "--judged-labels",
+        type=Path,
+        help="a label snapshot with a model judge's grades (run.judge, then run.pool --import): "
+        "adds the estimates under people's labels, people's plus the judge's, and PPI",
+    )
     parser.add_argument("--stage", default=defaults.stage)
     parser.add_argument("--alpha", type=float, default=defaults.alpha)
     parser.add_argument("--min-queries", type=int, default=defaults.min_queries)
@@ -83,7 +89,9 @@ def _main(argv: Sequence[str] | None) -> int:
     load_plugins(args.plugins, "--plugin")
     cfg.validate()
     canonical_compare_metrics(cfg)
-    result = compare_dirs(args.dirs, cfg, out_dir=None if args.no_write else out)
+    result = compare_dirs(
+        args.dirs, cfg, out_dir=None if args.no_write else out, judged_labels=args.judged_labels
+    )
     print(result.text)
     if out is None and not args.no_write:
         print("(pass --out DIR to write comparison.md and comparison.json)")

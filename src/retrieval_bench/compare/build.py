@@ -355,8 +355,6 @@ INTERVALS = {
 }
 
 
-
-
 @dataclass
 class ComparisonOutput:
     record: dict[str, Any]
@@ -370,9 +368,13 @@ def compare_dirs(
     out_dir: str | Path | None = None,
     baseline: Mapping[str, Any] | None = None,
     unchanged: Snapshot | None = None,
+    judged_labels: Path | None = None,
 ) -> ComparisonOutput:
     """Load the job folders under `paths`, compare them per dataset, write the files to
-    `out_dir` (if given), and return the record and the terminal text."""
+    `out_dir` (if given), and return the record and the terminal text. Where the jobs' labels
+    (or `judged_labels`, a snapshot with a model judge's grades) hold a judge's labels, each
+    dataset's record also gets the three estimates (`judge.estimates`)."""
+    from retrieval_bench.judge.estimates import estimate_judged
     from retrieval_bench.reports.comparison import comparison_markdown, comparison_text
 
     scan = scan_jobs(paths, unchanged=unchanged)
@@ -382,8 +384,17 @@ def compare_dirs(
     baseline = dict(baseline if baseline is not None else cfg.baseline_setting())
     datasets: dict[str, Any] = {}
     badcases: dict[str, Any] = {}
-    for name, group in group_by_dataset(jobs).items():
+    groups = group_by_dataset(jobs)
+    if judged_labels is not None and len(groups) > 1:
+        raise BenchError(
+            f"--judged-labels {judged_labels} is one dataset's labels, but the jobs ran "
+            f"{len(groups)} datasets ({', '.join(sorted(groups))}): compare one at a time"
+        )
+    for name, group in groups.items():
         datasets[name] = compare_dataset(group, cfg, baseline)
+        estimates = estimate_judged(group, cfg, significance_settings(cfg), judged_labels)
+        if estimates is not None:
+            datasets[name]["judge_estimates"] = estimates
         specs = [m["spec"] for m in datasets[name]["metrics"]]
         # Bad cases are rankings: led by the first retrieval metric compared.
         primary = next((m for m in specs if not is_answer_metric(m)), "recall@K")
@@ -408,7 +419,6 @@ def compare_dirs(
         from retrieval_bench.compare.html import write_comparison_html
         from retrieval_bench.scoring.table import write_sweep_results
 
-        groups = group_by_dataset(jobs)
         html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)
         tables = write_sweep_results(out, jobs)
         files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]

@@ -49,8 +49,6 @@ RESCORE_NOTE = "rescore.json"
 K = TypeVar("K")
 
 
-
-
 @dataclass
 class Rescored:
     """One job re-scored: its new metrics and the hashes it was scored with, then and now."""
@@ -72,8 +70,6 @@ class Rescored:
         if old == new:
             return f"labels unchanged ({short(new)})"
         return f"labels {short(old)} -> {short(new)}"
-
-
 
 
 def _recorded(job_dir: Path) -> dict[str, Any]:

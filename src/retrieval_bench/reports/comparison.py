@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.reports.coverage import comparison_coverage_section
+from retrieval_bench.reports.judge_estimates import estimates_line, estimates_section
 from retrieval_bench.reports.tables import markdown_table, text_table
 
 
@@ -332,6 +333,8 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
                 if rows:
                     lines += [markdown_table(header, rows), ""]
         lines += comparison_coverage_section(ds.get("coverage"))
+        if ds.get("judge_estimates"):
+            lines += estimates_section(ds["judge_estimates"])
         lines += ["Bad cases per query: `badcases.md`.", ""]
     return "\n".join(lines)
 
@@ -367,6 +370,8 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                 out += ["", title]
                 if rows:
                     out.append(text_table(header, rows))
+        if ds.get("judge_estimates"):
+            out += ["", estimates_line(ds["judge_estimates"])]
     if files:
         out += ["", "comparison: " + ", ".join(str(f) for f in files)]
     return "\n".join(out) + "\n"

@@ -28,15 +28,19 @@ import numpy as np
 WEIGHTS = ("none", "linear", "quadratic")
 
 
-def confusion(a: Sequence[int], b: Sequence[int], scale: Sequence[int]) -> np.ndarray:
-    """Counts of (a's grade, b's grade), rows a, columns b, both in `scale` order. A grade
-    outside `scale` is a ValueError (it would silently drop a pair)."""
-    index = {g: i for i, g in enumerate(scale)}
-    out = np.zeros((len(scale), len(scale)), dtype=np.int64)
+def confusion(
+    a: Sequence[int], b: Sequence[int], scale: Sequence[int], b_scale: Sequence[int] | None = None
+) -> np.ndarray:
+    """Counts of (a's grade, b's grade): rows a's grades in `scale` order, columns b's in
+    `b_scale` order (default `scale`). A grade off its scale is a ValueError (it would
+    silently drop a pair)."""
+    columns = scale if b_scale is None else b_scale
+    rows, cols = {g: i for i, g in enumerate(scale)}, {g: i for i, g in enumerate(columns)}
+    out = np.zeros((len(scale), len(columns)), dtype=np.int64)
     for x, y in zip(a, b, strict=True):
-        if x not in index or y not in index:
+        if x not in rows or y not in cols:
             raise ValueError(f"grade pair ({x}, {y}) is outside the scale {list(scale)}")
-        out[index[x], index[y]] += 1
+        out[rows[x], cols[y]] += 1
     return out
 
 
@@ -114,7 +118,7 @@ def agreement(
     pairs or when a rater gave one grade only. The confusion matrix is people's grade x the
     judge's raw grade (`judge_raw` on `raw_scale`, e.g. 0-3 before mapping), or x `judge`."""
     columns = list(raw_scale if judge_raw is not None and raw_scale is not None else scale)
-    matrix = confusion(people, judge_raw if judge_raw is not None else judge, columns)
+    matrix = confusion(people, judge_raw if judge_raw is not None else judge, scale, columns)
     if len(people) < min_pairs:
         note: str | None = f"not estimated: {len(people)} labelled pairs (fewer than {min_pairs})"
     else:

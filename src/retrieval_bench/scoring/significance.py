@@ -69,8 +69,6 @@ class SignificanceSettings:
 UNBOUNDED = "unbounded: too few queries"
 
 
-
-
 def ci_json(low: float, high: float) -> dict[str, Any]:
     """A CI as strict JSON: an infinite end (no shift could be rejected) is null, and
     `ci_unbounded` says why."""
