@@ -77,9 +77,7 @@ def part_of(module: str) -> str:
 
 GRAPH = {
     module: {
-        t
-        for name in imports(path)
-        if (t := target(name, modules())) is not None and t != module
+        t for name in imports(path) if (t := target(name, modules())) is not None and t != module
     }
     for module, path in modules().items()
 }
@@ -114,8 +112,9 @@ def test_the_package_root_imports_nothing_at_load() -> None:
         node
         for node in tree.body
         if isinstance(node, (ast.Import, ast.ImportFrom))
-        and (node.module if isinstance(node, ast.ImportFrom) else node.names[0].name or "")
-        .startswith(PACKAGE)
+        and (
+            node.module if isinstance(node, ast.ImportFrom) else node.names[0].name or ""
+        ).startswith(PACKAGE)
     ]
     assert loaded == []
 

@@ -242,6 +242,7 @@ def calibrate(
             "thresholds": judge.thresholds,
             "fit_pairs": len(fit_idx),
             "fit_queries": len({pairs[i].pair.query_id for i in fit_idx}),
+            "fit_query_ids": sorted({pairs[i].pair.query_id for i in fit_idx}),
             "evaluated_pairs": len(evaluated),
             "evaluated_queries": len({pairs[i].pair.query_id for i in evaluated}),
         }
