@@ -31,14 +31,13 @@ from pathlib import Path
 
 from retrieval_bench.data.judgments import DEFAULT_GRADES
 from retrieval_bench.errors import EXIT_OK, ConfigError
-from retrieval_bench.judge.base import Judge, scale_mapping
+from retrieval_bench.judge.base import Judge, cli_key
+from retrieval_bench.judge.build import JUDGE_KINDS, JudgeSpec, build_judge, check_thresholds
 from retrieval_bench.judge.cache import JudgeCache
 from retrieval_bench.judge.files import CALIBRATION_JSON, JUDGMENTS
-from retrieval_bench.judge.prompt import load_prompt
 from run.exits import guarded
 from run.options import grades_option
 
-JUDGES = ("openai", "cross_encoder")
 DEFAULT_CALIBRATION_DIR = Path("outputs/calibration")
 
 
@@ -55,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add = parser.add_argument
     add("pool", nargs="?", type=Path, help="pool.jsonl or pool.csv to judge")
-    add("--judge", choices=JUDGES, required=True, help="the kind of judge")
+    add("--judge", choices=JUDGE_KINDS, required=True, help="the kind of judge")
     add("--model", required=True, help="openai: the model's name; cross_encoder: its folder")
     add("--out", type=Path, help="judging: the judgment file; --calibrate: a folder")
     add("--grades", type=grades_option, default=DEFAULT_GRADES, help="0,1 (default) or 0,1,2,3")
@@ -97,80 +96,45 @@ def _thresholds(args: argparse.Namespace, scale: Sequence[int]) -> list[float] |
             args.calibration / CALIBRATION_JSON if args.calibration.is_dir() else args.calibration
         )
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            values = record["judge"]["thresholds"]
+            values = json.loads(path.read_text(encoding="utf-8"))["judge"]["thresholds"]
+            values = [float(v) for v in values]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(
                 "--calibration", f"{path}: not a cross-encoder's calibration.json ({exc!r})"
             ) from None
-        flag = "--calibration"
-    elif args.thresholds is not None:
-        try:
-            values = [float(part) for part in args.thresholds.split(",") if part.strip()]
-        except ValueError:
-            raise ConfigError("--thresholds", f"{args.thresholds!r}: not numbers") from None
-        flag = "--thresholds"
-    else:
+        check_thresholds(values, scale, "--calibration", cli_key)
+        return values
+    if args.thresholds is None:
         return None
-    top = max(scale)
-    if tuple(scale) != tuple(range(top + 1)):
-        raise ConfigError("--grades", f"a cross-encoder needs a scale 0..M, got {list(scale)}")
-    if not isinstance(values, list) or len(values) != top:
-        raise ConfigError(
-            flag, f"needs {top} threshold(s) for the scale {list(scale)}, got {values}"
-        )
-    if values != sorted(values):
-        raise ConfigError(flag, f"thresholds must ascend, got {values}")
-    return [float(v) for v in values]
+    try:
+        return [float(part) for part in args.thresholds.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError("--thresholds", f"{args.thresholds!r}: not numbers") from None
 
 
-def build_judge(args: argparse.Namespace, scale: Sequence[int], need_thresholds: bool) -> Judge:
-    """The judge the flags describe (a flag of the other kind is refused, naming it)."""
-    if args.judge == "openai":
-        from retrieval_bench.judge.chat import ChatJudge, ChatSettings
-
-        if args.thresholds is not None or args.calibration is not None:
-            raise ConfigError("--thresholds", "applies to --judge cross_encoder only")
-        if not args.url:
-            raise ConfigError("--url", "--judge openai needs the endpoint's URL")
-        to_scale = scale_mapping(scale, args.relevant_from)
-        prompts = {
-            "en": load_prompt("en", args.prompt_en, "--prompt-en"),
-            "zh": load_prompt("zh", args.prompt_zh, "--prompt-zh"),
-        }
-        settings = ChatSettings(
-            url=args.url,
-            model=args.model,
-            concurrency=args.concurrency,
-            timeout_s=args.timeout_s,
-            retries=args.retries,
-            retry_backoff_s=args.retry_backoff_s,
-            max_tokens=args.max_tokens,
-            api_key_env=args.api_key_env,
-            usd_per_mtok_in=args.usd_per_mtok_in,
-            usd_per_mtok_out=args.usd_per_mtok_out,
-        )
-        return ChatJudge(settings, prompts, to_scale)
-    others = (("--url", args.url), ("--prompt-en", args.prompt_en), ("--prompt-zh", args.prompt_zh))
-    for flag, value in others:
-        if value is not None:
-            raise ConfigError(flag, "applies to --judge openai only")
-    thresholds = _thresholds(args, scale)
-    if thresholds is None and need_thresholds:
-        raise ConfigError(
-            "--thresholds",
-            "a cross-encoder's scores need thresholds to become grades: give --thresholds, or "
-            "--calibration with the calibration.json of `python -m run.judge --calibrate`",
-        )
-    from retrieval_bench.judge.cross_encoder import CrossEncoderJudge
-
-    return CrossEncoderJudge(
-        args.model,
-        thresholds,
+def judge_of(args: argparse.Namespace, scale: Sequence[int], need_thresholds: bool) -> Judge:
+    """The judge the flags describe."""
+    spec = JudgeSpec(
+        kind=args.judge,
+        model=args.model,
+        url=args.url,
+        relevant_from=args.relevant_from,
+        prompt_en=args.prompt_en,
+        prompt_zh=args.prompt_zh,
+        concurrency=args.concurrency,
+        timeout_s=args.timeout_s,
+        retries=args.retries,
+        retry_backoff_s=args.retry_backoff_s,
+        max_tokens=args.max_tokens,
+        api_key_env=args.api_key_env,
+        usd_per_mtok_in=args.usd_per_mtok_in,
+        usd_per_mtok_out=args.usd_per_mtok_out,
+        thresholds=_thresholds(args, scale),
         batch_size=args.batch_size,
         max_length=args.max_length,
         devices=args.devices or ["cpu"],
     )
+    return build_judge(spec, scale, need_thresholds)
 
 
 def _sample(text: str) -> int | None:
@@ -198,7 +162,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from retrieval_bench.judge.calibrate import calibrate
 
         sample = _sample(args.sample)
-        judge = build_judge(args, scale, need_thresholds=False)
+        judge = judge_of(args, scale, need_thresholds=False)
         result = calibrate(args.evalset, args.corpus, judge, cache, scale, sample, args.seed)
         files = result.write(args.out or DEFAULT_CALIBRATION_DIR)
         print(files[2].read_text(encoding="utf-8"))
@@ -210,7 +174,7 @@ def _main(argv: Sequence[str] | None) -> int:
         raise ConfigError("POOL", f"{args.pool}: no such file (a pool.jsonl of python -m run.pool)")
     from retrieval_bench.judge.judging import judge_pool
 
-    judge = build_judge(args, scale, need_thresholds=True)
+    judge = judge_of(args, scale, need_thresholds=True)
     out = args.out or args.pool.parent / JUDGMENTS
     _, tally = judge_pool(args.pool, judge, cache, out)
     described = judge.describe()

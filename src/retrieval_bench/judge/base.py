@@ -39,6 +39,17 @@ class Verdict:
 
 
 Done = Callable[[int, Verdict], None]
+# How a setting is named in a message: `--relevant-from` on the command line, or
+# `benchmark.judge.relevant_from` in the monthly job's config.
+Key = Callable[[str], str]
+
+
+def cli_key(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def config_key(prefix: str) -> Key:
+    return lambda name: f"{prefix}.{name}"
 
 
 class Judge(Protocol):
@@ -69,17 +80,19 @@ class Judge(Protocol):
         """The judge's grade on the evaluation set's scale (what is imported as a label)."""
 
 
-def scale_mapping(scale: Sequence[int], relevant_from: int) -> Callable[[int], int]:
+def scale_mapping(
+    scale: Sequence[int], relevant_from: int, key: Key = cli_key
+) -> Callable[[int], int]:
     """How a 0-3 grade becomes a grade of the evaluation set's `scale` (`--grades`): on 0,1,
     relevant (1) from `relevant_from` up; on 0,1,2,3 as it is. Other scales exit 2."""
     if tuple(scale) == JUDGE_SCALE:
         return lambda grade: grade
     if tuple(scale) == (0, 1):
         if relevant_from not in JUDGE_SCALE[1:]:
-            raise ConfigError("--relevant-from", f"must be 1, 2 or 3, got {relevant_from}")
+            raise ConfigError(key("relevant_from"), f"must be 1, 2 or 3, got {relevant_from}")
         return lambda grade: int(grade >= relevant_from)
     raise ConfigError(
-        "--grades",
+        key("grades"),
         f"{','.join(map(str, scale))}: a 0-3 judge's grades map onto 0,1 (relevant from "
-        "--relevant-from) or 0,1,2,3",
+        f"{key('relevant_from')}) or 0,1,2,3",
     )

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.http_json import AttemptFailed, Connections, post_json, with_retries
-from retrieval_bench.judge.base import Done, Pair, Verdict
+from retrieval_bench.judge.base import Done, Key, Pair, Verdict, cli_key
 from retrieval_bench.judge.prompt import NotAGrade, Prompt, language_of, parse_grade
 from retrieval_bench.progress import progress
 
@@ -50,38 +50,41 @@ class ChatSettings:
     usd_per_mtok_in: float | None = None
     usd_per_mtok_out: float | None = None
 
-    def validate(self) -> None:
+    def validate(self, key: Key = cli_key) -> None:
+        """The first bad setting is a ConfigError naming it (`key`: flag or config key)."""
         if not self.model.strip():
-            raise ConfigError("--model", "the chat judge needs the model's name")
-        for flag, value, low in (
-            ("--concurrency", self.concurrency, 1),
-            ("--max-tokens", self.max_tokens, 1),
-            ("--retries", self.retries, 0),
+            raise ConfigError(key("model"), "the chat judge needs the model's name")
+        for name, value, low in (
+            ("concurrency", self.concurrency, 1),
+            ("max_tokens", self.max_tokens, 1),
+            ("retries", self.retries, 0),
         ):
             if value < low:
-                raise ConfigError(flag, f"must be at least {low}, got {value}")
+                raise ConfigError(key(name), f"must be at least {low}, got {value}")
         if not self.timeout_s > 0:
-            raise ConfigError("--timeout-s", f"must be positive, got {self.timeout_s}")
+            raise ConfigError(key("timeout_s"), f"must be positive, got {self.timeout_s}")
         if self.retry_backoff_s < 0:
-            raise ConfigError("--retry-backoff-s", f"must be 0 or more, got {self.retry_backoff_s}")
-        chat_url(self.url)
+            raise ConfigError(
+                key("retry_backoff_s"), f"must be 0 or more, got {self.retry_backoff_s}"
+            )
+        chat_url(self.url, key("url"))
 
 
-def chat_url(url: str) -> str:
+def chat_url(url: str, flag: str = "--url") -> str:
     """The chat-completions URL of `url`: the API's base (`http://127.0.0.1:8000/v1`) gets
     `/chat/completions` appended; a URL already ending so is kept. Anything but an http(s)
     URL with a host exits 2 naming --url."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            "--url",
+            flag,
             f"{url!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1, an "
             "OpenAI-compatible API's base)",
         )
     try:
         parts.port  # noqa: B018  (a malformed port raises here)
     except ValueError as exc:
-        raise ConfigError("--url", f"{url!r}: {exc}") from None
+        raise ConfigError(flag, f"{url!r}: {exc}") from None
     path = parts.path.rstrip("/")
     if not path.endswith(CHAT_PATH):
         path += CHAT_PATH
@@ -98,12 +101,13 @@ class ChatJudge:
         settings: ChatSettings,
         prompts: Mapping[str, Prompt],
         to_scale: Callable[[int], int],
+        key: Key = cli_key,
     ) -> None:
-        settings.validate()
+        settings.validate(key)
         self._to_scale = to_scale
         self.settings = settings
         self.model = settings.model
-        self.url = chat_url(settings.url)
+        self.url = chat_url(settings.url, key("url"))
         self.prompts = dict(prompts)
         self.calls = 0
 

@@ -41,6 +41,7 @@ class CrossEncoderJudge:
         batch_size: int = 32,
         max_length: int = 512,
         devices: Sequence[str] = ("cpu",),
+        model_key: str = "--model",
     ) -> None:
         cfg = RerankerConfig(
             kind="cross_encoder",
@@ -53,7 +54,7 @@ class CrossEncoderJudge:
             self.reranker = CrossEncoderReranker(cfg, (), TieBreak([]))
         except EncoderUnavailable as exc:
             raise ConfigError(
-                "--model",
+                model_key,
                 f"no cross-encoder at {model_dir!r} ({exc}); give a local copy of a FlagEmbedding "
                 "reranker such as BAAI/bge-reranker-v2-m3, or judge with --judge openai",
             ) from None

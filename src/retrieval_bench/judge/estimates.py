@@ -169,21 +169,43 @@ def labelled_queries(
     return out
 
 
+def label_shares(
+    job: FinishedJob, top: Mapping[str, list[str]], labels: Mapping[str, EvalQuery]
+) -> dict[str, tuple[float, float]]:
+    """query id -> (share of its top K labelled by people, share labelled by the judge)."""
+    out = {}
+    k = float(job.top_k)
+    for qid, ids in top.items():
+        query = labels.get(qid)
+        if query is not None:
+            judged = sum(1 for p in ids if p in query.judge and query.judge[p].is_label)
+            out[qid] = (sum(1 for p in ids if p in query.people_relevance) / k, judged / k)
+    return out
+
+
+def judge_shares(job: FinishedJob, stage: str) -> dict[str, float]:
+    """query id -> share of the job's top K whose label the judge gave, under the labels the
+    job is measured with (its evaluation set, or the snapshot it was re-scored against); empty
+    when they hold no judge label. What the gate says its checks rest on."""
+    path = labels_with_judge([job], None)
+    if path is None:
+        return {}
+    labels = {q.query_id: q for q in load_evalset(path)}
+    return {q: judge for q, (_, judge) in label_shares(job, _top(job, stage), labels).items()}
+
+
 def judged_shares(
     job: FinishedJob, top: Mapping[str, list[str]], labels: Mapping[str, EvalQuery], stage: str
 ) -> dict[str, dict[str, Any]]:
     """type -> mean share of the top K labelled at all, by people, by the judge (over the
     queries the job's stage scored under people + judge)."""
     rows = job.stage(stage).get("per_query") or {}
+    shares = label_shares(job, top, labels)
     sums: dict[str, list[float]] = {}
     for qid, row in rows.items():
-        query = labels.get(qid)
-        if query is None:
+        if qid not in shares:
             continue
-        k = float(job.top_k)
-        ids = top.get(qid, [])
-        by_judge = sum(1 for p in ids if p in query.judge and query.judge[p].is_label) / k
-        by_people = sum(1 for p in ids if p in query.people_relevance) / k
+        by_people, by_judge = shares[qid]
         for t in (str(row.get("query_type", "unknown")), ALL):
             acc = sums.setdefault(t, [0.0, 0.0, 0.0])
             acc[0] += by_people
