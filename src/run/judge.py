@@ -34,6 +34,7 @@ from retrieval_bench.errors import EXIT_OK, ConfigError
 from retrieval_bench.judge.base import Judge, cli_key
 from retrieval_bench.judge.build import JUDGE_KINDS, JudgeSpec, build_judge, check_thresholds
 from retrieval_bench.judge.cache import JudgeCache
+from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.files import CALIBRATION_JSON, JUDGMENTS
 from run.exits import guarded
 from run.options import grades_option
@@ -114,13 +115,9 @@ def _thresholds(args: argparse.Namespace, scale: Sequence[int]) -> list[float] |
 
 def judge_of(args: argparse.Namespace, scale: Sequence[int], need_thresholds: bool) -> Judge:
     """The judge the flags describe."""
-    spec = JudgeSpec(
-        kind=args.judge,
+    chat = ChatSettings(
+        url=args.url or "",
         model=args.model,
-        url=args.url,
-        relevant_from=args.relevant_from,
-        prompt_en=args.prompt_en,
-        prompt_zh=args.prompt_zh,
         concurrency=args.concurrency,
         timeout_s=args.timeout_s,
         retries=args.retries,
@@ -129,6 +126,13 @@ def judge_of(args: argparse.Namespace, scale: Sequence[int], need_thresholds: bo
         api_key_env=args.api_key_env,
         usd_per_mtok_in=args.usd_per_mtok_in,
         usd_per_mtok_out=args.usd_per_mtok_out,
+    )
+    spec = JudgeSpec(
+        kind=args.judge,
+        chat=chat,
+        relevant_from=args.relevant_from,
+        prompt_en=args.prompt_en,
+        prompt_zh=args.prompt_zh,
         thresholds=_thresholds(args, scale),
         batch_size=args.batch_size,
         max_length=args.max_length,

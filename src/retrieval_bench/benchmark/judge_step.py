@@ -28,6 +28,7 @@ from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.judge.base import Judge, config_key
 from retrieval_bench.judge.build import JudgeSpec, build_judge
 from retrieval_bench.judge.cache import JudgeCache
+from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.files import JUDGMENTS
 from retrieval_bench.judge.judging import judge_pool
 from retrieval_bench.labels.pool import POOL_JSONL, pool_folders
@@ -42,17 +43,20 @@ KEY = config_key("benchmark.judge")
 def month_judge(settings: BenchmarkJudgeConfig) -> Judge:
     """The judge `benchmark.judge` describes (a bad setting exits 2 naming its key); built
     before any job runs."""
-    spec = JudgeSpec(
-        kind=settings.kind,
+    chat = ChatSettings(
+        url=settings.url,
         model=settings.model,
-        url=settings.url or None,
-        relevant_from=settings.relevant_from,
-        prompt_en=settings.prompt_en or None,
-        prompt_zh=settings.prompt_zh or None,
         concurrency=settings.concurrency,
         timeout_s=settings.timeout_s,
         retries=settings.retries,
         api_key_env=settings.api_key_env,
+    )
+    spec = JudgeSpec(
+        kind=settings.kind,
+        chat=chat,
+        relevant_from=settings.relevant_from,
+        prompt_en=settings.prompt_en or None,
+        prompt_zh=settings.prompt_zh or None,
         thresholds=list(settings.thresholds) or None,
     )
     return build_judge(spec, tuple(settings.grades), need_thresholds=True, key=KEY)

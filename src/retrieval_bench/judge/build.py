@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.judge.base import Judge, Key, cli_key, scale_mapping
+from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.prompt import load_prompt
 
 JUDGE_KINDS = ("openai", "cross_encoder")
@@ -16,28 +17,22 @@ JUDGE_KINDS = ("openai", "cross_encoder")
 
 @dataclass
 class JudgeSpec:
-    """Every setting of either judge; those of the other kind must stay unset."""
+    """Every setting of either judge; those of the other kind must stay unset. `chat` holds
+    the endpoint's settings (its `url` empty for a cross-encoder)."""
 
     kind: str
-    model: str
-    # openai
-    url: str | None = None
+    chat: ChatSettings
     relevant_from: int = 2
     prompt_en: str | None = None
     prompt_zh: str | None = None
-    concurrency: int = 8
-    timeout_s: float = 60.0
-    retries: int = 2
-    retry_backoff_s: float = 0.5
-    max_tokens: int = 100
-    api_key_env: str = "OPENAI_API_KEY"
-    usd_per_mtok_in: float | None = None
-    usd_per_mtok_out: float | None = None
-    # cross_encoder
     thresholds: list[float] | None = None
     batch_size: int = 32
     max_length: int = 512
     devices: list[str] = field(default_factory=lambda: ["cpu"])
+
+    @property
+    def model(self) -> str:
+        return self.chat.model
 
 
 def check_thresholds(values: Sequence[float], scale: Sequence[int], flag: str, key: Key) -> None:
@@ -63,31 +58,21 @@ def build_judge(
     if not spec.model.strip():
         raise ConfigError(key("model"), f"the {spec.kind} judge needs a model")
     if spec.kind == "openai":
-        from retrieval_bench.judge.chat import ChatJudge, ChatSettings
+        from retrieval_bench.judge.chat import ChatJudge
 
         if spec.thresholds is not None:
             raise ConfigError(key("thresholds"), "applies to the cross_encoder judge only")
-        if not spec.url:
+        if not spec.chat.url:
             raise ConfigError(key("url"), "the openai judge needs its endpoint's URL")
         to_scale = scale_mapping(scale, spec.relevant_from, key)
         prompts = {
             "en": load_prompt("en", spec.prompt_en, key("prompt_en")),
             "zh": load_prompt("zh", spec.prompt_zh, key("prompt_zh")),
         }
-        settings = ChatSettings(
-            url=spec.url,
-            model=spec.model,
-            concurrency=spec.concurrency,
-            timeout_s=spec.timeout_s,
-            retries=spec.retries,
-            retry_backoff_s=spec.retry_backoff_s,
-            max_tokens=spec.max_tokens,
-            api_key_env=spec.api_key_env,
-            usd_per_mtok_in=spec.usd_per_mtok_in,
-            usd_per_mtok_out=spec.usd_per_mtok_out,
-        )
-        return ChatJudge(settings, prompts, to_scale, key)
-    for name in ("url", "prompt_en", "prompt_zh"):
+        return ChatJudge(spec.chat, prompts, to_scale, key)
+    if spec.chat.url:
+        raise ConfigError(key("url"), "applies to the openai judge only")
+    for name in ("prompt_en", "prompt_zh"):
         if getattr(spec, name):
             raise ConfigError(key(name), "applies to the openai judge only")
     if spec.thresholds is not None:
