@@ -374,9 +374,9 @@ def has_text_workers() -> bool:
 
 
 def has_precomputed_encoder() -> bool:
-    from retrieval_bench.config.encoder import ENCODER_KINDS
+    from retrieval_bench.config import encoder
 
-    return "precomputed" in ENCODER_KINDS
+    return hasattr(encoder, "PRECOMPUTED")
 
 
 def ivf_settings(n: int) -> tuple[str, int, int]:

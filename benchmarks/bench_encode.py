@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
 
+from retrieval_bench.config.encoder import FLAG_ENCODER
 from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 from retrieval_bench.encoders.cache import EmbeddingCache
@@ -146,7 +147,7 @@ def main() -> None:
         dataset = load_dataset("native", "gen", corpus_dir, evalset, Path(), "test")
         texts = [passage_text(p) for p in dataset.passages]
         encoder = build_encoder(
-            EncoderConfig(kind="flag", model=model, pooling="mean", max_length=256)
+            EncoderConfig(_target_=FLAG_ENCODER, model=model, pooling="mean", max_length=256)
         )
         start = time.perf_counter()
         assembled, stats = encode_sharded(

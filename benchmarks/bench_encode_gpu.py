@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from random_models import BGE_M3_SIZE, SAMPLE_SENTENCES, M3Shape, build_random_bge_m3
 
+from retrieval_bench.config.encoder import BGE_M3_ENCODER
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 
 TINY_SHAPE = M3Shape(hidden=32, layers=2, heads=2, intermediate=64, max_positions=514)
@@ -42,7 +43,7 @@ def encoder_config(model: Path, length: int, batch: int, fp16: bool, device: str
     """`kind=bge_m3` settings for this checkout's EncoderConfig (device/use_fp16 or
     devices/precision, whichever it has)."""
     names = {f.name for f in fields(EncoderConfig)}
-    settings: dict[str, Any] = {"kind": "bge_m3", "model": str(model)}
+    settings: dict[str, Any] = {"_target_": BGE_M3_ENCODER, "model": str(model)}
     settings.update(max_length=length, batch_size=batch)
     if "precision" in names:
         settings.update(precision="fp16" if fp16 else "fp32", devices=[device])

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda: per_query_columns(ranked, labels, CUTOFFS, qids, only=MEASURES)
     )
     values["string door"] = {name: columns[name] for name in METRICS}
-    # The floor of any string scorer that checks every ranking for duplicate ids (as DESIGN.md
+    # The floor of any string scorer that checks every ranking for duplicate ids (as ARCHITECTURE.md
     # requires): one set() per ranking, i.e. touching every ranked id string once.
     _, floor = clock(lambda: [len(set(r)) != len(r) for r in ranked])
     full, times[CORE_FULL] = warm_clock(

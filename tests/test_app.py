@@ -198,7 +198,7 @@ def test_multirun_makes_one_folder_per_retriever(tmp_path: Path) -> None:
         ("retriever.pool_size=-1", "retriever.pool_size"),
         ("not_a_key=1", "not_a_key"),
         ("top_k=many", "top_k"),
-        ("encoder.kind=nope", "encoder.kind"),
+        ("encoder._target_=nope.Enc", "encoder._target_"),
     ],
 )
 def test_bad_config_names_the_key(override: str, expected: str) -> None:

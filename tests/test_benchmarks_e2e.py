@@ -36,9 +36,9 @@ def parse_results(out: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def _has_precomputed() -> bool:
-    from retrieval_bench.config.encoder import ENCODER_KINDS
+    from retrieval_bench.config import encoder
 
-    return "precomputed" in ENCODER_KINDS
+    return hasattr(encoder, "PRECOMPUTED")
 
 
 @pytest.mark.slow

@@ -50,7 +50,7 @@ STRING_ALTERNATIVES = {
     "retriever.combine": "fill",
     "retriever.normalize": "zscore",
     "retriever.method": "combmnz",
-    "encoder.kind": "flag",
+    "encoder._target_": "retrieval_bench.encoders.flag.FlagModelEncoder",
     "encoder.model": "BAAI/bge-small-zh-v1.5",
     "encoder.pooling": "mean",
     "encoder.query_instruction": "query: ",
@@ -204,6 +204,10 @@ def test_out_of_range_values_name_their_key(override: str, key: str) -> None:
 def test_defaults_validate_and_are_the_documented_ones() -> None:
     cfg: RunConfig = OmegaConf.to_object(compose_run([]))  # type: ignore[assignment]
     check_config(cfg)
-    assert (cfg.dataset.name, cfg.retriever.name, cfg.encoder.kind) == ("travel", "hybrid", "use")
+    assert (cfg.dataset.name, cfg.retriever.name, cfg.encoder._target_) == (
+        "travel",
+        "hybrid",
+        "retrieval_bench.encoders.use.USEEncoder",
+    )
     assert (cfg.top_k, cfg.retriever.pool_size, cfg.retriever.rrf_k) == (6, 10, 60)
     assert cfg.retriever.arms == ["bm25", "dense"] and cfg.retriever.combine == "rrf"

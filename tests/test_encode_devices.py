@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from test_encoders import TINY_SENTENCES, _build_tiny_bge_m3
 
-from retrieval_bench.config.encoder import device_present
-from retrieval_bench.encoders import EncoderConfig, build_encoder
+from retrieval_bench.config.encoder import BGE_M3_ENCODER, USE_ENCODER, device_present
+from retrieval_bench.encoders import EncoderConfig, build_encoder, check_encoder_config
 from retrieval_bench.encoders.flag import BGEM3Encoder
 from retrieval_bench.errors import ConfigError
 
@@ -31,7 +31,9 @@ def tiny_m3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _m3(path: Path, **overrides: Any) -> Any:
     return build_encoder(
-        EncoderConfig(kind="bge_m3", model=str(path), max_length=128, batch_size=4, **overrides)
+        EncoderConfig(
+            _target_=BGE_M3_ENCODER, model=str(path), max_length=128, batch_size=4, **overrides
+        )
     )
 
 
@@ -65,7 +67,7 @@ def test_devices_leave_the_cache_key_precision_enters_it(tiny_m3_dir: Path) -> N
     # (built without validate: this machine has no GPU for fp16, the identity needs none)
     for precision in ("fp16", "bf16"):
         cfg = EncoderConfig(
-            kind="bge_m3", model=str(tiny_m3_dir), max_length=128, precision=precision
+            _target_=BGE_M3_ENCODER, model=str(tiny_m3_dir), max_length=128, precision=precision
         )
         ident = BGEM3Encoder(cfg).identity()
         assert ident["precision"] == precision
@@ -79,24 +81,24 @@ def test_devices_leave_the_cache_key_precision_enters_it(tiny_m3_dir: Path) -> N
         ({"devices": []}, "encoder.devices", "at least one"),
         ({"precision": "fp8"}, "encoder.precision", "unknown precision"),
         ({"precision": "bf16"}, "encoder.precision", "for GPUs"),
-        ({"kind": "use", "precision": "fp16"}, "encoder.precision", "float32"),
+        ({"_target_": USE_ENCODER, "precision": "fp16"}, "encoder.precision", "float32"),
     ],
 )
 def test_bad_devices_and_precision_name_their_key(
     overrides: dict[str, Any], key: str, words: str
 ) -> None:
-    cfg = EncoderConfig(**{"kind": "bge_m3", **overrides})
+    cfg = EncoderConfig(**{"_target_": BGE_M3_ENCODER, **overrides})
     with pytest.raises(ConfigError) as err:
-        cfg.validate()
+        check_encoder_config(cfg)
     assert err.value.key == key
     assert words in str(err.value)
 
 
 def test_a_device_this_machine_lacks_is_refused_at_start() -> None:
     absent = next(f"cuda:{i}" for i in range(16) if not device_present(f"cuda:{i}"))
-    cfg = EncoderConfig(kind="bge_m3", devices=["cpu", absent], model="/nowhere")
+    cfg = EncoderConfig(_target_=BGE_M3_ENCODER, devices=["cpu", absent], model="/nowhere")
     with pytest.raises(ConfigError) as err:
-        cfg.validate()  # before any model is looked for
+        check_encoder_config(cfg)  # before any model is looked for
     assert err.value.key == "encoder.devices"
     assert f"{absent} not present on this machine" in str(err.value)
     assert "it has cpu" in str(err.value)

@@ -12,7 +12,8 @@ import pytest
 from conftest import compose_config, mini_overrides
 
 from retrieval_bench.config import register_configs
-from retrieval_bench.encoders import EncoderConfig, build_encoder
+from retrieval_bench.config.encoder import PRECOMPUTED, USE_ENCODER
+from retrieval_bench.encoders import EncoderConfig, build_encoder, check_encoder_config
 from retrieval_bench.encoders.cache import EmbeddingCache
 from retrieval_bench.encoders.precomputed import load_precomputed
 from retrieval_bench.errors import ConfigError, DataError
@@ -35,7 +36,7 @@ def test_precomputed_vectors_rank_exactly_as_the_encoder(tmp_path: Path) -> None
     encoded = run_job(compose_config([*mini_overrides(tmp_path), "retriever=dense"]))
     # The very vectors that job used, read back from its embedding cache.
     cache = EmbeddingCache(tmp_path / "cache" / "embeddings")
-    use = build_encoder(EncoderConfig(kind="use"))
+    use = build_encoder(EncoderConfig(_target_=USE_ENCODER))
     passages = encoded.dataset.passages
     passage_vectors = cache.lookup(use, [passage_text(p) for p in passages], "passages")
     texts = list(dict.fromkeys(q.query for q in encoded.dataset.queries))
@@ -96,7 +97,7 @@ def _files(
     np.save(tmp_path / "q.npy", _unit_rows(2, seed=1) if queries is None else queries)
     (tmp_path / "q.txt").write_text("q1\nq2\n")
     fields: dict[str, object] = {
-        "kind": "precomputed",
+        "_target_": PRECOMPUTED,
         "path": str(tmp_path / "p.npy"),
         "ids_path": str(tmp_path / "p.json"),
         "query_path": str(tmp_path / "q.npy"),
@@ -188,12 +189,12 @@ def test_missing_files_name_their_key(
 
 def test_config_needs_a_path_and_no_shards() -> None:
     for fields, key in (
-        ({"kind": "precomputed"}, "encoder.path"),
-        ({"kind": "precomputed", "path": "p.npy", "shards": 2}, "encoder.shards"),
-        ({"kind": "precomputed", "path": "p.npy", "precision": "fp16"}, "encoder.precision"),
+        ({"_target_": PRECOMPUTED}, "encoder.path"),
+        ({"_target_": PRECOMPUTED, "path": "p.npy", "shards": 2}, "encoder.shards"),
+        ({"_target_": PRECOMPUTED, "path": "p.npy", "precision": "fp16"}, "encoder.precision"),
     ):
         with pytest.raises(ConfigError) as err:
-            EncoderConfig(**fields).validate()  # type: ignore[arg-type]
+            check_encoder_config(EncoderConfig(**fields))  # type: ignore[arg-type]
         assert err.value.key == key
 
 

@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 from random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
+from retrieval_bench.config.encoder import BGE_M3_ENCODER, FLAG_ENCODER, USE_ENCODER
 from retrieval_bench.encoders import EncoderConfig, build_encoder
-from retrieval_bench.encoders.flag import clear_loaded_models
+from retrieval_bench.encoders.flag import BGEM3Encoder, clear_loaded_models
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
 
 ZH_PARAPHRASES = [
@@ -59,25 +60,30 @@ def _assert_unit_float32(vectors: np.ndarray, n: int, dim: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_unknown_kind_names_key_and_options() -> None:
+def test_an_encoder_class_that_is_not_there_names_the_key() -> None:
     with pytest.raises(ConfigError) as err:
-        build_encoder(EncoderConfig(kind="sbert"))
-    assert err.value.key == "encoder.kind"
-    for option in ("use", "bge_m3", "flag"):
-        assert option in str(err.value)
+        build_encoder(EncoderConfig(_target_="sbert"))
+    assert err.value.key == "encoder._target_"
+    with pytest.raises(ConfigError) as err:
+        build_encoder(EncoderConfig(_target_="retrieval_bench.encoders.use.USEEncodr"))
+    assert err.value.key == "encoder._target_"
+    assert "did you mean 'retrieval_bench.encoders.use.USEEncoder'" in str(err.value)
 
 
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
-        ({"kind": "flag", "model": ""}, "encoder.model"),
-        ({"kind": "flag", "model": "x", "pooling": "max"}, "encoder.pooling"),
-        ({"kind": "bge_m3", "precision": "fp16", "devices": ["cpu"]}, "encoder.precision"),
-        ({"kind": "use", "precision": "fp16", "devices": ["cuda"]}, "encoder.precision"),
+        ({"_target_": FLAG_ENCODER, "model": ""}, "encoder.model"),
+        ({"_target_": FLAG_ENCODER, "model": "x", "pooling": "max"}, "encoder.pooling"),
+        (
+            {"_target_": BGE_M3_ENCODER, "precision": "fp16", "devices": ["cpu"]},
+            "encoder.precision",
+        ),
+        ({"_target_": USE_ENCODER, "precision": "fp16", "devices": ["cuda"]}, "encoder.precision"),
         ({"max_length": 0}, "encoder.max_length"),
         ({"batch_size": -1}, "encoder.batch_size"),
         ({"devices": ["gpu0"]}, "encoder.devices"),
-        ({"kind": "use", "normalize": False}, "encoder.normalize"),
+        ({"_target_": USE_ENCODER, "normalize": False}, "encoder.normalize"),
     ],
 )
 def test_bad_config_values_name_their_key(overrides: dict[str, Any], key: str) -> None:
@@ -87,8 +93,8 @@ def test_bad_config_values_name_their_key(overrides: dict[str, Any], key: str) -
 
 
 def test_bge_m3_defaults_to_hub_id() -> None:
-    assert EncoderConfig(kind="bge_m3").resolved_model() == "BAAI/bge-m3"
-    assert EncoderConfig(kind="bge_m3", model=" /m/bge ").resolved_model() == "/m/bge"
+    assert BGEM3Encoder.model_of(EncoderConfig(_target_=BGE_M3_ENCODER)) == "BAAI/bge-m3"
+    assert BGEM3Encoder.model_of(EncoderConfig(model=" /m/bge ")) == "/m/bge"
 
 
 # --------------------------------------------------------------------------------------------
@@ -98,7 +104,7 @@ def test_bge_m3_defaults_to_hub_id() -> None:
 
 @pytest.fixture(scope="module")
 def use_encoder() -> Any:
-    return build_encoder(EncoderConfig(kind="use"))
+    return build_encoder(EncoderConfig(_target_=USE_ENCODER))
 
 
 def test_use_chinese_paraphrases_are_closer_than_unrelated(use_encoder: Any) -> None:
@@ -133,7 +139,7 @@ def test_use_same_text_gives_identical_vectors(use_encoder: Any) -> None:
 
 def test_use_batches_and_instruction(use_encoder: Any) -> None:
     texts = [f"第{i}段文字，关于城市交通。" for i in range(70)]
-    small = build_encoder(EncoderConfig(kind="use", batch_size=8))
+    small = build_encoder(EncoderConfig(_target_=USE_ENCODER, batch_size=8))
     np.testing.assert_allclose(
         small.encode_passages(texts), use_encoder.encode_passages(texts), atol=1e-6
     )
@@ -141,7 +147,7 @@ def test_use_batches_and_instruction(use_encoder: Any) -> None:
     np.testing.assert_array_equal(
         use_encoder.encode_queries(texts[:3]), use_encoder.encode_passages(texts[:3])
     )
-    instructed = build_encoder(EncoderConfig(kind="use", query_instruction="查询："))
+    instructed = build_encoder(EncoderConfig(_target_=USE_ENCODER, query_instruction="查询："))
     np.testing.assert_array_equal(
         instructed.encode_queries(texts[:3]),
         use_encoder.encode_passages(["查询：" + t for t in texts[:3]]),
@@ -165,7 +171,9 @@ def minilm_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def minilm_encoder(minilm_dir: Path) -> Any:
-    cfg = EncoderConfig(kind="flag", model=str(minilm_dir), pooling="mean", max_length=256)
+    cfg = EncoderConfig(
+        _target_=FLAG_ENCODER, model=str(minilm_dir), pooling="mean", max_length=256
+    )
     return build_encoder(cfg)
 
 
@@ -192,7 +200,11 @@ def test_flag_query_instruction_and_shared_model(
     minilm_encoder: Any, minilm_dir: Path, sentence_transformer: Any
 ) -> None:
     cfg = EncoderConfig(
-        kind="flag", model=str(minilm_dir), pooling="mean", max_length=256, query_instruction="q: "
+        _target_=FLAG_ENCODER,
+        model=str(minilm_dir),
+        pooling="mean",
+        max_length=256,
+        query_instruction="q: ",
     )
     instructed = build_encoder(cfg)
     queries = instructed.encode_queries(MIXED_TEXTS[:2])
@@ -218,7 +230,7 @@ def test_flag_identity_names_what_changes_vectors(minilm_encoder: Any, minilm_di
     assert ident["pooling"] == "mean"
     assert len(ident["weights"]) == 64
     assert str(minilm_dir) not in str(ident)  # a copy elsewhere keys the same
-    cls = build_encoder(EncoderConfig(kind="flag", model=str(minilm_dir), max_length=256))
+    cls = build_encoder(EncoderConfig(_target_=FLAG_ENCODER, model=str(minilm_dir), max_length=256))
     assert cls.identity()["pooling"] == "cls"
     assert cls.identity() != ident
     assert minilm_encoder.encode_passages([]).shape == (0, 384)
@@ -248,7 +260,7 @@ def tiny_m3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
 @pytest.fixture(scope="module")
 def m3_encoder(tiny_m3: tuple[Path, dict[str, Any]]) -> Any:
     path, _ = tiny_m3
-    return build_encoder(EncoderConfig(kind="bge_m3", model=str(path), max_length=128))
+    return build_encoder(EncoderConfig(_target_=BGE_M3_ENCODER, model=str(path), max_length=128))
 
 
 @pytest.mark.slow
@@ -292,9 +304,11 @@ def test_bge_m3_heads_are_loaded(m3_encoder: Any, tiny_m3: tuple[Path, dict[str,
 @pytest.mark.slow
 def test_bge_m3_query_instruction_only_on_queries(tiny_m3: tuple[Path, dict[str, Any]]) -> None:
     path, _ = tiny_m3
-    plain = build_encoder(EncoderConfig(kind="bge_m3", model=str(path), max_length=128))
+    plain = build_encoder(EncoderConfig(_target_=BGE_M3_ENCODER, model=str(path), max_length=128))
     instructed = build_encoder(
-        EncoderConfig(kind="bge_m3", model=str(path), max_length=128, query_instruction="问：")
+        EncoderConfig(
+            _target_=BGE_M3_ENCODER, model=str(path), max_length=128, query_instruction="问："
+        )
     )
     text = TINY_SENTENCES[:2]
     np.testing.assert_allclose(
@@ -324,7 +338,7 @@ def test_hub_id_not_in_local_cache_raises(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
-    encoder = build_encoder(EncoderConfig(kind="bge_m3", model="BAAI/bge-m3"))
+    encoder = build_encoder(EncoderConfig(_target_=BGE_M3_ENCODER, model="BAAI/bge-m3"))
     with pytest.raises(EncoderUnavailable) as err:
         encoder.encode_queries(["北京在哪里？"])
     _assert_ways_out(err.value, "BAAI/bge-m3")
@@ -343,8 +357,12 @@ def test_local_paths_that_are_not_models_raise(tmp_path: Path) -> None:
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "xlm-roberta"}', encoding="utf-8")
     (broken / "model.safetensors").write_bytes(b"not a safetensors file")
-    for kind, path in (("bge_m3", missing), ("flag", empty), ("bge_m3", broken)):
-        encoder = build_encoder(EncoderConfig(kind=kind, model=str(path)))
+    for target, path in (
+        (BGE_M3_ENCODER, missing),
+        (FLAG_ENCODER, empty),
+        (BGE_M3_ENCODER, broken),
+    ):
+        encoder = build_encoder(EncoderConfig(_target_=target, model=str(path)))
         with pytest.raises(EncoderUnavailable) as err:
             encoder.encode_passages(["文本"])
         _assert_ways_out(err.value, str(path))

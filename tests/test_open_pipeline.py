@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT, compose_config, run_app, run_in_process
 
 from retrieval_bench import BuildContext, Dataset, EvalQuery, Passage, Ranked, compose, evaluate
+from retrieval_bench.config.encoder import USE_ENCODER
 from retrieval_bench.errors import ConfigError
 
 OUTSIDE = ROOT / "tests" / "fixtures" / "outside_arm"
@@ -184,20 +185,18 @@ def test_the_app_takes_an_outside_arm_from_a_config_dir(tmp_path: Path) -> None:
     assert list(metrics["stages"]) == ["bm25", "bigram", "fused", "final"]
 
 
-def test_an_encoder_is_built_by_its_registered_kind_or_a_class_path() -> None:
+def test_an_encoder_is_built_by_its_class_path() -> None:
     from retrieval_bench.config.encoder import EncoderConfig
     from retrieval_bench.encoders import build_encoder
     from retrieval_bench.encoders.use import USEEncoder
 
-    assert type(build_encoder(EncoderConfig(kind="use"))) is USEEncoder
-    by_path = build_encoder(EncoderConfig(kind="retrieval_bench.encoders.use.USEEncoder"))
-    assert type(by_path) is USEEncoder
-    with pytest.raises(ConfigError, match=r"config key 'encoder.kind': cannot import 'nope\.Enc'"):
-        build_encoder(EncoderConfig(kind="nope.Enc"))
+    assert type(build_encoder(EncoderConfig(_target_=USE_ENCODER))) is USEEncoder
     with pytest.raises(
-        ConfigError, match=r"config key 'encoder.kind': unknown encoder kind 'usee'"
+        ConfigError, match=r"config key 'encoder._target_': cannot import 'nope\.Enc'"
     ):
-        build_encoder(EncoderConfig(kind="usee"))
+        build_encoder(EncoderConfig(_target_="nope.Enc"))
+    with pytest.raises(ConfigError, match=r"config key 'encoder._target_': needs an encoder class"):
+        build_encoder(EncoderConfig(_target_="usee"))
 
 
 @pytest.mark.slow
@@ -211,7 +210,7 @@ def test_two_dense_encoders_are_two_arms_fused(tmp_path: Path) -> None:
         "retriever=dense",
         "retriever.arms=[dense,minilm]",
         "+arms.minilm._target_=retrieval_bench.retrievers.dense.DenseArmSpec",
-        "+arms.minilm.encoder.kind=flag",
+        "+arms.minilm.encoder._target_=retrieval_bench.encoders.flag.FlagModelEncoder",
         f"+arms.minilm.encoder.model={minilm}",
         "+arms.minilm.encoder.pooling=mean",
         f"cache_dir={tmp_path / 'cache'}",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_bench.config.encoder import EncoderConfig
+from retrieval_bench.config.encoder import PRECOMPUTED, EncoderConfig
 from retrieval_bench.encoders.precomputed import load_precomputed
 
 
@@ -24,7 +24,7 @@ def test_unit_vectors_in_corpus_order_load_without_copying_the_matrix(tmp_path: 
     (tmp_path / "p.txt").write_text("\n".join(ids) + "\n")
     (tmp_path / "q.txt").write_text("q0\nq1\nq2\n")
     cfg = EncoderConfig(
-        kind="precomputed",
+        _target_=PRECOMPUTED,
         path=str(tmp_path / "p.npy"),
         ids_path=str(tmp_path / "p.txt"),
         query_path=str(tmp_path / "q.npy"),

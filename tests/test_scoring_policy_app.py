@@ -114,7 +114,8 @@ def test_bad_group_by_field_exits_2(tmp_path: Path) -> None:
 def test_family_headlines_sit_in_the_stage_overall_as_the_contract_says(
     jobs: dict[str, Path],
 ) -> None:
-    """DESIGN.md: every metric name is read from a stage's overall / by_type."""
+    """The job-folder contract (ARCHITECTURE.md): every metric name is read from a stage's
+    overall / by_type."""
     metrics = _metrics(jobs["on"])
     for stage in metrics["stages"].values():
         overall = stage["overall"]

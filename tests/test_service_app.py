@@ -124,6 +124,10 @@ def test_a_second_service_arm_overrides_the_url(tmp_path: Path) -> None:
     assert (arms["service"]["url"], arms["empty"]["url"]) == (good, empty)
     metrics = json.loads((job / "metrics.json").read_text(encoding="utf-8"))
     assert list(metrics["stages"]) == ["service", "empty", "fused", "final"]
+    manifest = json.loads((job / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["own_acl_arms"] == ["service", "empty"]
+    report = (job / "report.md").read_text(encoding="utf-8")
+    assert "Trusted with their own access control: `service`, `empty`." in report
 
 
 @pytest.mark.slow

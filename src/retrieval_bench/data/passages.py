@@ -1,4 +1,4 @@
-"""Native passages and entity lexicons (DESIGN.md contracts)."""
+"""Native passages and entity lexicons (the contracts in ARCHITECTURE.md)."""
 
 from __future__ import annotations
 

@@ -1,33 +1,48 @@
-"""Encoders for the dense retriever: one config node, one registry of kinds, one protocol.
+"""Encoders for the dense retriever: one typed config node, classes named by its `_target_`.
 
-`build_encoder` is the only entry point the rest of the code needs; `encoder.kind` names a
-registered kind (ENCODER_CLASSES) or any encoder class by its path. The FlagEmbedding module
-(and with it torch and transformers) is imported only when a `bge_m3` or `flag` encoder is
-asked for, so the base install without the `flag` extra runs the offline `use` encoder.
+`build_encoder` is the only entry point the rest of the code needs: `encoder._target_` names the
+class (the shipped ones, or a team's own anywhere on the path), built with the `encoder:` node.
+An encoder class may define `check_config(cfg)` for what only it can judge (a model's devices,
+USE's unit vectors); `check_encoder_config` runs it before any model loads. The FlagEmbedding
+module (and with it torch and transformers) is imported only when a FlagEmbedding encoder is
+built, so the base install without the `flag` extra runs the offline USE encoder.
 """
 
 from __future__ import annotations
 
-from hydra.utils import get_class
-
-from retrieval_bench.config.encoder import ENCODER_CLASSES, ENCODER_KINDS, EncoderConfig
+from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.plugins import locate
 from retrieval_bench.protocols import Encoder
 
-__all__ = ["ENCODER_CLASSES", "ENCODER_KINDS", "Encoder", "EncoderConfig", "build_encoder"]
+__all__ = ["Encoder", "EncoderConfig", "build_encoder", "check_encoder_config", "encoder_class"]
+
+
+def encoder_class(cfg: EncoderConfig, key: str = "encoder") -> type:
+    """The class `<key>._target_` names (ConfigError naming the key when it is not there)."""
+    return locate(f"{key}._target_", cfg._target_)
+
+
+def is_precomputed(cfg: EncoderConfig) -> bool:
+    """Whether the node names vectors read from files rather than an encoder."""
+    return bool(getattr(encoder_class(cfg), "precomputed", False))
+
+
+def check_encoder_config(cfg: EncoderConfig, key: str = "encoder") -> None:
+    """The node's own checks (`validate`), then its class's `check_config`, before any model
+    loads; ConfigError naming the key."""
+    cfg.validate()
+    check = getattr(encoder_class(cfg, key), "check_config", None)
+    if check is not None:
+        check(cfg)
 
 
 def build_encoder(cfg: EncoderConfig) -> Encoder:
-    """Validate `cfg` and return the encoder its kind names (a registered kind, or a class
-    path); no model is loaded until first encode."""
-    cfg.validate()
-    if cfg.kind == "precomputed":  # files, not a model: encoders.precomputed reads them
+    """The encoder `cfg._target_` names, checked and built with `cfg`; no model is loaded until
+    first encode."""
+    check_encoder_config(cfg)
+    if is_precomputed(cfg):  # files, not a model: the dense arm reads them (load_precomputed)
         raise ConfigError(
-            "encoder.kind", "precomputed vectors are read from encoder.path, never encoded"
+            "encoder._target_", "precomputed vectors are read from encoder.path, never encoded"
         )
-    path = ENCODER_CLASSES.get(cfg.kind, cfg.kind)
-    try:
-        encoder_class = get_class(path)
-    except Exception as error:  # Hydra wraps the import error: say which key named it
-        raise ConfigError("encoder.kind", f"cannot import {path!r}: {error}") from error
-    return encoder_class(cfg)  # type: ignore[no-any-return]
+    return encoder_class(cfg)(cfg)  # type: ignore[no-any-return]

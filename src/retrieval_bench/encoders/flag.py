@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.config.encoder import EncoderConfig
-from retrieval_bench.errors import EncoderUnavailable
+from retrieval_bench.config.encoder import DEFAULT_BGE_M3_MODEL, EncoderConfig, check_devices
+from retrieval_bench.errors import ConfigError, EncoderUnavailable
 from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
@@ -378,8 +378,25 @@ class _FlagEncoderBase:
 
     def __init__(self, cfg: EncoderConfig) -> None:
         self.cfg = cfg
-        self.model_id = cfg.resolved_model()
+        self.model_id = self.model_of(cfg)
         self._resolved: ResolvedModel | None = None
+
+    @classmethod
+    def model_of(cls, cfg: EncoderConfig) -> str:
+        """The model to load: `encoder.model`."""
+        return cfg.model.strip()
+
+    @classmethod
+    def check_config(cls, cfg: EncoderConfig) -> None:
+        """What a FlagEmbedding model needs before it loads: a model named, and the devices
+        (and a half precision's GPUs) present on this machine."""
+        if not cls.model_of(cfg):
+            raise ConfigError(
+                "encoder.model",
+                f"the {cls.kind} encoder needs a model: a local directory or a hub id "
+                "(e.g. encoder.model=/models/bge-small-zh-v1.5)",
+            )
+        check_devices("encoder.devices", cfg.devices, present=True)
 
     # -- resolution and identity ------------------------------------------------------------
     def resolve(self) -> ResolvedModel:
@@ -519,6 +536,11 @@ class BGEM3Encoder(_FlagEncoderBase):
     """
 
     kind = "bge_m3"
+
+    @classmethod
+    def model_of(cls, cfg: EncoderConfig) -> str:
+        """`encoder.model`, or BAAI/bge-m3 (looked up in the local HF cache) when it is empty."""
+        return cfg.model.strip() or DEFAULT_BGE_M3_MODEL
 
     def _load(self, resolved: ResolvedModel) -> Any:
         from FlagEmbedding import BGEM3FlagModel

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -54,6 +55,30 @@ class PrecomputedVectors:
     passages: np.ndarray
     by_query_text: dict[str, np.ndarray]
     key: str
+
+    # Not an encoder: the dense arm loads these files (load_precomputed) instead of encoding.
+    precomputed: ClassVar[bool] = True
+
+    @classmethod
+    def check_config(cls, cfg: EncoderConfig) -> None:
+        """The files must be named; they are not encoded, so not sharded or half-precision."""
+        if not cfg.path.strip():
+            raise ConfigError(
+                "encoder.path",
+                "encoder=precomputed needs the passage vectors: encoder.path=FILE.npy "
+                "(with encoder.ids_path=IDS.json|.txt) or encoder.path=FILE.parquet",
+            )
+        if cfg.shards != 1 or cfg.shard_only is not None or cfg.require_shards:
+            raise ConfigError(
+                "encoder.shards",
+                "precomputed vectors are not encoded, so not sharded: leave encoder.shards, "
+                "shard_only and require_shards unset",
+            )
+        if cfg.precision != "fp32":
+            raise ConfigError(
+                "encoder.precision",
+                "precomputed vectors are read as float32; set encoder.precision=fp32",
+            )
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """The dense arm's query encoder: a lookup, since every query was given a vector."""

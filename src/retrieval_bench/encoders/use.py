@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.config.encoder import EncoderConfig
-from retrieval_bench.errors import EncoderUnavailable
+from retrieval_bench.errors import ConfigError, EncoderUnavailable
 from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,23 @@ def _package_version() -> str:
 
 class USEEncoder:
     """Multilingual USE v3: 512-d, float32, L2-normalised; no max length, no precision choice."""
+
+    kind = "use"
+
+    @classmethod
+    def check_config(cls, cfg: EncoderConfig) -> None:
+        """USE's vectors are float32 and unit-norm by construction."""
+        if cfg.precision != "fp32":
+            raise ConfigError(
+                "encoder.precision",
+                "the use encoder's vectors are float32; set encoder.precision=fp32",
+            )
+        if not cfg.normalize:
+            raise ConfigError(
+                "encoder.normalize",
+                "USE vectors are unit-norm by construction; normalize=false only applies to "
+                "FlagEmbedding models and precomputed vectors",
+            )
 
     def __init__(self, cfg: EncoderConfig) -> None:
         self.cfg = cfg

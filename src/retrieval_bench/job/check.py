@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from retrieval_bench.config import RunConfig, validate
+from retrieval_bench.encoders import check_encoder_config
 from retrieval_bench.fusion import check_fusion, check_strategy_weights
 from retrieval_bench.job.build import arm_spec, combiner_spec, stage_specs
 from retrieval_bench.routing.rules import load_rule_set
@@ -30,6 +31,7 @@ def check_config(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     canonical_compare_metrics(cfg.compare)
     canonical_benchmark_metrics(cfg.benchmark)
     check_fusion(cfg.retriever)
+    check_encoder_config(cfg.encoder)
     for name in cfg.scoring.group_by:
         check_field(name)
     # router=rules: its rules, routes, strategies and cues

@@ -22,8 +22,11 @@ class JobResult:
     tokenizer: dict[str, Any] = field(default_factory=dict)
     # Per arm: what index was built and how it behaved (e.g. dense recall against exact).
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Per later stage (rerank, context): its settings and what it did (LaterStage.info()).
+    # Per later stage (rerank, final, context, ...): its settings and what it did (Stage.info()).
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Arms that rank with their own access rules (`applies_own_acl`): the filter was not imposed
+    # on them, and leak@K measures what they let through (job.contract).
+    own_acl_arms: list[str] = field(default_factory=list)
 
     def to_dataframe(self, system: str | None = None) -> Any:
         """The job's metrics as the long pandas table of results.csv (one row per system x

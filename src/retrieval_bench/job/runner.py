@@ -25,6 +25,7 @@ from retrieval_bench.job.build import (
     run_checks,
     stage_specs,
 )
+from retrieval_bench.job.contract import applies_own_acl
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.job.result import JobResult
@@ -158,6 +159,7 @@ def run_job(
         ctx.stats.get("tokenizer", {}),
         indexes={name: arm.info() for name, arm in built.items()},
         stages={name: stage.info() for name, stage in stages},
+        own_acl_arms=[name for name, arm in built.items() if applies_own_acl(arm)],
     )
 
 

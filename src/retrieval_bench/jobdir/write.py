@@ -1,4 +1,5 @@
-"""The per-job files of DESIGN.md's contracts, each written atomically."""
+"""The per-job files of the job-folder contract (ARCHITECTURE.md, *Contracts*), each written
+atomically."""
 
 from __future__ import annotations
 
@@ -148,8 +149,10 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         "embeddings": result.embeddings,
         # Each arm's own record (its index, cache use, latency, counts), by arm name.
         "arms": result.indexes,
-        # Each stage after fusion's settings and work (reranker model, context budget use).
+        # Each later stage's settings and work (reranker model, the cut, context budget use).
         "stages": result.stages,
+        # Arms trusted with their own access control: the filter was not imposed on them.
+        "own_acl_arms": result.own_acl_arms,
         "timings_s": result.timings,
         "packages": package_versions(),
         "git_revision": git_revision(),

@@ -45,6 +45,7 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         "",
     ]
     lines += arm_input_section(result.indexes)
+    lines += own_acl_lines(result.own_acl_arms)
     top_k = int(config.get("top_k", cutoffs[0]))
     if "router" in result.metrics:
         lines += router_section(result.metrics["router"], top_k)
@@ -73,6 +74,19 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
         "",
     ]
     return "\n".join(lines)
+
+
+def own_acl_lines(arms: Sequence[str]) -> list[str]:
+    """Which arms were trusted with their own access control (job.contract): the pipeline did
+    not impose the filter on them, so leak@K is what they let through."""
+    if not arms:
+        return []
+    names = ", ".join(f"`{name}`" for name in arms)
+    return [
+        f"Trusted with their own access control: {names}. The filter (cities, permissions, "
+        "exclusions) was not imposed on these arms; leak@K measures what they let through.",
+        "",
+    ]
 
 
 def unit_line(unit: str) -> str:

@@ -137,7 +137,7 @@ class DenseRetriever:
 
 class DenseArmSpec:
     """`arms.<name>` of a dense arm: the job's `encoder` and `dense` (index) settings, with
-    keyword overrides of each (`encoder: {kind: minilm, ...}`, `index: {index: HNSW32}`) so two
+    keyword overrides of each (`encoder: {model: DIR, ...}`, `index: {index: HNSW32}`) so two
     encoders can run, and be fused, in one job. Passage vectors come from the embedding cache
     (or `encoder=precomputed` files); each query is encoded once per job."""
 
@@ -165,12 +165,13 @@ class DenseArmSpec:
     def check(self, name: str, ctx: BuildContext) -> None:
         """Load precomputed vectors, or make the encoder, and refuse an index that cannot take
         this job's filters: before any arm tokenises or encodes."""
-        from retrieval_bench.encoders import build_encoder
+        from retrieval_bench.encoders import build_encoder, check_encoder_config, is_precomputed
         from retrieval_bench.encoders.precomputed import load_precomputed
 
         encoder_cfg = self._encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder_overrides)
         index_cfg = self._index_cfg = with_overrides(ctx.cfg.dense, self.index_overrides)
-        if encoder_cfg.kind == "precomputed":
+        if is_precomputed(encoder_cfg):
+            check_encoder_config(encoder_cfg)
             self._source = load_precomputed(
                 encoder_cfg, ctx.ids, [(q.query_id, q.query) for q in ctx.queries]
             )

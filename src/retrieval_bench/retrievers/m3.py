@@ -221,8 +221,14 @@ class M3Spec:
         return with_overrides(ctx.cfg.m3, self.overrides)
 
     def check(self, name: str, ctx: BuildContext) -> None:
-        """Find the model on disk (no load) before any arm of the job indexes or encodes."""
-        M3Encoder(self.config(ctx).encoder_config()).resolve()
+        """The devices present and the model found on disk (no load), before any arm of the job
+        indexes or encodes; errors name the `m3.` keys."""
+        encoder_cfg = self.config(ctx).encoder_config()
+        try:
+            M3Encoder.check_config(encoder_cfg)
+        except ConfigError as exc:
+            raise ConfigError(exc.key.replace("encoder.", "m3."), exc.message) from exc
+        M3Encoder(encoder_cfg).resolve()
 
     def build(self, name: str, ctx: BuildContext) -> M3Arm:
         cfg = self.config(ctx)

@@ -101,9 +101,10 @@ def score_families(
 def merge_headlines(stage: dict[str, Any]) -> None:
     """Copy each family's aggregates into the stage's `overall` and `by_type`.
 
-    DESIGN.md's contract reads every metric name from a stage's `overall` / `by_type`; the
-    families keep their own populations, so each family's query count travels beside its
-    values as `n_<family>` (a family undefined for a group contributes None values).
+    The job-folder contract (ARCHITECTURE.md) reads every metric name from a stage's
+    `overall` / `by_type`; the families keep their own populations, so each family's query
+    count travels beside its values as `n_<family>` (a family undefined for a group contributes
+    None values).
     """
     for family, result in stage.get("families", {}).items():
         groups = [(stage["overall"], result["overall"])]
