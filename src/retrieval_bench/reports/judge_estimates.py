@@ -67,20 +67,23 @@ def estimates_section(record: Mapping[str, Any], heading: str = "##") -> list[st
         means_rows, diff_rows, cells, empty = [], [], [], []
         for t, cell in entry["types"].items():
             shown = False
+            kept: list[Mapping[str, Any]] = []
             for label, means in cell["means"].items():
                 values = [_interval(means[n]) for n in ESTIMATE_NAMES]
-                cells.append(means)
+                kept.append(means)
                 if any(v != "—" for v in values):
                     means_rows.append([t, label, *values])
                     shown = True
             for diff in cell["differences"]:
                 values = [_difference(diff[n]) for n in ESTIMATE_NAMES]
-                cells.append(diff)
+                kept.append(diff)
                 if any(v != "—" for v in values):
                     flag = "⚑" if diff["changed"] else ""
                     diff_rows.append([t, f"{diff['a']} − {diff['b']}", *values, flag])
                     shown = True
-            if not shown:
+            if shown:  # a type without any estimate is named once, its reasons not repeated
+                cells += kept
+            else:
                 empty.append(t)
         lines += [
             f"{heading}# {entry['spec']}: three estimates",
