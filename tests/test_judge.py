@@ -202,10 +202,15 @@ def test_an_endpoint_that_is_down_judges_nothing_and_exits_2(
     folder, _ = sweep
     with chat_model() as (url, _):
         pass  # the server is gone: nothing listens on its port now
-    extra = ["--out", str(tmp_path / "j.jsonl"), "--retries", "0"]
+    extra = ["--out", str(tmp_path / "j.jsonl"), "--concurrency", "2", "--retry-backoff-s", "0.3"]
     assert judge_main([str(folder / "pool.jsonl"), *judge_args(url, tmp_path), *extra]) == 2
     assert "graded none of the" in capsys.readouterr().err
-    assert all(r["unjudged"].startswith("connection: ") for r in read_jsonl(tmp_path / "j.jsonl"))
+    judged = read_jsonl(tmp_path / "j.jsonl")
+    assert all(r["unjudged"].startswith("connection: ") for r in judged)
+    # After the first 10 requests all failed to connect, the rest were not asked (but the
+    # one or two already in flight).
+    assert len(judged) > 10
+    assert sum("not asked" in r["unjudged"] for r in judged) >= len(judged) - 10 - 2
 
 
 @pytest.mark.parametrize(

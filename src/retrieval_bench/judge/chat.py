@@ -146,22 +146,47 @@ class ChatJudge:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def judge(self, pairs: Sequence[Pair], done: Done) -> None:
+        """Every pair's verdict, `concurrency` at a time. When the first `unreachable_after`
+        answers are all connection failures (nothing listens at the URL), the pairs not yet
+        asked are not asked: each is unjudged, saying so, instead of being retried one by one
+        against an endpoint that is down."""
         if not pairs:
             return
         s = self.settings
+        unreachable_after = max(2 * s.concurrency, 10)
         connections = Connections(self.url, s.timeout_s, self._headers())
         pool = ThreadPoolExecutor(s.concurrency, thread_name_prefix="judge")
+        reached = False
+        refused = 0
         try:
             with progress(f"judging ({self.kind} {self.model})", len(pairs), "pair") as bar:
                 futures: dict[Future[Verdict], int] = {
                     pool.submit(self._ask, connections, pair): i for i, pair in enumerate(pairs)
                 }
                 for future in as_completed(futures):
-                    done(futures[future], future.result())
+                    if future.cancelled():
+                        continue
+                    verdict = future.result()
+                    done(futures[future], verdict)
                     bar.update(1)
+                    down = (verdict.unjudged or "").startswith("connection:")
+                    reached = reached or not down
+                    refused += down
+                    if not reached and refused == unreachable_after:
+                        self._give_up(futures, done, refused)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
             connections.close()
+
+    def _give_up(self, futures: Mapping[Future[Verdict], int], done: Done, refused: int) -> None:
+        """Every pair not asked yet: unjudged, the endpoint unreachable."""
+        reason = (
+            f"connection: not asked: the first {refused} requests to {self.url} could not "
+            "connect (is the endpoint up?)"
+        )
+        for future, i in futures.items():
+            if future.cancel():
+                done(i, Verdict(None, None, unjudged=reason))
 
     def _ask(self, connections: Connections, pair: Pair) -> Verdict:
         """One pair: its attempts, then its verdict (unjudged with the last failure)."""

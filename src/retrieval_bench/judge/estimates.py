@@ -49,6 +49,7 @@ from retrieval_bench.errors import BenchError
 from retrieval_bench.job.runner import load_labelled, score_job
 from retrieval_bench.jobdir.read import FinishedJob, job_config
 from retrieval_bench.paths import resolve_path
+from retrieval_bench.progress import progress
 from retrieval_bench.records import EvalQuery, QueryRecord
 from retrieval_bench.routing.rules import load_rule_set
 from retrieval_bench.scoring.answer_names import is_answer_metric
@@ -267,7 +268,11 @@ def estimate_judged(
         return None
     by_id = {q.query_id: q for q in labels}
     stage = cfg.stage
-    scored = {job.label: _scored(job, labels) for job in jobs}
+    with progress("scoring with and without the judge's labels", len(jobs), "job") as bar:
+        scored = {}
+        for job in jobs:
+            scored[job.label] = _scored(job, labels)
+            bar.update(1)
     tops = {job.label: _top(job, stage) for job in jobs}
     labelled = labelled_queries(list(tops.values()), labels)
     specs = [s for s in cfg.metrics if not is_answer_metric(s)]
