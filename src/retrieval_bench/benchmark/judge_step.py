@@ -15,7 +15,6 @@ the baseline against the same labels and says which checks rest on the judge's l
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -23,7 +22,7 @@ from typing import TypeVar
 from retrieval_bench.config import RunConfig
 from retrieval_bench.config.benchmark import BenchmarkJudgeConfig
 from retrieval_bench.data.judgments import corpus_ids, import_judgements
-from retrieval_bench.io import atomic_write_text, jsonl_text
+from retrieval_bench.io import atomic_write_bytes, atomic_write_text, jsonl_text
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.judge.base import Judge, config_key
 from retrieval_bench.judge.build import JudgeSpec, build_judge
@@ -85,7 +84,7 @@ def judge_month(
         _, tally = judge_pool(work / POOL_JSONL, judge, cache, work / JUDGMENTS)
         # A copy of the labels beside the judgments: the snapshot is written next to it.
         base = work / pool.evalset.name
-        shutil.copyfile(pool.evalset, base)
+        atomic_write_bytes(base, pool.evalset.read_bytes())
         corpus = str((jobs[keys[0]].config.get("dataset") or {}).get("corpus"))
         passages = corpus_ids(resolve_path(corpus))
         result = import_judgements(work / JUDGMENTS, base, passages, scale)

@@ -131,7 +131,7 @@ class ImportResult:
         lines = [
             f"{self.added_relevant} relevant and {self.added_non_relevant} non-relevant "
             f"judgements added to {self.base}; {self.already_known} already labelled "
-            f"(agreeing), {self.blank} left blank",
+            f"(agreeing), {self.blank - sum(self.unjudged.values())} left blank",
         ]
         if self.added_by_judge:
             lines.append(f"  {self.added_by_judge} of the added labels come from the judge")
