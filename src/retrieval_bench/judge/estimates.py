@@ -52,10 +52,9 @@ from retrieval_bench.paths import resolve_path
 from retrieval_bench.progress import progress
 from retrieval_bench.records import EvalQuery, QueryRecord
 from retrieval_bench.routing.rules import load_rule_set
-from retrieval_bench.scoring.answer_names import is_answer_metric
 from retrieval_bench.scoring.comparison import ALL, ordered_types
 from retrieval_bench.scoring.ppi import Estimate, classical_mean, ppi_mean
-from retrieval_bench.scoring.registry import lower_is_better
+from retrieval_bench.scoring.registry import is_answer_measure, lower_is_better
 from retrieval_bench.scoring.significance import SignificanceSettings, adjust, correction_levels
 
 PEOPLE, MIXED, PPI = "people", "people+judge", "ppi"
@@ -275,7 +274,7 @@ def estimate_judged(
             bar.update(1)
     tops = {job.label: _top(job, stage) for job in jobs}
     labelled = labelled_queries(list(tops.values()), labels)
-    specs = [s for s in cfg.metrics if not is_answer_metric(s)]
+    specs = [s for s in cfg.metrics if not is_answer_measure(s)]
     labels_of = [job.label for job in jobs]
     types = ordered_types(sorted({q.query_type for q in labels}))
     metrics: list[dict[str, Any]] = []
