@@ -156,10 +156,10 @@ def test_failures_are_retried_then_unjudged_never_guessed(
         queries[0]: ("prose", "This passage looks relevant to me."),
         queries[1]: ("status", 503),
         queries[2]: ("status", 400),
-        queries[3]: ("hang", 1.5),
+        queries[3]: ("hang", 8.0),  # well past the timeout below, whatever the load
     }
     out = tmp_path / "j.jsonl"
-    extra = ["--out", str(out), "--retries", "1", "--retry-backoff-s", "0", "--timeout-s", "0.4"]
+    extra = ["--out", str(out), "--retries", "1", "--retry-backoff-s", "0", "--timeout-s", "3"]
     with chat_model(lambda q, p: behaviour.get(q)) as (url, received):
         assert judge_main([str(folder / "pool.jsonl"), *judge_args(url, tmp_path), *extra]) == 0
         asked: dict[str, int] = {}

@@ -56,7 +56,12 @@ def test_a_killed_run_resumes_from_its_cache(sweep: tuple[Path, Path], tmp_path:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE)
         assert stalled.wait(120), "the run never reached its sixth request"
-        time.sleep(1.0)  # the fifth answer is cached by now: the worker asked for the sixth
+        # The worker asked for the sixth pair once the fifth was answered; wait for the
+        # fifth answer's cache entry (written by the main thread), then kill.
+        for _ in range(600):
+            if len(list((tmp_path / "judge").rglob("*.json"))) >= answered_before_kill:
+                break
+            time.sleep(0.1)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         assert not out.exists()  # written whole at the end, never half
