@@ -28,14 +28,13 @@ from retrieval_bench.judge.base import Judge, config_key
 from retrieval_bench.judge.build import JudgeSpec, build_judge
 from retrieval_bench.judge.cache import JudgeCache
 from retrieval_bench.judge.chat import ChatSettings
-from retrieval_bench.judge.files import JUDGMENTS
+from retrieval_bench.judge.files import JUDGMENTS, MONTH_JUDGE_DIR
 from retrieval_bench.judge.judging import judge_pool
 from retrieval_bench.labels.pool import POOL_JSONL, pool_folders
 from retrieval_bench.labels.rescore import as_rescored, rescore_job, write_rescored
 from retrieval_bench.paths import resolve_path
 
 K = TypeVar("K")
-JUDGE_DIR = "judge"
 KEY = config_key("benchmark.judge")
 
 
@@ -79,7 +78,7 @@ def judge_month(
     for folder, keys in sorted(folders.items()):
         depth = settings.depth or max(jobs[k].top_k for k in keys)
         pool = pool_folders(folder, depth)
-        work = folder / JUDGE_DIR
+        work = folder / MONTH_JUDGE_DIR
         atomic_write_text(work / POOL_JSONL, jsonl_text(pool.records))
         _, tally = judge_pool(work / POOL_JSONL, judge, cache, work / JUDGMENTS)
         # A copy of the labels beside the judgments: the snapshot is written next to it.

@@ -9,3 +9,5 @@ CALIBRATION_JSON = "calibration.json"
 CALIBRATION_MD = "calibration.md"
 # Under the cache folder (`--cache-dir`, default outputs/cache): one file per judged pair.
 CACHE_SUBDIR = "judge"
+# The monthly job's judge step: per dataset folder of a month, the pool, judgments and snapshot.
+MONTH_JUDGE_DIR = "judge"
