@@ -103,6 +103,15 @@ STRING_ALTERNATIVES = {
     "service.score_field": "",
     "service.on_error": "skip",
     "arms.service._target_": "my_arms.OtherServiceSpec",
+    # The tokeniser arms, and the robustness node.
+    **{
+        f"arms.{arm}._target_": "retrieval_bench.retrievers.dense.DenseArmSpec"
+        for arm in ("bm25_nohmm", "bm25_nolexicon", "bm25_bigram")
+    },
+    "arms.bm25_bigram.tokens": "jieba",
+    "robustness.entities": "too",
+    "robustness.opencc_traditional": "s2tw",
+    "robustness.opencc_simplified": "tw2s",
     # Stages and combiners are instantiated when the config is checked: real classes.
     "stages.rerank._target_": "test_config.OtherRerank",
     "stages.final._target_": "test_config.OtherCut",

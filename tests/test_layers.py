@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("retrievers", "fusion", "stages"),
     ("scoring",),
     ("routing",),
+    ("perturb",),
     ("job",),
     ("reports",),
     ("jobdir",),

@@ -275,13 +275,20 @@ def _latest_sweep(ws: Workspace) -> str:
     return str(sweeps[-1].parent.relative_to(ws.repo))
 
 
-def _beir_dir(ws: Workspace) -> str:
-    scifact = ws.tmp / "shared" / "benchmarks" / "scifact"
-    if not scifact.is_dir():
-        if IN_CI:
-            pytest.fail("<BEIR_DIR>: ../shared/benchmarks/scifact absent; CI must provide it")
-        pytest.skip("<BEIR_DIR>: ../shared/benchmarks/scifact absent")
-    return os.path.relpath(scifact, ws.repo)
+def _shared_benchmark(name: str, placeholder: str) -> Callable[[Workspace], str]:
+    """<placeholder>: ../shared/benchmarks/<name>, relative to the copy; skipped when absent
+    (a failure under CI)."""
+
+    def folder(ws: Workspace) -> str:
+        path = ws.tmp / "shared" / "benchmarks" / name
+        if not path.is_dir():
+            message = f"<{placeholder}>: ../shared/benchmarks/{name} absent"
+            if IN_CI:
+                pytest.fail(f"{message}; CI must provide it")
+            pytest.skip(message)
+        return os.path.relpath(path, ws.repo)
+
+    return folder
 
 
 def _filled_pool(ws: Workspace) -> str:
@@ -314,7 +321,8 @@ PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "JOB_DIR": _latest_sweep,  # run.rescore takes a job, a sweep or a month folder
     "BGE_M3_DIR": _tiny_bge_m3,
     "RERANKER_DIR": _tiny_reranker,
-    "BEIR_DIR": _beir_dir,
+    "BEIR_DIR": _shared_benchmark("scifact", "BEIR_DIR"),
+    "CMRC_DIR": _shared_benchmark("cmrc2018", "CMRC_DIR"),
     "REPO_DIR": lambda ws: str(ws.repo),
     "SERVICE_URL": _service_url,
     "JUDGE_URL": _judge_url,

@@ -15,6 +15,10 @@ from typing import Any
 import numpy as np
 
 LABEL_STATUSES = ("reviewed", "unreviewed", "no_answer")
+# The `meta` keys of a perturbed query (a variant of an original, `retrieval_bench.perturb`):
+# the original's id, and what was changed (`kind`, the library and its settings, the changes).
+PERTURBED_FROM = "perturbed_from"
+PERTURBATION = "perturbation"
 
 # Why a query of a BEIR query file is not in the evaluation: its id is in no qrels file of the
 # folder, or only in another split's.
@@ -70,6 +74,15 @@ class EvalQuery:
     # Grades a model judge gave (passage id -> JudgeGrade); those with `is_label` are also in
     # `relevance`, as the pair's label.
     judge: dict[str, JudgeGrade] = field(default_factory=dict)
+    # The record's free-form `meta` (native evaluation sets). Scoring reads none of it; a
+    # perturbed query (`retrieval_bench.perturb`) carries its link to the original here.
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def perturbed_from(self) -> str | None:
+        """The id of the query this one is a variant of (`meta.perturbed_from`), or None."""
+        value = self.meta.get(PERTURBED_FROM)
+        return value if isinstance(value, str) else None
 
     @property
     def relevant_ids(self) -> tuple[str, ...]:
@@ -102,6 +115,14 @@ class Dataset:
     unjudged: tuple[UnjudgedQuery, ...] = ()
     # Content hashes of each source file, recorded in the manifest.
     hashes: dict[str, str] = field(default_factory=dict)
+    # With perturbed variants among `queries` (`retrieval_bench.perturb`): what each kind made
+    # and left out (`perturb.evalset.KindReport.to_json()`), for metrics.json.
+    perturbations: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def originals(self) -> tuple[EvalQuery, ...]:
+        """The queries that are not variants of another: what every standard metric scores."""
+        return tuple(q for q in self.queries if q.perturbed_from is None)
 
 
 def passage_text(passage: Passage) -> str:
@@ -234,7 +255,7 @@ class QueryRecord:
     baselines: dict[str, StageRecord] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "query_id": self.query.query_id,
             "query": self.query.query,
             "query_type": self.query.query_type,
@@ -247,6 +268,10 @@ class QueryRecord:
             "stages": {name: stage.to_json() for name, stage in self.stages.items()},
             "baselines": {name: stage.to_json() for name, stage in self.baselines.items()},
         }
+        if self.query.perturbed_from is not None:  # a variant: the explorer shows its original
+            out[PERTURBED_FROM] = self.query.perturbed_from
+            out[PERTURBATION] = self.query.meta.get(PERTURBATION)
+        return out
 
     @classmethod
     def from_json(

@@ -29,6 +29,7 @@ import datetime as dt
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +67,16 @@ from retrieval_bench.benchmark.history import (
 )
 from retrieval_bench.benchmark.judge_step import judge_month, month_judge
 from retrieval_bench.benchmark.trend import write_trend
-from retrieval_bench.compare.build import compare_dirs, significance_settings
+from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config import RunConfig
+from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.errors import ConfigError, interrupt_leaves
 from retrieval_bench.io import atomic_write_json, atomic_write_text
 from retrieval_bench.job.check import check_config
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.labels.rescore import relabel_baseline
 from retrieval_bench.reports.tables import markdown_table
+from retrieval_bench.scoring.significance import significance_settings
 
 # Command-line keys the driver owns; every other override is applied to each job.
 _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")
@@ -105,6 +108,24 @@ def job_overrides(task_overrides: Sequence[str]) -> list[str]:
         if override.is_sweep_override():
             raise ConfigError(key, f"'{text}' is a sweep; a benchmark job takes one value per key")
         out.append(text)
+    return out
+
+
+def robustness_overrides(node: RobustnessConfig, given: Sequence[str]) -> list[str]:
+    """The month's `robustness:` settings (an experiment file's, e.g. monthly_robustness) as
+    overrides of every job, so each job runs those variants and the plan records them; keys the
+    command line already gives are left to it."""
+    defaults = RobustnessConfig()
+    named = {o.partition("=")[0].lstrip("+") for o in given}
+    out = []
+    for item in fields(node):
+        value, key = getattr(node, item.name), f"robustness.{item.name}"
+        if value == getattr(defaults, item.name) or key in named:
+            continue
+        if isinstance(value, list):
+            out.append(f"{key}=[{','.join(_quote(str(v)) for v in value)}]")
+        else:
+            out.append(f"{key}={_quote(value) if isinstance(value, str) else value}")
     return out
 
 
@@ -256,6 +277,7 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
     root = Path(bench.root)
     month_dir = inside(root, root / month, "benchmark.month")
     overrides = job_overrides(task_overrides)
+    overrides += robustness_overrides(cfg.robustness, overrides)
     jobs = compose_jobs(bench.datasets, bench.retrievers, overrides)
     folders = job_folders(month_dir, jobs)
     check_allowed_changes(bench.gate.allow_plan_changes, jobs)

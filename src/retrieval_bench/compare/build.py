@@ -26,6 +26,11 @@ import numpy as np
 from retrieval_bench.compare.coverage import label_coverage
 from retrieval_bench.compare.drilldown import drilldown
 from retrieval_bench.compare.drilldown import to_markdown as badcases_markdown
+from retrieval_bench.compare.robustness import (
+    heatmap_name,
+    robustness_record,
+    write_robustness_heatmap,
+)
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE, CompareConfig
 from retrieval_bench.errors import BenchError
 from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
@@ -45,20 +50,13 @@ from retrieval_bench.scoring.comparison import (
     ordered_types,
     verdict_cells,
 )
-from retrieval_bench.scoring.registry import ideal_value, is_answer_measure, lower_is_better
-from retrieval_bench.scoring.significance import SignificanceSettings
-
-
-def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
-    return SignificanceSettings(
-        alpha=cfg.alpha,
-        n_resamples=cfg.n_resamples,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        correction=cfg.correction,
-        power=cfg.power,
-        target_delta=cfg.target_delta,
-    )
+from retrieval_bench.scoring.registry import (
+    ideal_value,
+    is_answer_measure,
+    is_robustness_measure,
+    lower_is_better,
+)
+from retrieval_bench.scoring.significance import significance_settings
 
 
 def values_by_type(
@@ -195,6 +193,8 @@ def compare_dataset(
         "best": best,
         "coverage": label_coverage(jobs, stage),
         "ablation": None,
+        # Perturbed variants against their originals, every job an arm (compare.robustness).
+        "robustness": robustness_record(jobs, cfg),
     }
     if len(jobs) > 1 and (baseline or any(k != "retriever" for k in keys)):
         record["ablation"] = build_ablation(
@@ -214,7 +214,8 @@ def _ideal_bound(
     over the cell's paired queries: what a perfect ranking would score there. None for a
     lower-is-better metric (leak@K), where "weak" as a fraction of the bound means nothing."""
     means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
-    if not means or not values or is_answer_measure(spec) or lower_is_better(spec):
+    no_bound = is_answer_measure(spec) or is_robustness_measure(spec) or lower_is_better(spec)
+    if not means or not values or no_bound:
         return None
     job = jobs[max(means, key=lambda label: means[label])]
     qids = set.intersection(*(set(v) for v in values.values()))
@@ -408,6 +409,11 @@ def compare_dirs(
     files: list[Path] = []
     if out_dir is not None:
         out = Path(out_dir)
+        heatmaps = [
+            write_robustness_heatmap(out, heatmap_name(name, len(datasets)), ds["robustness"])
+            for name, ds in record["datasets"].items()
+            if ds.get("robustness")
+        ]
         atomic_write_json(out / "comparison.json", record)
         atomic_write_text(out / "comparison.md", comparison_markdown(record))
         atomic_write_json(out / "badcases.json", badcases)
@@ -421,6 +427,6 @@ def compare_dirs(
         html = write_comparison_html(out, datasets, groups, record["settings"], scan.skipped)
         tables = write_sweep_results(out, jobs)
         files = [out / n for n in ("comparison.md", "comparison.json", "badcases.md")]
-        files += [*html, *tables]
+        files += [*html, *tables, *(h for h in heatmaps if h is not None)]
     text = "\n".join([*scan.skipped_lines(), comparison_text(record, files)])
     return ComparisonOutput(record, text, files)

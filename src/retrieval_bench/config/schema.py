@@ -16,6 +16,7 @@ from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.config.m3 import M3Config
 from retrieval_bench.config.refusal import RefusalConfig
+from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.config.router import RouterConfig
 from retrieval_bench.config.run_file import SPEC as RUN_FILE_SPEC
 from retrieval_bench.config.run_file import RunFileConfig
@@ -29,6 +30,20 @@ from retrieval_bench.config.text import TextConfig
 # Arms every job can name in `retriever.arms` (ArmSpec classes, retrieval_bench.protocols).
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
+    # BM25 over other tokenisations, to see what the tokenizer carries: jieba without its HMM
+    # (unknown words stay single characters), without the dataset's lexicon, character bigrams.
+    "bm25_nohmm": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "text": {"hmm": False},
+    },
+    "bm25_nolexicon": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "text": {"use_lexicon": False},
+    },
+    "bm25_bigram": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "tokens": "char_bigram",
+    },
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
     "run_file": {"_target_": RUN_FILE_SPEC},
     # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
@@ -150,6 +165,8 @@ class RunConfig:
     compare: CompareConfig = field(default_factory=CompareConfig)
     # The monthly benchmark job (python -m run experiment=monthly).
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    # Perturbed variants of the evaluation set run beside the originals (experiment=robustness).
+    robustness: RobustnessConfig = field(default_factory=RobustnessConfig)
 
 
 def register_configs() -> None:

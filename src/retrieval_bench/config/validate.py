@@ -163,6 +163,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
                 "does not have; group by a query field instead",
             )
     cfg.refusal.validate()
+    cfg.robustness.validate()
     cfg.reranker.validate(cfg.retriever.pool_size, cfg.top_k)
     cfg.context.validate()
     _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)

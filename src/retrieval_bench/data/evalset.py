@@ -142,6 +142,7 @@ def _parse(path: Path, number: int, record: dict[str, Any]) -> EvalQuery:
         reference_answer=optional_text("reference_answer"),
         notes=optional_text("notes"),
         judge=judge,
+        meta=dict(record["meta"]) if isinstance(record.get("meta"), dict) else {},
     )
 
 
@@ -177,3 +178,33 @@ def _judge_grades(
             )
         out[pid] = JudgeGrade(grade, label, judge_source(entry["judge"], entry["model"], prompt))
     return out
+
+
+def evalset_record(query: EvalQuery) -> dict[str, Any]:
+    """One query as a native evaluation-set record, the inverse of what `load_evalset` reads
+    (grade-1 labels as `relevant_ids`, any other grade under `relevance`; empty optional fields
+    left out), so a set built in code (a perturbed set) loads back as the same queries."""
+    record: dict[str, Any] = {
+        "query_id": query.query_id,
+        "query": query.query,
+        "query_type": query.query_type,
+        "label_status": query.label_status,
+        "relevant_ids": [pid for pid, grade in query.relevance.items() if grade > 0],
+    }
+    graded = {pid: grade for pid, grade in query.relevance.items() if grade != 1}
+    if graded:
+        record["relevance"] = graded
+    for key in ("expected_entities", "negative_entities", "expected_cities"):
+        if getattr(query, key):
+            record[key] = list(getattr(query, key))
+    if query.user_role is not None:
+        record["user_role"] = query.user_role
+    if query.hops:
+        record["hops"] = [list(hop) for hop in query.hops]
+    if query.reference_answer is not None:
+        record["reference_answer"] = query.reference_answer
+    if query.notes is not None:
+        record["notes"] = query.notes
+    if query.meta:
+        record["meta"] = query.meta
+    return record

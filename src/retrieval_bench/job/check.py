@@ -17,6 +17,7 @@ from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.measure_names import (
     canonical_benchmark_metrics,
     canonical_compare_metrics,
+    canonical_robustness_metrics,
 )
 from retrieval_bench.scoring.registry import load_plugins
 
@@ -29,6 +30,7 @@ def check_config(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     # First: the measures plugins register are names compare and the gate may use.
     load_plugins(cfg.scoring.plugins, "scoring.plugins")
     canonical_compare_metrics(cfg.compare)
+    canonical_robustness_metrics(cfg.robustness)
     canonical_benchmark_metrics(cfg.benchmark)
     check_fusion(cfg.retriever)
     check_encoder_config(cfg.encoder)

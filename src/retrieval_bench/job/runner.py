@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.paths import resolve_path
+from retrieval_bench.perturb.dataset import with_variants
 from retrieval_bench.protocols import Arm, ArmSpec, BuildContext
 from retrieval_bench.records import Dataset, QueryRecord, empty_rankings, passage_text
 from retrieval_bench.routing.metrics import router_metrics
@@ -41,6 +42,8 @@ from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.records import score_records, stage_names
 from retrieval_bench.scoring.refusal import check_stage
+from retrieval_bench.scoring.robustness import job_robustness, variant_rows
+from retrieval_bench.scoring.significance import significance_settings
 from retrieval_bench.scoring.units import judge_in_unit, passage_docs
 from retrieval_bench.tiebreak import shared_tie_break
 
@@ -173,8 +176,12 @@ def load_labelled(
         dataset = _load(cfg)
     else:
         check_corpus_size(cfg, len(dataset.passages), dataset.name)
+    # Perturbed variants (robustness:) run with the queries; every standard metric scores the
+    # originals only, the variants are scored against them (score_job).
+    source = cfg.dataset.path if cfg.dataset.format == "beir" else cfg.dataset.evalset
+    dataset = with_variants(dataset, cfg.robustness, source)
     judgements = judge_in_unit(
-        cfg.scoring.unit, dataset.queries, dataset.passages, dataset.unjudged
+        cfg.scoring.unit, dataset.originals, dataset.passages, dataset.unjudged
     )
     # Before any retrieval, so a bad group_by field fails fast.
     groups = build_group_by(cfg.scoring.group_by, dataset.queries, dataset.passages)
@@ -190,13 +197,16 @@ def score_job(
     rule_set: RuleSet | None,
 ) -> dict[str, Any]:
     """A job's metrics.json from its records: every stage, family and baseline, the refusal
-    evaluation and, with a router, its metrics. One function for a fresh job and for stored
-    rankings re-scored (`retrieval_bench.labels.rescore`), so both give the same numbers."""
+    evaluation and, with a router, its metrics; with perturbed variants, their `robustness`
+    against the originals. One function for a fresh job and for stored rankings re-scored
+    (`retrieval_bench.labels.rescore`), so both give the same numbers."""
+    variants = [r for r in records if r.query.perturbed_from is not None]
+    records = [r for r in records if r.query.perturbed_from is None]
     metrics = score_records(
         records,
         judgements,
         [cfg.top_k, *cfg.scoring.cutoffs],
-        ScoringContext.from_dataset(dataset),
+        ScoringContext.from_dataset(replace(dataset, queries=dataset.originals)),
         groups,
         cfg.refusal,
         passage_ids=[p.id for p in dataset.passages],
@@ -204,7 +214,40 @@ def score_job(
     )
     if rule_set:
         metrics["router"] = router_metrics(records, rule_set, dataset.passages, metrics, cfg.top_k)
+    if variants or cfg.robustness.active:
+        metrics["robustness"] = _score_variants(cfg, dataset, metrics, variants)
     return metrics
+
+
+def _score_variants(
+    cfg: RunConfig, dataset: Dataset, metrics: dict[str, Any], variants: list[QueryRecord]
+) -> dict[str, Any]:
+    """metrics.json's `robustness` (`scoring.robustness.job_robustness`): the variants scored at
+    the stage comparisons read, against their originals' rows there."""
+    stage = cfg.compare.stage if cfg.compare.stage in metrics["stages"] else "final"
+    originals = metrics["stages"][stage]["per_query"]
+    doc = cfg.scoring.unit == DOC
+    scored = variant_rows(
+        variants,
+        judge_in_unit(cfg.scoring.unit, [r.query for r in variants], dataset.passages),
+        originals,
+        [cfg.top_k, *cfg.scoring.cutoffs],
+        stage,
+        passage_ids=[p.id for p in dataset.passages],
+        doc_of=passage_docs(dataset.passages) if doc else None,
+    )
+    resolved = [m.replace("@K", f"@{cfg.top_k}") for m in cfg.robustness.metrics]
+    return job_robustness(
+        scored,
+        originals,
+        dataset.perturbations,
+        resolved,
+        cfg.top_k,
+        stage,
+        significance_settings(cfg.compare),
+        cfg.compare.min_queries,
+        cfg.compare.family,
+    )
 
 
 def _note_empty_rankings(records: list[QueryRecord]) -> None:

@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import BenchError
-from retrieval_bench.scoring.registry import is_answer_measure
+from retrieval_bench.scoring.registry import is_answer_measure, is_robustness_measure
 
 log = logging.getLogger(__name__)
 
@@ -196,10 +196,17 @@ class FinishedJob:
             answered = self.answers.get("per_query") or {}
             return {q: row[spec] for q, row in answered.items() if row.get(spec) is not None}
         name = self.resolve_metric(spec)
-        rows = self.stage(stage).get("per_query")
+        # stable@K: one value per perturbed variant, in metrics.json's robustness section
+        robust = self.robustness_rows() if is_robustness_measure(spec) else None
+        rows = robust if robust is not None else self.stage(stage).get("per_query")
         if rows is None:
             raise JobFolderError(f"{self.path / 'metrics.json'}: stage {stage!r} has no per_query")
         return {qid: row[name] for qid, row in rows.items() if row.get(name) is not None}
+
+    def robustness_rows(self) -> dict[str, Any]:
+        """metrics.json's `robustness.per_query`: each perturbed variant's row (empty when the
+        job ran none)."""
+        return dict((self.metrics.get("robustness") or {}).get("per_query") or {})
 
     def query_types(self, stage: str) -> dict[str, str]:
         rows = self.stage(stage).get("per_query") or {}
@@ -208,6 +215,10 @@ class FinishedJob:
     def metric_query_types(self, stage: str, spec: str) -> dict[str, str]:
         """`query_types` of the queries `spec` is scored on (an answer metric's: answers.json's,
         which include the no_answer queries refusal is scored on)."""
+        if is_robustness_measure(spec):
+            return {
+                q: str(r.get("query_type", "unknown")) for q, r in self.robustness_rows().items()
+            }
         if not is_answer_measure(spec):
             return self.query_types(stage)
         rows = self.answers.get("per_query") or {}
@@ -217,6 +228,8 @@ class FinishedJob:
         """type -> the group dict (`n`, the metric's mean) of one metric, `all` for overall."""
         if is_answer_measure(spec):
             found = (self.answers.get("summary") or {}).get(spec) or {}
+        elif is_robustness_measure(spec):
+            found = self.metrics.get("robustness") or {}
         else:
             found = self.stage(stage)
         return {**(found.get("by_type") or {}), "all": found.get("overall") or {}}
@@ -238,8 +251,10 @@ class FinishedJob:
     def has_metric(self, stage: str, spec: str) -> bool:
         if is_answer_measure(spec):
             return any(spec in row for row in (self.answers.get("per_query") or {}).values())
-        rows = self.stage(stage).get("per_query") or {}
         name = self.resolve_metric(spec)
+        if is_robustness_measure(spec):
+            return any(name in row for row in self.robustness_rows().values())
+        rows = self.stage(stage).get("per_query") or {}
         return any(name in row for row in rows.values()) or not rows
 
 

@@ -62,11 +62,14 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     def scored(stage: StageRecord | None) -> StageRecord | None:
         return stage if stage is None or doc_of is None else doc_stage(stage, doc_of)
 
+    # Perturbed variants are in rankings.jsonl and metrics.json's `robustness`, not in the TREC
+    # files: those re-score to the stages' metrics, which score the originals.
+    originals = [r for r in result.records if r.query.perturbed_from is None]
     for name in result.metrics["stages"]:
-        stages = {r.query.query_id: scored(r.stages.get(name)) for r in result.records}
+        stages = {r.query.query_id: scored(r.stages.get(name)) for r in originals}
         _export(job_dir / "trec", name, stages, qrels, tag)
     for name in result.metrics.get("baselines", {}):
-        stages = {r.query.query_id: scored(r.baselines.get(name)) for r in result.records}
+        stages = {r.query.query_id: scored(r.baselines.get(name)) for r in originals}
         _export(job_dir / "trec" / "baselines", name, stages, qrels, name)
     write_qrels(job_dir / "qrels.trec", qrels)
     rankings = [r.to_json() for r in result.records]

@@ -13,6 +13,7 @@ from typing import Any
 
 from retrieval_bench.reports.coverage import comparison_coverage_section
 from retrieval_bench.reports.judge_estimates import estimates_line, estimates_section
+from retrieval_bench.reports.robustness import robustness_markdown, robustness_text
 from retrieval_bench.reports.tables import markdown_table, text_table
 
 
@@ -332,6 +333,10 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
                 lines += [f"### {title}", ""]
                 if rows:
                     lines += [markdown_table(header, rows), ""]
+        if ds.get("robustness"):
+            lines += robustness_markdown(ds["robustness"], ds["robustness"].get("heatmap"))
+            if ds["robustness"]["missing"]:
+                lines += ["Ran no variants: " + ", ".join(ds["robustness"]["missing"]), ""]
         lines += comparison_coverage_section(ds.get("coverage"))
         if ds.get("judge_estimates"):
             lines += estimates_section(ds["judge_estimates"])
@@ -372,6 +377,8 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                     out.append(text_table(header, rows))
         if ds.get("judge_estimates"):
             out += ["", estimates_line(ds["judge_estimates"])]
+        if ds.get("robustness"):
+            out += robustness_text(ds["robustness"])
     if files:
         out += ["", "comparison: " + ", ".join(str(f) for f in files)]
     return "\n".join(out) + "\n"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.reports.families import console_lines
+from retrieval_bench.reports.robustness import job_view, robustness_text
 from retrieval_bench.reports.router import router_summary
 from retrieval_bench.reports.tables import (
     core_columns,
@@ -26,8 +27,16 @@ def job_summary(result: JobResult, k: int, job_dir: Path) -> str:
         f"{table}\n{exclusions_line(stage)}{_cache_text(result)}\n"
         + console_lines(result.metrics, k)
         + (router_summary(router, k) if router else "")
+        + _robustness_text(result)
         + f"outputs: {job_dir}\n"
     )
+
+
+def _robustness_text(result: JobResult) -> str:
+    robustness = result.metrics.get("robustness")
+    if not robustness:
+        return ""
+    return "\n".join(robustness_text(job_view(robustness, "this job", {})))[1:] + "\n"
 
 
 def job_line(result: JobResult, k: int, job_dir: Path, label: str) -> str:

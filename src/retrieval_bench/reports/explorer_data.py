@@ -35,7 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrieval_bench.records import PERTURBATION, PERTURBED_FROM
+from retrieval_bench.reports.robustness import job_view
 from retrieval_bench.scoring.labels import Judgements
+from retrieval_bench.scoring.robustness import stable_name
 from retrieval_bench.scoring.stage_loss import stage_loss
 
 # Total UTF-8 bytes of passage text one HTML file may embed, and the cap on any one text.
@@ -175,8 +178,15 @@ def passage_table(
     return {"ids": list(ids), "text": out_text, "full_chars": full}, note.strip()
 
 
-def _stage_per_query(stage: Mapping[str, Any], names: Sequence[str], qids: Sequence[str]) -> Any:
-    rows = stage.get("per_query") or {}
+def _stage_per_query(
+    stage: Mapping[str, Any],
+    names: Sequence[str],
+    qids: Sequence[str],
+    variants: Mapping[str, Any] | None = None,
+) -> Any:
+    """Each metric's column over `qids`; `variants`: the perturbed variants' rows scored at this
+    stage (metrics.json `robustness.per_query`), shown beside the originals'."""
+    rows = {**(stage.get("per_query") or {}), **(variants or {})}
     return {
         name: [_round((rows.get(q) or {}).get(name)) for q in qids]
         for name in names
@@ -227,6 +237,33 @@ def _loss(
     }
 
 
+def _variants_beside_originals(queries: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The query ids in recorded order, each perturbed variant right after its original."""
+    variants: dict[str, list[str]] = {}
+    for qid, record in queries.items():
+        source = record.get(PERTURBED_FROM)
+        if source in queries:
+            variants.setdefault(str(source), []).append(qid)
+    ordered: list[str] = []
+    for qid, record in queries.items():
+        if record.get(PERTURBED_FROM) not in queries:
+            ordered += [qid, *variants.get(qid, [])]
+    return ordered
+
+
+def _robustness_view(
+    systems: Sequence[SystemRun],
+    comparison: Mapping[str, Any] | None,
+    settings: Mapping[str, Any] | None,
+) -> Mapping[str, Any] | None:
+    """The robustness heatmap's data: a sweep's comparison view, or one job's own."""
+    if comparison is not None:
+        return comparison.get("robustness")
+    if len(systems) == 1 and systems[0].metrics.get("robustness"):
+        return job_view(systems[0].metrics["robustness"], systems[0].label, settings or {})
+    return None
+
+
 def explorer_payload(
     title: str,
     kind: str,
@@ -248,7 +285,7 @@ def explorer_payload(
     for system in systems:
         for record in system.rankings:
             queries.setdefault(str(record["query_id"]), dict(record))
-    qids = list(queries)
+    qids = _variants_beside_originals(queries)
     positions: dict[str, int] = {}
 
     def index(pid: str) -> int:
@@ -272,7 +309,8 @@ def explorer_payload(
         stages = list(stage_names)
         names = [f"{m}@{system.top_k}" for m in CORE_METRICS]
         recorded = system.metrics.get("stages") or {}
-        for stage in recorded.values():
+        robustness = system.metrics.get("robustness") or {}
+        for stage in [*recorded.values(), robustness]:
             for qid, reason in (stage.get("excluded_queries") or {}).items():
                 excluded.setdefault(str(qid), str(reason))
         rankings: dict[str, list[Any]] = {}
@@ -320,7 +358,12 @@ def explorer_payload(
                 "returned": returned,
                 "deep": deep,
                 "values": {
-                    name: _stage_per_query(recorded[name], names, qids)
+                    name: _stage_per_query(
+                        recorded[name],
+                        [*names, *([stable_name(system.top_k)] if robustness else [])],
+                        qids,
+                        robustness.get("per_query") if robustness.get("stage") == name else None,
+                    )
                     for name in stages
                     if name in recorded
                 },
@@ -365,7 +408,11 @@ def explorer_payload(
             "type": [str(queries[q].get("query_type", "unknown")) for q in qids],
             "labels": labels,
             "excluded": [excluded.get(q) for q in qids],
+            # A perturbed variant: its original's id and what changed (null for an original).
+            "variant_of": [queries[q].get(PERTURBED_FROM) for q in qids],
+            "perturbation": [queries[q].get(PERTURBATION) for q in qids],
         },
+        "robustness": _robustness_view(systems, comparison, settings),
         "passages": passages,
         "systems": out_systems,
         "comparison": dict(comparison) if comparison is not None else None,

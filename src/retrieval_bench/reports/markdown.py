@@ -15,6 +15,8 @@ from retrieval_bench.reports.families import (
     headline_section,
     refusal_section,
 )
+from retrieval_bench.reports.plots import ROBUSTNESS_PNG
+from retrieval_bench.reports.robustness import job_view, robustness_markdown
 from retrieval_bench.reports.router import router_section
 from retrieval_bench.reports.service import service_lines
 from retrieval_bench.reports.stage_loss import stage_loss_section
@@ -50,6 +52,10 @@ def job_report(result: JobResult, config: dict[str, Any], plots: Sequence[str] =
     if "router" in result.metrics:
         lines += router_section(result.metrics["router"], top_k)
     lines += headline_section(result.metrics, top_k, plots)
+    if result.metrics.get("robustness"):
+        view = job_view(result.metrics["robustness"], "this job", config.get("compare") or {})
+        figure = ROBUSTNESS_PNG if ROBUSTNESS_PNG in plots else None
+        lines += robustness_markdown(view, figure)
     lines += refusal_section(result.metrics.get("refusal"), plots)
     lines += evidence_section(result.metrics, plots)
     lines += group_by_section(result.metrics, top_k)

@@ -20,12 +20,14 @@ from matplotlib.figure import Figure
 from retrieval_bench.io import atomic_write_bytes
 from retrieval_bench.reports.explorer_data import PLOT_DIR
 from retrieval_bench.reports.fonts import cjk_fonts
+from retrieval_bench.reports.robustness import heatmap_figure, job_view
 from retrieval_bench.scoring.registry import lower_is_better
 
 # Under PLOT_DIR, where the HTML report reads them back (explorer_data.read_plots).
 REFUSAL_PNG = f"{PLOT_DIR}/refusal.png"
 PER_TYPE_PNG = f"{PLOT_DIR}/per_type_final.png"
 EVIDENCE_PNG = f"{PLOT_DIR}/evidence_curves.png"
+ROBUSTNESS_PNG = f"{PLOT_DIR}/robustness.png"
 
 
 # Fixed margins rather than tight_layout, which renders each figure twice: in a sweep that
@@ -189,6 +191,11 @@ def _write_plots(job_dir: Path, metrics: Mapping[str, Any], k: int) -> list[str]
         PER_TYPE_PNG: per_type_figure(final, k) if final else None,
         EVIDENCE_PNG: evidence_figure(evidence.get("curves", {})) if evidence else None,
     }
+    if metrics.get("robustness"):  # the job's one arm x every kind, per type
+        view = job_view(metrics["robustness"], "this job", {})
+        figures[ROBUSTNESS_PNG] = (
+            heatmap_figure(view, view["metrics"][0]) if view["metrics"] else None
+        )
     written = []
     for name, fig in figures.items():
         if fig is not None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import sparse
 
 from retrieval_bench.config.bm25 import BM25Config
+from retrieval_bench.config.text import TextConfig
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
 from retrieval_bench.protocols import Arm, BuildContext
@@ -26,6 +28,9 @@ from retrieval_bench.records import FILTERED_OUT, NO_MATCHING_TERMS, NO_QUERY_TE
 from retrieval_bench.retrievers.base import TextArm
 from retrieval_bench.retrievers.bm25_kernel import score_rows, top_rows
 from retrieval_bench.text.token_cache import TokenizedCorpus
+
+if TYPE_CHECKING:
+    from retrieval_bench.text.tokenizer import Tokenizer
 from retrieval_bench.tiebreak import shared_tie_break
 
 
@@ -192,6 +197,8 @@ class BM25Retriever:
         self.config = config
         self.tokenize = tokenize
         self.tie_break = shared_tie_break(passage_ids)
+        # The identity of what tokenised the corpus and the queries (for the manifest).
+        self.tokenizer: dict[str, object] | None = None
 
     def index_info(self) -> dict[str, Any]:
         """For the manifest: which implementation, how big, how long it took to build."""
@@ -202,6 +209,8 @@ class BM25Retriever:
             "build_s": round(self.build_s, 4),
             "tokens_from_cache": self.tokens_cached,
         }
+        if self.tokenizer is not None:
+            info["tokenizer"] = self.tokenizer
         if isinstance(self.scorer, SparseBM25):
             matrix = self.scorer.matrix
             info["postings"] = int(matrix.nnz)
@@ -239,32 +248,63 @@ class BM25Retriever:
         return results
 
 
-class BM25ArmSpec:
-    """`arms.<name>` of a BM25 arm over jieba tokens: the job's `bm25` and `text` settings, with
-    keyword overrides of `bm25` (k1, b, impl) so two BM25 arms can differ. Tokens come from the
-    token cache under `cache_dir`."""
+# What a BM25 arm indexes (`arms.<name>.tokens`): jieba words (with the job's `text` settings),
+# or character bigrams (`text.tokenizer.CharBigramTokenizer`).
+TOKENIZERS = ("jieba", "char_bigram")
 
-    def __init__(self, **overrides: Any) -> None:
+
+class BM25ArmSpec:
+    """`arms.<name>` of a BM25 arm: the job's `bm25` and `text` settings, with keyword overrides
+    of `bm25` (k1, b, impl), `text` (a mapping over `text.*`: `{hmm: false}`,
+    `{use_lexicon: false}`) and `tokens` (`jieba` or `char_bigram`), so BM25 arms that differ in
+    scoring or in tokenisation run side by side (the built-in `bm25_nohmm`, `bm25_nolexicon`,
+    `bm25_bigram`). Tokens come from the token cache under `cache_dir`, keyed by the
+    tokenizer's identity."""
+
+    def __init__(
+        self, text: Mapping[str, Any] | None = None, tokens: str = "jieba", **overrides: Any
+    ) -> None:
         self.overrides = overrides
+        self.text = dict(text or {})
         with_overrides(BM25Config(), overrides)  # an unknown key fails when the config is read
+        try:
+            with_overrides(TextConfig(), self.text)
+        except ConfigError as error:
+            raise ConfigError(f"text.{error.key}", error.message) from error
+        if tokens not in TOKENIZERS:
+            raise ConfigError("tokens", f"{tokens!r} is not one of {', '.join(TOKENIZERS)}")
+        self.tokens = tokens
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
         from retrieval_bench.text.segment.parity import checked_tokenizer
         from retrieval_bench.text.token_cache import tokenize_corpus
-        from retrieval_bench.text.tokenizer import cached_tokenizer, lexicon_of
+        from retrieval_bench.text.tokenizer import (
+            CharBigramTokenizer,
+            cached_tokenizer,
+            lexicon_of,
+        )
 
         config = with_overrides(ctx.cfg.bm25, self.overrides)
-        tokenizer = cached_tokenizer(ctx.cfg.text, *lexicon_of(ctx.entities))
-        # text.impl=fast: jieba instead where the fast cut differs on a sample of this corpus.
-        tokenizer = checked_tokenizer(tokenizer, ctx.texts, ctx.ids)
-        # The manifest's `tokenizer`: recorded by the arm that tokenises, so a job without a
-        # BM25 arm loads no jieba (every BM25 arm of a job shares `text`, hence one identity).
-        ctx.stats["tokenizer"] = tokenizer.identity()
+        text = with_overrides(ctx.cfg.text, self.text)
+        tokenizer: Tokenizer | CharBigramTokenizer
+        if self.tokens == "char_bigram":
+            tokenizer = CharBigramTokenizer(text)
+        else:
+            tokenizer = cached_tokenizer(text, *lexicon_of(ctx.entities))
+            # text.impl=fast: jieba instead where the fast cut differs on a sample of this corpus.
+            tokenizer = checked_tokenizer(tokenizer, ctx.texts, ctx.ids)
+            if not self.text:
+                # The manifest's `tokenizer`: the job's own `text` settings, recorded by the arm
+                # that tokenises with them, so a job without such an arm loads no jieba; an arm
+                # with its own records its tokenizer in its `info()`.
+                ctx.stats["tokenizer"] = tokenizer.identity()
         tokens = tokenize_corpus(
             ctx.texts,
             tokenizer.tokenize,
             tokenizer.identity(),
             ctx.cache_dir / "tokens",
-            ctx.cfg.text.resolved_workers(),
+            text.resolved_workers(),
         )
-        return TextArm(BM25Retriever(ctx.ids, tokens, tokenizer.tokenize, config))
+        retriever = BM25Retriever(ctx.ids, tokens, tokenizer.tokenize, config)
+        retriever.tokenizer = tokenizer.identity()
+        return TextArm(retriever)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from retrieval_bench.config.benchmark import BenchmarkConfig
 from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.scoring.registry import (
     answer_measures,
     ir_measures_names,
     is_answer_measure,
+    is_robustness_measure,
     known_metrics,
+    robustness_measures,
 )
 
 
@@ -44,10 +47,12 @@ def canonical_metric(spec: str, key: str) -> str:
             if hint.startswith("did you mean"):
                 raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
         raise ConfigError(key, f"{spec!r} is not METRIC@K or METRIC@<int>")
+    if is_robustness_measure(name):  # stable@K: read from metrics.json's robustness section
+        return f"{name}@{k}"
     known = known_metrics()
     name = spellings.get(name, name)
     if name not in known:
-        hint = nearest_hint(name, [*known, *spellings], suffix=f"@{k}")
+        hint = nearest_hint(name, [*known, *spellings, *robustness_measures()], suffix=f"@{k}")
         raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
     return f"{name}@{k}"
 
@@ -58,6 +63,19 @@ def canonical_compare_metrics(cfg: CompareConfig) -> None:
     cfg.metrics = [
         canonical_metric(name, f"compare.metrics[{i}]") for i, name in enumerate(cfg.metrics)
     ]
+
+
+def canonical_robustness_metrics(cfg: RobustnessConfig) -> None:
+    """`robustness.metrics` in the project's spelling, in place; `stable@K`, reported beside
+    every one of them anyway, and unknown names are refused naming their index."""
+    names = []
+    for i, metric in enumerate(cfg.metrics):
+        key = f"robustness.metrics[{i}]"
+        name = canonical_metric(metric, key)
+        if is_robustness_measure(name) or is_answer_measure(name):
+            raise ConfigError(key, f"{name} is not tested per variant (stable@K is always shown)")
+        names.append(name)
+    cfg.metrics = names
 
 
 def canonical_benchmark_metrics(cfg: BenchmarkConfig) -> None:

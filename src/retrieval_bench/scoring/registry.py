@@ -54,9 +54,12 @@ IdealValue = Callable[[int, np.ndarray], np.ndarray]
 
 DOC = "doc"
 ANSWER = "answer"
+# Measures of perturbed variants against their originals (scoring.robustness): per variant, in
+# metrics.json's `robustness` section, with a cut-off (`stable@K`).
+ROBUSTNESS = "robustness"
 # Families whose measures are computed by their own module (scoring.families, answers); `readable`
 # is derived from `doc` (every doc measure again, `readable_` prefixed), never declared.
-FAMILIES = (DOC, "leak", "entities", "negative_entities", "evidence", ANSWER)
+FAMILIES = (DOC, "leak", "entities", "negative_entities", "evidence", ANSWER, ROBUSTNESS)
 # An external judge's score `<name>` in an answers file is the answer measure `judge_<name>`.
 JUDGE_PREFIX = "judge_"
 READABLE_PREFIX = "readable_"
@@ -192,7 +195,7 @@ def _by_reported_name() -> dict[str, Measure]:
     out = dict(doc)
     out.update((READABLE_PREFIX + name, measure) for name, measure in doc)
     for family in FAMILIES[1:]:
-        if family != ANSWER:
+        if family not in (ANSWER, ROBUSTNESS):
             out.update((name, _REGISTRY[name]) for name in reported(family))
     return out
 
@@ -212,6 +215,17 @@ def is_answer_measure(spec: str) -> bool:
     )
 
 
+def robustness_measures() -> list[str]:
+    """The declared robustness measures (`stable`): scored per perturbed variant."""
+    return [m.name for m in measures(ROBUSTNESS)]
+
+
+def is_robustness_measure(spec: str) -> bool:
+    """Whether `spec` (`stable@K`, `stable@10`) names a robustness measure: read from
+    metrics.json's `robustness` section, one value per perturbed variant."""
+    return str(spec).partition("@")[0] in robustness_measures()
+
+
 def known_metrics() -> list[str]:
     """Every metric name (without `@K`) a stage can report, in report order."""
     return list(_by_reported_name())
@@ -229,6 +243,8 @@ def find(metric: str) -> Measure:
     name = metric.partition("@")[0]
     if is_answer_measure(name):
         return _REGISTRY.get(name) or Measure(name, family=ANSWER, description="a judge's score")
+    if is_robustness_measure(name):
+        return _REGISTRY[name]
     return _by_reported_name()[name]
 
 
@@ -321,6 +337,9 @@ def _declare_builtins() -> None:
         Measure("refusal_correct", family=ANSWER,
                 description="1 when it refused a query it should refuse or answered one it "
                 "should answer, else 0"),
+        # scoring.robustness: per perturbed variant, against its original
+        Measure("stable", family=ROBUSTNESS,
+                description="1 when the variant's hit@K equals its original's, else 0"),
     ]  # fmt: skip
     for measure in [*doc, *families]:
         _add(measure)

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.config.compare import CORRECTIONS
+from retrieval_bench.config.compare import CORRECTIONS, CompareConfig
 from retrieval_bench.io import json_number
 
 
@@ -63,6 +63,19 @@ class SignificanceSettings:
     # and the difference the "queries needed" are for.
     power: float = 0.8
     target_delta: float = 0.05
+
+
+def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
+    """The settings of a `compare:` node (every comparison, and a job's robustness tests)."""
+    return SignificanceSettings(
+        alpha=cfg.alpha,
+        n_resamples=cfg.n_resamples,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        correction=cfg.correction,
+        power=cfg.power,
+        target_delta=cfg.target_delta,
+    )
 
 
 # Written for a CI end no shift can reach (JSON null, markdown `unbounded`).

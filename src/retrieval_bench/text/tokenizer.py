@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -171,3 +172,34 @@ def cached_tokenizer(
 ) -> Tokenizer:
     """One tokenizer per process and lexicon: a multirun reuses it across jobs."""
     return Tokenizer(config, lexicon_words, canonical)
+
+
+# Han ideographs (CJK Unified Ideographs, extension A, compatibility, extensions B-G).
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_RUNS = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>(?:(?![{_HAN}])[^\W_])+)")
+
+
+class CharBigramTokenizer:
+    """Overlapping character bigrams of each run of Han characters (a one-character run is its
+    own token), letters and digits kept as whole lower-cased words, everything else dropped:
+    Lucene's CJKAnalyzer segmentation, the dictionary-free baseline of Chinese retrieval. No
+    lexicon and no segmentation model, so an arm over it shows what jieba carries."""
+
+    def __init__(self, config: TextConfig) -> None:
+        self.config = config
+
+    def identity(self) -> dict[str, object]:
+        return {"tokenizer": "char_bigram", "version": 1}
+
+    def tokenize(self, text: str) -> list[str]:
+        normalised = unicodedata.normalize("NFKC", text).translate(_ASCII_UPPER)
+        tokens: list[str] = []
+        for run in _RUNS.finditer(normalised):
+            han = run.group("han")
+            if han is None:
+                tokens.append(run.group("word"))
+            elif len(han) == 1:
+                tokens.append(han)
+            else:
+                tokens.extend(han[i : i + 2] for i in range(len(han) - 1))
+        return tokens

@@ -3,7 +3,7 @@
 "use strict";
 (function () {
   const D = JSON.parse(document.getElementById("explorer-data").textContent);
-  const Q = D.queries, P = D.passages, S = D.systems, C = D.comparison;
+  const Q = D.queries, P = D.passages, S = D.systems, C = D.comparison, R = D.robustness;
   const LOWER = new Set(D.lower_is_better || []);
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) =>
@@ -95,6 +95,47 @@
       html += "</table>";
     }
     $("heatmap").innerHTML = html;
+  }
+
+  // ---- robustness: arm x kind per type, each cell variant minus original (reports/robustness.py)
+  const MARK = { degrades: "▼", improves: "▲", holds: "=" };
+  function diffColour(d, limit) {
+    if (d === null || d === undefined) return "#eee";
+    const x = Math.max(-1, Math.min(1, d / (limit || 1)));
+    return x < 0 ? `hsl(0, 70%, ${Math.round(92 - 30 * -x)}%)` : `hsl(120, 55%, ${Math.round(92 - 30 * x)}%)`;
+  }
+  function robustness() {
+    if (!R) return;
+    $("sec-robustness").hidden = false;
+    $("nav-robustness").hidden = false;
+    $("rb-metric").innerHTML = opts(R.metrics);
+    $("rb-type").innerHTML = opts(R.types);
+    $("rb-type").value = R.types.includes("all") ? "all" : R.types[0];
+    $("rb-metric").onchange = drawRobustness;
+    $("rb-type").onchange = drawRobustness;
+    drawRobustness();
+  }
+  function drawRobustness() {
+    const metric = $("rb-metric").value, t = $("rb-type").value;
+    const cells = (R.cells[metric] || {})[t] || {}, stable = R.stable[t] || {};
+    const diffs = Object.values(cells).flatMap((byKind) => Object.values(byKind).map((c) => Math.abs(c.diff || 0)));
+    const limit = Math.max(0.05, ...diffs);
+    let html = `<p class="note family">Cell: mean ${esc(metric)} of the variants minus their originals on the queries with a variant of that kind; ▼ degrades / ▲ improves: significant in the paired sign-flip test after ${esc((R.correction || "holm").toUpperCase())} over the family <b>${esc(R.family)}</b>; = holds: not significant; stable@${R.k}: share of queries whose hit@${R.k} is unchanged.</p>`;
+    html += `<table class="hm rb"><tr><th class="l">arm</th>${R.kinds.map((k) => `<th>${esc(k)}</th>`).join("")}</tr>`;
+    for (const arm of R.arms) {
+      html += `<tr data-arm="${esc(arm)}"><td class="l">${esc(arm)}</td>`;
+      for (const kind of R.kinds) {
+        const c = (cells[arm] || {})[kind], st = (stable[arm] || {})[kind];
+        if (!c) { html += `<td class="v" data-kind="${esc(kind)}">—</td>`; continue; }
+        const title = `original ${num(c.original)}, variant ${num(c.variant)}, n ${c.n}, p ${c.p_value}, adjusted ${c.p_adjusted}${c.note ? "; " + c.note : ""}`;
+        html += `<td class="v" data-kind="${esc(kind)}" data-verdict="${esc(c.verdict)}" style="background:${diffColour(c.diff, limit)}" title="${esc(title)}">${c.diff === null ? "—" : (c.diff >= 0 ? "+" : "") + Number(c.diff).toFixed(3)} ${MARK[c.verdict] || "?"} ${esc(c.verdict || "no verdict")}<br><small>stable ${st ? Number(st.stable).toFixed(2) : "—"} · n ${c.n}</small></td>`;
+      }
+      html += "</tr>";
+    }
+    html += "</table>";
+    const left = (R.counts || []).filter((c) => !c.variants).map((c) => c.kind);
+    if (left.length) html += `<p class="note">Changed no query: ${left.map(esc).join(", ")}.</p>`;
+    $("robustness").innerHTML = html;
   }
 
   // ---- per-stage table, and where labelled passages were lost
@@ -198,7 +239,8 @@
     const rows = matching();
     let html = `<tr><th class="l">query</th><th class="l">type</th><th class="l">text</th>${S.map((s) => `<th>${esc(s.label)}<br><small>${esc(metricOf(s, "recall"))} ${esc(verdictStage(s))}</small></th>`).join("")}<th class="l">verdict</th></tr>`;
     for (const qi of rows) {
-      html += `<tr data-qid="${esc(Q.ids[qi])}"><td class="l">${esc(Q.ids[qi])}</td><td class="l">${esc(Q.type[qi])}</td><td class="l">${esc(Q.text[qi])}</td>`
+      const variant = variantOf(qi);
+      html += `<tr data-qid="${esc(Q.ids[qi])}"${variant ? ` class="variant" data-variant-of="${esc(variant)}"` : ""}><td class="l">${variant ? "↳ " : ""}${esc(Q.ids[qi])}</td><td class="l">${esc(Q.type[qi])}${variant ? ` · ${esc(kindOf(qi))}` : ""}</td><td class="l">${esc(Q.text[qi])}</td>`
         + S.map((s) => `<td>${num(value(s, verdictStage(s), metricOf(s, "recall"), qi))}</td>`).join("")
         + `<td class="l">${esc(VERDICTS[qi])}</td></tr>`;
     }
@@ -206,6 +248,9 @@
     $("query-count").textContent = `${rows.length} of ${Q.ids.length} queries`;
   }
   const QI = new Map(Q.ids.map((q, i) => [q, i]));
+  // A perturbed variant (listed right after its original): its original's id and its kind.
+  function variantOf(qi) { return (Q.variant_of || [])[qi] || null; }
+  function kindOf(qi) { return ((Q.perturbation || [])[qi] || {}).kind || ""; }
   function openQuery(qid) {
     const qi = QI.get(qid);
     if (qi === undefined) return;
@@ -214,6 +259,12 @@
     if (row) row.classList.add("open");
     const grades = new Map(Q.labels[qi]);
     let html = `<h3 data-qid="${esc(qid)}">${esc(qid)} · ${esc(Q.type[qi])} · ${esc(VERDICTS[qi])}</h3><p>${esc(Q.text[qi])}</p>`;
+    const source = variantOf(qi);
+    if (source) {
+      const oi = QI.get(source), change = Q.perturbation[qi] || {};
+      const stable = S.map((s) => value(s, verdictStage(s), `stable@${s.top_k}`, qi)).filter((v) => v !== null && v !== undefined);
+      html += `<p class="note variant-of">Variant (<b>${esc(change.kind)}</b>, ${esc(change.library || "")}) of <a href="#q=${encodeURIComponent(source)}" data-original="${esc(source)}">${esc(source)}</a>: ${esc(oi === undefined ? "" : Q.text[oi])}${stable.length ? ` · stable@K ${stable.map(num).join(", ")}` : ""}</p>`;
+    }
     const rel = Q.labels[qi].filter(([, g]) => g > 0);
     html += `<p class="note">Labelled relevant: ${rel.length ? rel.map(([p, g]) => `<span class="pid rel" data-pid="${p}">${esc(P.ids[p])}</span> (${g})`).join(", ") : "none"}. Click a passage id for its text.</p>`;
     html += '<div class="sides">';
@@ -305,6 +356,7 @@
   }
   notes();
   heatmap();
+  robustness();
   stageTables();
   plots();
   explorer();
