@@ -18,7 +18,7 @@ PACKAGE = "retrieval_bench"
 # Bottom to top; the packages (or root modules) of one row never import each other.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "paths"),
-    ("io", "progress", "compiled"),
+    ("io", "progress", "compiled", "http_json"),
     ("records", "tiebreak"),
     ("config",),
     ("data",),
@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("jobdir",),
     ("answers",),
     ("labels",),
+    ("judge",),
     ("compare",),
     ("tune",),
     ("benchmark",),
@@ -79,9 +80,7 @@ def part_of(module: str) -> str:
 
 GRAPH = {
     module: {
-        t
-        for name in imports(path)
-        if (t := target(name, modules())) is not None and t != module
+        t for name in imports(path) if (t := target(name, modules())) is not None and t != module
     }
     for module, path in modules().items()
 }
@@ -116,8 +115,9 @@ def test_the_package_root_imports_nothing_at_load() -> None:
         node
         for node in tree.body
         if isinstance(node, (ast.Import, ast.ImportFrom))
-        and (node.module if isinstance(node, ast.ImportFrom) else node.names[0].name or "")
-        .startswith(PACKAGE)
+        and (
+            node.module if isinstance(node, ast.ImportFrom) else node.names[0].name or ""
+        ).startswith(PACKAGE)
     ]
     assert loaded == []
 

@@ -188,6 +188,7 @@ class Workspace:
     tmp: Path
     bge_m3_dir: Path | None = None
     service_url: str | None = None
+    judge_url: str | None = None
     servers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
@@ -254,6 +255,16 @@ def _service_url(ws: Workspace) -> str:
     return ws.service_url
 
 
+def _judge_url(ws: Workspace) -> str:
+    """<JUDGE_URL>: a stand-in chat model on 127.0.0.1 (tests/judge_server.py, a deterministic
+    rule), started once for the module, behind an OpenAI-compatible API's base URL."""
+    if ws.judge_url is None:
+        from judge_server import chat_model
+
+        ws.judge_url, _ = ws.servers.enter_context(chat_model())
+    return ws.judge_url
+
+
 def _latest_sweep(ws: Workspace) -> str:
     """The newest sweep folder an earlier README command wrote (it holds comparison.md)."""
     sweeps = sorted(
@@ -314,6 +325,7 @@ PLACEHOLDERS: dict[str, Callable[[Workspace], str]] = {
     "CMRC_DIR": _shared_benchmark("cmrc2018", "CMRC_DIR"),
     "REPO_DIR": lambda ws: str(ws.repo),
     "SERVICE_URL": _service_url,
+    "JUDGE_URL": _judge_url,
 }
 
 

@@ -44,6 +44,18 @@ class Entity:
 
 
 @dataclass(frozen=True)
+class JudgeGrade:
+    """A model judge's grade of one (query, passage) pair, on the evaluation set's grade
+    scale. `is_label`: it is the pair's label (no person labelled the pair); otherwise a
+    person's label stands and the judge's grade is kept beside it, to measure the judge
+    against people. `source` names the judge (`<kind>:<model>[:<prompt sha256, 12 digits>]`)."""
+
+    grade: int
+    is_label: bool
+    source: str
+
+
+@dataclass(frozen=True)
 class EvalQuery:
     query_id: str
     query: str
@@ -59,6 +71,9 @@ class EvalQuery:
     hops: tuple[tuple[str, ...], ...] = ()
     reference_answer: str | None = None
     notes: str | None = None
+    # Grades a model judge gave (passage id -> JudgeGrade); those with `is_label` are also in
+    # `relevance`, as the pair's label.
+    judge: dict[str, JudgeGrade] = field(default_factory=dict)
     # The record's free-form `meta` (native evaluation sets). Scoring reads none of it; a
     # perturbed query (`retrieval_bench.perturb`) carries its link to the original here.
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -72,6 +87,12 @@ class EvalQuery:
     @property
     def relevant_ids(self) -> tuple[str, ...]:
         return tuple(pid for pid, grade in self.relevance.items() if grade > 0)
+
+    @property
+    def people_relevance(self) -> dict[str, int]:
+        """The labels people gave: `relevance` without the judge's labels."""
+        labelled = {pid for pid, g in self.judge.items() if g.is_label}
+        return {pid: g for pid, g in self.relevance.items() if pid not in labelled}
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,12 @@ def _main(argv: Sequence[str] | None) -> int:
         f"{' '.join(defaults.metrics)})",
     )
     add_plugin_option(parser)
+    parser.add_argument(
+        "--judged-labels",
+        type=Path,
+        help="a label snapshot with a model judge's grades (run.judge, then run.pool --import): "
+        "adds the estimates under people's labels, people's plus the judge's, and PPI",
+    )
     parser.add_argument("--stage", default=defaults.stage)
     parser.add_argument("--alpha", type=float, default=defaults.alpha)
     parser.add_argument("--min-queries", type=int, default=defaults.min_queries)
@@ -99,7 +105,11 @@ def _main(argv: Sequence[str] | None) -> int:
     cfg.validate()
     canonical_compare_metrics(cfg)
     result = compare_dirs(
-        args.dirs, cfg, out_dir=None if args.no_write else out, baseline_key="--baseline"
+        args.dirs,
+        cfg,
+        out_dir=None if args.no_write else out,
+        baseline_key="--baseline",
+        judged_labels=args.judged_labels,
     )
     print(result.text)
     if out is None and not args.no_write:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from retrieval_bench.data.judgments import parse_grades
+
 
 def add_plugin_option(parser: argparse.ArgumentParser) -> None:
     """`--plugin MODULE` (repeatable): modules imported before any measure name is read, for
@@ -16,3 +18,11 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE",
         help="import MODULE first, for the measures it registers (a job's scoring.plugins)",
     )
+
+
+def grades_option(text: str) -> tuple[int, ...]:
+    """`--grades 0,1,2`: an evaluation set's grade scale (argparse type)."""
+    try:
+        return parse_grades(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

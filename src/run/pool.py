@@ -24,19 +24,12 @@ from retrieval_bench.data.judgments import (
     DEFAULT_GRADES,
     corpus_ids,
     import_judgements,
-    parse_grades,
 )
 from retrieval_bench.errors import EXIT_OK
 from retrieval_bench.io import check_output_dir
 from retrieval_bench.labels.pool import pool_folders, write_pool
 from run.exits import guarded
-
-
-def _grades(text: str) -> tuple[int, ...]:
-    try:
-        return parse_grades(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from run.options import grades_option
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,7 +53,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--corpus", type=Path, help="import: the corpus folder of the evalset")
     parser.add_argument(
         "--grades",
-        type=_grades,
+        type=grades_option,
         default=DEFAULT_GRADES,
         help="import: the grade scale, e.g. 0,1,2 (default 0,1; > 0 is relevant)",
     )

@@ -13,7 +13,10 @@
    `hydra.launcher.*` settings), each into `<month>/<dataset name>/<retriever>/`. The sweep
    runs in a process group of its own that stops with the driver (`sweep`), and a rerun that
    finds an earlier run's sweep still alive refuses, naming its pids.
-4. Compare each dataset's jobs per type (comparison.md next to them); mark the month finished.
+4. With `benchmark.judge`, pool each dataset's jobs, grade the new pool entries with the model
+   judge and re-score the jobs against people's plus the judge's labels (`judge_step`).
+   Compare each dataset's jobs per type (comparison.md next to them, with the three estimates
+   when the judge ran); mark the month finished.
 5. Gate against the baseline (the latest earlier month whose gate passed, or a pinned one; a
    baseline job scored against other labels than this month's is re-scored against the
    current labels first, see retrieval_bench.labels.rescore),
@@ -63,6 +66,7 @@ from retrieval_bench.benchmark.history import (
     resolve_baseline,
     write_state,
 )
+from retrieval_bench.benchmark.judge_step import judge_month, month_judge
 from retrieval_bench.benchmark.sweep import live_sweeps, run_sweep, sweep_record
 from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.compare.build import compare_dirs
@@ -324,6 +328,8 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
     jobs = compose_jobs(bench.datasets, bench.retrievers, overrides)
     folders = job_folders(month_dir, jobs)
     check_allowed_changes(bench.gate.allow_plan_changes, jobs)
+    if bench.judge.enabled:
+        month_judge(bench.judge)  # a bad judge setting fails before any job runs
     plan = {
         "datasets": list(bench.datasets),
         "retrievers": list(bench.retrievers),
@@ -354,8 +360,19 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
         if absent:
             raise BenchmarkError(f"{month_dir}: jobs did not finish: {', '.join(absent)}")
         current = _planned_jobs(finished, plan)
+        snapshots: dict[Path, Path] = {}
+        if bench.judge.enabled:
+            current, snapshots, judged = judge_month(cfg, current)
+            for line in judged:
+                print(line, flush=True)
         for folder in sorted({job.path.parent for job in current.values()}):
-            result = compare_dirs([folder], cfg.compare, out_dir=folder, baselines=[])
+            result = compare_dirs(
+                [folder],
+                cfg.compare,
+                out_dir=folder,
+                baselines=[],
+                judged_labels=snapshots.get(folder),
+            )
             print(result.text, flush=True)
         state["status"] = FINISHED
         state["runs"][-1]["finished"] = _now()
@@ -469,6 +486,7 @@ def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
                 f"{c.p_holm:.4g}",
                 c.tolerance,
                 c.status,
+                "" if c.judged_share is None else f"{100 * c.judged_share:.0f}%",
             ]
         )
     return rows
@@ -487,6 +505,7 @@ _GATE_HEADER = [
     "Holm p",
     "tolerance",
     "status",
+    "judge",
 ]
 
 
@@ -524,7 +543,9 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult) -> None:
             f"{gate.settings['alpha']:g}). CI of the change: that test inverted at the level "
             "of the check's Holm step (the i-th smallest of m p-values: 1 - alpha / (m - i)), "
             "so it excludes 0 exactly where the check is significant; `unbounded`: too few "
-            "queries for any shift to be rejected.",
+            "queries for any shift to be rejected. `judge`: the share of this month's top K, "
+            "over the check's queries, labelled by a model judge (empty: no judge label): the "
+            "checks that rest on judged labels.",
             "",
             *(f"- not gated: {m}" for m in gate.missing),
             *([""] if gate.missing else []),

@@ -17,6 +17,10 @@ significant is reported (`drop, not significant`, or `drop, too few queries` whe
 difference could be significant) but passes: the gate refuses changes on evidence, not on
 noise.
 
+When the month's labels hold a model judge's labels (`benchmark.judge`), each check records
+the share of its queries' top K labelled by the judge (`judged_share`), and its line says it
+rests on judged labels.
+
 The gate as a whole fails (exit 1) on any of: a regression; a plan difference from the baseline
 (a config value, the dataset's files, jobs added or dropped) not allowed by
 `benchmark.gate.allow_plan_changes`; no check at all (nothing of this month could be compared:
@@ -38,6 +42,7 @@ from retrieval_bench.config.benchmark import GateConfig
 from retrieval_bench.io import json_number
 from retrieval_bench.jobdir.job_sets import IGNORED_KEYS
 from retrieval_bench.jobdir.read import FinishedJob, canonical
+from retrieval_bench.judge.estimates import judge_shares
 from retrieval_bench.scoring.comparison import ordered_types, paired_values, too_few
 from retrieval_bench.scoring.registry import lower_is_better
 from retrieval_bench.scoring.significance import SignificanceSettings, ci_json, family_tests, holm
@@ -72,6 +77,9 @@ class Check:
     note: str = ""
     # The CI's confidence level: that of the check's Holm step in the gate's family.
     ci_level: float = float("nan")
+    # The mean share of this month's top K, over the check's queries, whose label a model
+    # judge gave (None: the labels hold no judge label): how far the check rests on it.
+    judged_share: float | None = None
 
     @property
     def compared(self) -> str:
@@ -96,14 +104,22 @@ class Check:
         level = "" if np.isnan(self.ci_level) else f" {100 * self.ci_level:.4g}%"
         return f"[{end(self.ci_low)}, {end(self.ci_high)}]{level}"
 
+    @property
+    def judge_text(self) -> str:
+        """`rests on judged labels (12% of the top K)`, or '' when no label is the judge's."""
+        if not self.judged_share:
+            return ""
+        return f"rests on judged labels ({100 * self.judged_share:.0f}% of the top K)"
+
     def message(self) -> str:
         name = self.compared
+        judged = f"; {self.judge_text}" if self.judge_text else ""
         return (
             f"{self.status.upper()}: {self.dataset} retriever={self.retriever} "
             f"type={self.query_type} {name}: {self.before:.3f} -> {self.after:.3f} "
             f"(drop {self.loss:.3f} > tolerance {self.tolerance:g}; "
             f"CI of the change {self.ci_text} (Holm level); "
-            f"p={self.p_value:.4g}, Holm p={self.p_holm:.4g}; n={self.n} queries)"
+            f"p={self.p_value:.4g}, Holm p={self.p_holm:.4g}; n={self.n} queries{judged})"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -327,6 +343,7 @@ def run_gate(
         if before is None:
             missing.append(f"{key}: no job in the baseline")
             continue
+        shares = judge_shares(job, stage)
         for metric, tolerance in gate.tolerances.items():
             if not (job.has_metric(stage, metric) and before.has_metric(stage, metric)):
                 missing.append(f"{key} {metric}: not a per-query metric of both months")
@@ -338,6 +355,9 @@ def run_gate(
                 check, now, old = _check(
                     key, job, before, metric, t, now_values, old_values, tolerance
                 )
+                paired = set(now_values.get(t, {})) & set(old_values.get(t, {}))
+                if shares and paired:
+                    check.judged_share = float(np.mean([shares.get(q, 0.0) for q in paired]))
                 checks.append(check)
                 samples.append((now, old))
     tested = [(c, pair) for c, pair in zip(checks, samples, strict=True) if c.n > 0]

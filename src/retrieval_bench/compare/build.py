@@ -427,11 +427,15 @@ def compare_dirs(
     baselines: Sequence[Mapping[str, Any]] | None = None,
     unchanged: Snapshot | None = None,
     baseline_key: str | None = None,
+    judged_labels: Path | None = None,
 ) -> ComparisonOutput:
     """Load the job folders under `paths`, compare them per dataset, write the files to
     `out_dir` (if given), and return the record and the terminal text. `baselines`: the
     ablation baselines (default `cfg.baseline_settings()`; `[]`: none named), `baseline_key`
-    where they were given (default `cfg.baseline_key()`), named when one is refused."""
+    where they were given (default `cfg.baseline_key()`), named when one is refused. Where
+    the jobs' labels (or `judged_labels`, a snapshot with a model judge's grades) hold a
+    judge's labels, each dataset's record also gets the three estimates (`judge.estimates`)."""
+    from retrieval_bench.judge.estimates import estimate_judged
     from retrieval_bench.reports.comparison import comparison_markdown, comparison_text
 
     scan = scan_jobs(paths, unchanged=unchanged)
@@ -442,11 +446,21 @@ def compare_dirs(
     key = baseline_key or cfg.baseline_key()
     datasets: dict[str, Any] = {}
     badcases: dict[str, Any] = {}
+    datasets_run = group_by_dataset(jobs)
+    if judged_labels is not None and len(datasets_run) > 1:
+        raise BenchError(
+            f"--judged-labels {judged_labels} is one dataset's labels, but the jobs ran "
+            f"{len(datasets_run)} datasets ({', '.join(sorted(datasets_run))}): compare one at a "
+            "time"
+        )
     groups = comparable_groups(jobs)
     for name, (group, note) in groups.items():
         datasets[name] = compare_dataset(group, cfg, named, key)
         if note:
             datasets[name]["separated"] = note
+        estimates = estimate_judged(group, cfg, significance_settings(cfg), judged_labels)
+        if estimates is not None:
+            datasets[name]["judge_estimates"] = estimates
         specs = [m["spec"] for m in datasets[name]["metrics"]]
         # Bad cases are rankings: led by the first retrieval metric compared.
         primary = next((m for m in specs if not is_answer_measure(m)), "recall@K")

@@ -31,6 +31,48 @@ class GateConfig:
     allow_plan_changes: list[str] = field(default_factory=list)
 
 
+JUDGE_KINDS = ("none", "openai", "cross_encoder")
+
+
+@dataclass
+class BenchmarkJudgeConfig:
+    """`benchmark.judge`: grade the month's new pool entries with a model judge before the
+    month is compared and gated (`python -m run.judge`'s settings, under the same names; kind
+    `none`: off). The gate then scores both months against people's labels plus the judge's,
+    and says which checks rest on the judge's labels."""
+
+    kind: str = "none"
+    # openai: the model's name; cross_encoder: its folder.
+    model: str = ""
+    # Pool the top `depth` of every job's stage; 0: the month's top_k.
+    depth: int = 0
+    # The evaluation set's grade scale: [0, 1] or [0, 1, 2, 3].
+    grades: list[int] = field(default_factory=lambda: [0, 1])
+    url: str = ""
+    relevant_from: int = 2
+    prompt_en: str = ""
+    prompt_zh: str = ""
+    concurrency: int = 8
+    timeout_s: float = 60.0
+    retries: int = 2
+    api_key_env: str = "OPENAI_API_KEY"
+    # cross_encoder: one per grade above 0 (`python -m run.judge --calibrate` chooses them).
+    thresholds: list[float] = field(default_factory=list)
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind != "none"
+
+    def validate(self) -> None:
+        if self.kind not in JUDGE_KINDS:
+            raise ConfigError(
+                "benchmark.judge.kind",
+                f"unknown judge {self.kind!r}; choose one of {', '.join(JUDGE_KINDS)}",
+            )
+        if self.depth < 0:
+            raise ConfigError("benchmark.judge.depth", f"must be >= 0, got {self.depth}")
+
+
 @dataclass
 class BenchmarkConfig:
     enabled: bool = False
@@ -53,6 +95,7 @@ class BenchmarkConfig:
     gate: GateConfig = field(default_factory=GateConfig)
     # Metrics drawn in the trend report; empty: the gated metrics.
     trend_metrics: list[str] = field(default_factory=list)
+    judge: BenchmarkJudgeConfig = field(default_factory=BenchmarkJudgeConfig)
 
     def validate(self) -> None:
         if not self.enabled:
@@ -83,4 +126,5 @@ class BenchmarkConfig:
                 raise ConfigError(
                     f"benchmark.gate.tolerances.{metric}", f"must be >= 0, got {tolerance}"
                 )
+        self.judge.validate()
         # The metric names are checked against the registry by job.check (plug-ins add some).

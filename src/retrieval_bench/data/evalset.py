@@ -11,11 +11,19 @@ read. It does not check labels against a corpus:
 Labels: `relevant_ids` gives grade 1 to each id; an optional `relevance: {id: grade}` adds graded
 labels (grade 0 = judged non-relevant) and overrides the grade of ids also in `relevant_ids`,
 which must then stay > 0.
+
+A label snapshot with a model judge's grades (`python -m run.pool --import` of `run.judge`'s
+output) says which labels came from the judge: `judge: {id: {"grade", "label", "judge",
+"model", "prompt_sha256"?, "thresholds"?}}`. With `"label": true` the grade is the passage's
+label (no person gave one) and must equal its grade in `relevance`; with `false` a person's
+label stands and the judge's grade is kept beside it (the judge's agreement with people, and
+the prediction-powered estimates, read it).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +36,7 @@ from retrieval_bench.data.jsonl import (
     require_str,
 )
 from retrieval_bench.errors import DataError
-from retrieval_bench.records import LABEL_STATUSES, EvalQuery
+from retrieval_bench.records import LABEL_STATUSES, EvalQuery, JudgeGrade
 
 _REQUIRED = ("query_id", "query", "query_type", "label_status", "relevant_ids")
 _OPTIONAL = (
@@ -39,8 +47,16 @@ _OPTIONAL = (
     "user_role",
     "hops",
     "reference_answer",
+    "judge",
 )
 FIELDS = (*_REQUIRED, *_OPTIONAL, *FREE_FORM)
+# One judge grade of a snapshot's `judge` field.
+JUDGE_ENTRY_FIELDS = ("grade", "label", "judge", "model", "prompt_sha256", "thresholds")
+
+
+def judge_source(kind: str, model: str, prompt_sha256: str | None) -> str:
+    """How a judge is named wherever its grades are counted: `<kind>:<model>[:<prompt 12>]`."""
+    return f"{kind}:{model}" + (f":{prompt_sha256[:12]}" if prompt_sha256 else "")
 
 
 def load_evalset(path: str | os.PathLike[str]) -> list[EvalQuery]:
@@ -96,6 +112,8 @@ def _parse(path: Path, number: int, record: dict[str, Any]) -> EvalQuery:
             raise fail(f"{pid!r} is in relevant_ids but has relevance grade {grade}")
         relevance[pid] = grade
 
+    judge = _judge_grades(record.get("judge", {}), relevance, fail)
+
     def optional_text(key: str) -> str | None:
         value = record.get(key)
         if value is not None and not isinstance(value, str):
@@ -123,8 +141,43 @@ def _parse(path: Path, number: int, record: dict[str, Any]) -> EvalQuery:
         hops=tuple(tuple(hop) for hop in hops),
         reference_answer=optional_text("reference_answer"),
         notes=optional_text("notes"),
+        judge=judge,
         meta=dict(record["meta"]) if isinstance(record.get("meta"), dict) else {},
     )
+
+
+def _judge_grades(
+    value: Any, relevance: dict[str, int], fail: Callable[[str], DataError]
+) -> dict[str, JudgeGrade]:
+    """The `judge` field, checked (module docstring)."""
+    if not isinstance(value, dict):
+        raise fail("field 'judge' must be an object {id: judge grade}")
+    out: dict[str, JudgeGrade] = {}
+    for pid, entry in value.items():
+        where = f"judge grade of {pid!r}"
+        if not isinstance(entry, dict):
+            raise fail(f"{where} must be an object with {', '.join(JUDGE_ENTRY_FIELDS[:4])}")
+        unknown = sorted(set(entry) - set(JUDGE_ENTRY_FIELDS))
+        if unknown:
+            raise fail(f"{where}: unknown field {unknown[0]!r} (known: {JUDGE_ENTRY_FIELDS})")
+        grade, label = entry.get("grade"), entry.get("label")
+        if isinstance(grade, bool) or not isinstance(grade, int):
+            raise fail(f"{where}: 'grade' must be an integer, got {grade!r}")
+        if not isinstance(label, bool):
+            raise fail(f"{where}: 'label' must be true or false, got {label!r}")
+        for key in ("judge", "model"):
+            if not isinstance(entry.get(key), str) or not entry[key]:
+                raise fail(f"{where}: '{key}' must be a non-empty string")
+        prompt = entry.get("prompt_sha256")
+        if prompt is not None and not isinstance(prompt, str):
+            raise fail(f"{where}: 'prompt_sha256' must be a string")
+        if label and relevance.get(pid) != grade:
+            raise fail(
+                f'{where} is its label ("label": true), but its label in relevance is '
+                f"{relevance.get(pid)!r}, not {grade}"
+            )
+        out[pid] = JudgeGrade(grade, label, judge_source(entry["judge"], entry["model"], prompt))
+    return out
 
 
 def evalset_record(query: EvalQuery) -> dict[str, Any]:

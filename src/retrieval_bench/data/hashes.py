@@ -3,7 +3,8 @@
 - `labels_hash`: what scoring reads of the evaluation set, as parsed: each query's id, type,
   label status, graded relevance (grade 0 judgements included), entities, cities, user role,
   hops and text (`query_length` groups read it), and the queries the labels leave unjudged
-  with their reason. Canonical JSON, so key order, spacing and free-form fields (`notes`,
+  with their reason, and a model judge's grades with which of them are labels (a snapshot's
+  `judge` field). Canonical JSON, so key order, spacing and free-form fields (`notes`,
   `meta`) do not change it; a label snapshot with any other judgement does.
 - `queries_hash`: what retrieval reads of the queries (which are run, their text, their user
   role): stored rankings are only valid for the same queries.
@@ -30,7 +31,7 @@ def canonical_sha256(value: Any) -> str:
 
 
 def _scored_fields(query: EvalQuery) -> dict[str, Any]:
-    return {
+    fields: dict[str, Any] = {
         "query_id": query.query_id,
         "query": query.query,
         "query_type": query.query_type,
@@ -42,6 +43,11 @@ def _scored_fields(query: EvalQuery) -> dict[str, Any]:
         "user_role": query.user_role,
         "hops": [list(hop) for hop in query.hops],
     }
+    if query.judge:  # only when present, so sets without a judge keep their hashes
+        fields["judge"] = {
+            pid: [g.grade, g.is_label, g.source] for pid, g in sorted(query.judge.items())
+        }
+    return fields
 
 
 def labels_hash(dataset: Dataset) -> str:

@@ -20,6 +20,17 @@ the `*_condensed@K` metrics count as judged. Untouched records keep their exact 
 A query's `label_status` is never changed: judgements of `unreviewed` or `no_answer` queries
 are kept, and the scorer keeps excluding those queries until a person changes their status
 (a `no_answer` query judged to have a relevant passage is named in the summary for that).
+
+A model judge's file (`python -m run.judge`) is the pool with `"source": "judge"` and the
+judge's name (`judge`, `model`, `prompt_sha256` or `thresholds`) on each record, and its raw
+answer. Its grades are imported as labels where no person gave one, and the snapshot's `judge`
+field records each (`data.evalset`), so people's labels and the judge's stay apart: a person's
+label is never changed by a judge; a judge's grade of a passage people labelled is kept beside
+their label (`"label": false`), which is what the judge's agreement with people is measured on;
+and a person's later judgement replaces a judge's label (the judge's grade stays beside it).
+A pair the judge could not grade has a null grade and its reason (`unjudged`): it stays
+unlabelled, counted by reason in the summary, never guessed. A second judge grade of a pair
+that disagrees with the first (another model, another prompt) is refused, naming file:line.
 """
 
 from __future__ import annotations
@@ -35,14 +46,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.data.evalset import load_evalset
+from retrieval_bench.data.evalset import judge_source, load_evalset
 from retrieval_bench.data.jsonl import check_fields, read_jsonl
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.errors import DataError
 from retrieval_bench.io import current_umask
+from retrieval_bench.records import EvalQuery
 
 DEFAULT_GRADES = (0, 1)
-# What a filled pool record may hold (the pool's columns, plus notes for the annotator).
+# What a model judge adds to each pool record (`run.judge`): its name, its own grade and raw
+# answer, what the call cost, and why a pair has no grade.
+JUDGE_FIELDS = (
+    "source",
+    "judge",
+    "model",
+    "prompt_sha256",
+    "thresholds",
+    "judge_grade",
+    "raw_answer",
+    "cost",
+    "unjudged",
+    "cached",
+)
+# What a filled pool record may hold (the pool's columns, notes for the annotator, and a
+# judge's fields).
 ANNOTATION_FIELDS = (
     "query_id",
     "id",
@@ -55,7 +82,11 @@ ANNOTATION_FIELDS = (
     "best_rank",
     "retrieved_by",
     "notes",
+    *JUDGE_FIELDS,
 )
+# `source` of a judge's record (a person's record has none, or "people").
+JUDGE_SOURCE = "judge"
+PEOPLE_SOURCE = "people"
 _HASH_SUFFIX = re.compile(r"\.[0-9a-f]{12}$")
 
 
@@ -65,6 +96,15 @@ class Judgement:
     id: str
     grade: int
     line: int
+    # A model judge's name (the snapshot's judge-entry fields but grade and label); None for a
+    # person's judgement.
+    judge: dict[str, Any] | None = None
+
+    @property
+    def source(self) -> str | None:
+        if self.judge is None:
+            return None
+        return judge_source(self.judge["judge"], self.judge["model"], self.judge["prompt_sha256"])
 
 
 @dataclass
@@ -80,13 +120,37 @@ class ImportResult:
     existed: bool = False
     unreviewed_queries: list[str] = field(default_factory=list)
     no_answer_with_relevant: list[str] = field(default_factory=list)
+    # Of the added labels, how many the judge gave; its grades kept beside people's labels
+    # (agreeing, disagreeing); people's judgements that replaced a judge's label.
+    added_by_judge: int = 0
+    beside_agreeing: int = 0
+    beside_disagreeing: int = 0
+    replaced_judge: int = 0
+    # Pairs the judge could not grade, by reason (they stay unlabelled).
+    unjudged: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         lines = [
             f"{self.added_relevant} relevant and {self.added_non_relevant} non-relevant "
             f"judgements added to {self.base}; {self.already_known} already labelled "
-            f"(agreeing), {self.blank} left blank",
+            f"(agreeing), {self.blank - sum(self.unjudged.values())} left blank",
         ]
+        if self.added_by_judge:
+            lines.append(f"  {self.added_by_judge} of the added labels come from the judge")
+        if self.beside_agreeing or self.beside_disagreeing:
+            lines.append(
+                f"  the judge's grade kept beside people's label for "
+                f"{self.beside_agreeing + self.beside_disagreeing} pairs "
+                f"({self.beside_agreeing} agreeing, {self.beside_disagreeing} not)"
+            )
+        if self.replaced_judge:
+            lines.append(f"  {self.replaced_judge} judge labels replaced by people's judgements")
+        if self.unjudged:
+            reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.unjudged.items()))
+            lines.append(
+                f"  {sum(self.unjudged.values())} pairs the judge could not grade stay "
+                f"unlabelled ({reasons})"
+            )
         if self.snapshot is None:
             lines.append("nothing new: no snapshot written")
         else:
@@ -117,7 +181,7 @@ def parse_grades(text: str) -> tuple[int, ...]:
     return grades
 
 
-def _annotation_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def annotation_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, record) of a JSONL or CSV annotation file; a CSV grade is still text here."""
     if path.suffix.lower() != ".csv":
         yield from read_jsonl(path)
@@ -161,7 +225,7 @@ def read_judgements(
     judged against another version of the question."""
     seen: dict[tuple[str, str], Judgement] = {}
     blank = 0
-    for line, record in _annotation_rows(path):
+    for line, record in annotation_rows(path):
         check_fields(record, ANNOTATION_FIELDS, path, line)
         for key in ("query_id", "id", "grade"):
             if key not in record:
@@ -182,13 +246,14 @@ def read_judgements(
                 "again from jobs run on this evaluation set)",
                 line,
             )
+        judge = _judge_of(record, path, line)
         grade = _grade(record["grade"], scale, path, line)
         if grade is None:
             blank += 1
             continue
         earlier = seen.get((qid, pid))
         if earlier is None:
-            seen[(qid, pid)] = Judgement(qid, pid, grade, line)
+            seen[(qid, pid)] = Judgement(qid, pid, grade, line, judge)
         elif earlier.grade != grade:
             raise DataError(
                 path,
@@ -199,6 +264,45 @@ def read_judgements(
     return list(seen.values()), blank
 
 
+def _judge_of(record: dict[str, Any], path: Path, line: int) -> dict[str, Any] | None:
+    """A judge record's name (`judge`, `model`, `prompt_sha256`, `thresholds`); None for a
+    person's record."""
+    source = record.get("source", PEOPLE_SOURCE)
+    if source == PEOPLE_SOURCE:
+        return None
+    if source != JUDGE_SOURCE:
+        raise DataError(
+            path, f"source {source!r} is neither {JUDGE_SOURCE!r} nor {PEOPLE_SOURCE!r}", line
+        )
+    for key in ("judge", "model"):
+        if not isinstance(record.get(key), str) or not record[key]:
+            raise DataError(path, f"a judge's record needs a non-empty string {key!r}", line)
+    prompt, thresholds = record.get("prompt_sha256"), record.get("thresholds")
+    if prompt is None and thresholds is None:
+        raise DataError(path, "a judge's record needs its 'prompt_sha256' or 'thresholds'", line)
+    if prompt is not None and not isinstance(prompt, str):
+        raise DataError(path, "'prompt_sha256' must be a string", line)
+    if thresholds is not None and (
+        not isinstance(thresholds, list)
+        or not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thresholds)
+    ):
+        raise DataError(path, "'thresholds' must be a list of numbers", line)
+    return {"judge": record["judge"], "model": record["model"], "prompt_sha256": prompt,
+            "thresholds": thresholds}  # fmt: skip
+
+
+def unjudged_reasons(path: Path) -> dict[str, int]:
+    """The judge's records without a grade in an annotation file, counted by the kind of their
+    `unjudged` reason (the text before its first colon)."""
+    out: dict[str, int] = {}
+    for _, record in annotation_rows(path):
+        reason = record.get("unjudged")
+        if reason and record.get("grade") in (None, ""):
+            kind = str(reason).split(":", 1)[0].strip() or "unknown"
+            out[kind] = out.get(kind, 0) + 1
+    return out
+
+
 def snapshot_name(base: Path, content: bytes) -> Path:
     """`<dir>/<name>.<sha256[:12]>.jsonl` for the evaluation set `base` (a snapshot's own hash
     suffix is replaced, so snapshots of snapshots stay `<name>.<hash>.jsonl`)."""
@@ -206,18 +310,45 @@ def snapshot_name(base: Path, content: bytes) -> Path:
     return base.with_name(f"{stem}.{hashlib.sha256(content).hexdigest()[:12]}.jsonl")
 
 
+def _set_label(relevant: list[str], relevance: dict[str, int], pid: str, grade: int) -> None:
+    """Make `grade` the label of `pid` (relevant_ids for > 0, relevance when not 1)."""
+    if pid in relevant:
+        relevant.remove(pid)
+    relevance.pop(pid, None)
+    if grade > 0:
+        relevant.append(pid)
+    if grade != 1:
+        relevance[pid] = grade
+
+
 def _with_labels(record: dict[str, Any], added: Sequence[Judgement]) -> dict[str, Any]:
+    """`record` with `added`: people's labels and the judge's labels join `relevant_ids` /
+    `relevance`, each judge grade its `judge` field (module docstring)."""
     out = dict(record)
     relevant = list(out.get("relevant_ids") or [])
     relevance = dict(out.get("relevance") or {})
+    judged = {pid: dict(entry) for pid, entry in (out.get("judge") or {}).items()}
+    labelled = set(relevant) | set(relevance)
     for j in added:
-        if j.grade > 0:
-            relevant.append(j.id)
-        if j.grade != 1:
-            relevance[j.id] = j.grade
+        if j.judge is None:  # a person's label; replaces a judge's label of the pair
+            _set_label(relevant, relevance, j.id, j.grade)
+            if j.id in judged:
+                judged[j.id]["label"] = False
+            continue
+        is_label = j.id not in labelled
+        if is_label:
+            _set_label(relevant, relevance, j.id, j.grade)
+        entry = {"grade": j.grade, "label": is_label, "judge": j.judge["judge"]}
+        entry["model"] = j.judge["model"]
+        for key in ("prompt_sha256", "thresholds"):
+            if j.judge.get(key) is not None:
+                entry[key] = j.judge[key]
+        judged[j.id] = entry
     out["relevant_ids"] = relevant
     if relevance:
         out["relevance"] = relevance
+    if judged:
+        out["judge"] = judged
     return out
 
 
@@ -235,29 +366,21 @@ def import_judgements(
     texts = {qid: q.query for qid, q in queries.items()}
     judgements, blank = read_judgements(annotations, queries, passage_ids, scale, texts)
     result = ImportResult(snapshot=None, base=evalset, blank=blank)
+    result.unjudged = unjudged_reasons(annotations)
     new: dict[str, list[Judgement]] = {}
     for j in judgements:
-        known = queries[j.query_id].relevance.get(j.id)
-        if known is None:
+        if _is_new(j, queries[j.query_id], evalset, annotations, result):
             new.setdefault(j.query_id, []).append(j)
-        elif known == j.grade:
-            result.already_known += 1
-        else:
-            raise DataError(
-                annotations,
-                f"query {j.query_id!r}, passage {j.id!r}: grade {j.grade}, but {evalset} "
-                f"already labels it {known}; an import adds labels, it does not change them "
-                "(edit the evaluation set for that)",
-                j.line,
-            )
     for qid, added in new.items():
+        labels = [j for j in added if j.judge is None or j.id not in queries[qid].relevance]
         status = queries[qid].label_status
-        if status == "unreviewed":
+        if status == "unreviewed" and labels:
             result.unreviewed_queries.append(qid)
-        if status == "no_answer" and any(j.grade > 0 for j in added):
+        if status == "no_answer" and any(j.grade > 0 for j in labels):
             result.no_answer_with_relevant.append(qid)
-        result.added_relevant += sum(1 for j in added if j.grade > 0)
-        result.added_non_relevant += sum(1 for j in added if j.grade <= 0)
+        result.added_relevant += sum(1 for j in labels if j.grade > 0)
+        result.added_non_relevant += sum(1 for j in labels if j.grade <= 0)
+        result.added_by_judge += sum(1 for j in labels if j.judge is not None)
     if not new:
         return result
     lines = evalset.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -270,6 +393,48 @@ def import_judgements(
     result.snapshot = target
     result.existed = _write_new(target, content)
     return result
+
+
+def _is_new(
+    j: Judgement, query: EvalQuery, evalset: Path, annotations: Path, result: ImportResult
+) -> bool:
+    """Whether `j` changes the snapshot (counted in `result`); a judgement that would change a
+    person's label, or a second judge grade that disagrees with the first, is refused."""
+    known = query.relevance.get(j.id)
+    by_judge = query.judge.get(j.id)
+    where = f"query {j.query_id!r}, passage {j.id!r}: grade {j.grade}"
+    if j.judge is not None:
+        if by_judge is not None:
+            if by_judge.grade == j.grade and by_judge.source == j.source:
+                result.already_known += 1
+                return False
+            raise DataError(
+                annotations,
+                f"{where}, but {evalset} already holds the judge {by_judge.source}'s grade "
+                f"{by_judge.grade} for it; a snapshot keeps one judge grade per pair (import "
+                "into the evaluation set without it)",
+                j.line,
+            )
+        if known is not None:
+            if known == j.grade:
+                result.beside_agreeing += 1
+            else:
+                result.beside_disagreeing += 1
+        return True
+    if known is None:
+        return True
+    if by_judge is not None and by_judge.is_label:
+        result.replaced_judge += 1
+        return True
+    if known == j.grade:
+        result.already_known += 1
+        return False
+    raise DataError(
+        annotations,
+        f"{where}, but {evalset} already labels it {known}; an import adds labels, it does not "
+        "change them (edit the evaluation set for that)",
+        j.line,
+    )
 
 
 def _write_new(target: Path, content: bytes) -> bool:

@@ -113,17 +113,18 @@ def rescore_job(
                 "re-run it instead"
             )
     data, judgements, groups = load_labelled(cfg, data)
-    records = _records(job_dir, data.queries, [p.id for p in data.passages])
+    records = stored_records(job_dir, data.queries, [p.id for p in data.passages])
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
     metrics = score_job(cfg, data, judgements, groups, records, rule_set)
     return Rescored(job_dir, metrics, before, after, cfg.dataset, dict(data.hashes))
 
 
-def _records(
+def stored_records(
     job_dir: Path, queries: Sequence[EvalQuery], passage_ids: Sequence[str]
 ) -> list[QueryRecord]:
     """The stored records, in the order a fresh job would rank the queries (the evaluation
-    set's), each with its query as the labels now describe it."""
+    set's), each with its query as the labels now describe it (also how the judge's estimates
+    re-score a job under other labels)."""
     positions = {pid: i for i, pid in enumerate(passage_ids)}
     stored = {r.query.query_id: r for r in read_rankings(job_dir, positions)}
     absent = [q.query_id for q in queries if q.query_id not in stored]
@@ -194,17 +195,19 @@ def relabel_baseline(
             continue
         old_hash = (job.manifest.get("labels") or {}).get("hash")
         new_hash = (now.manifest.get("labels") or {}).get("hash")
-        if old_hash is None or new_hash is None or old_hash == new_hash:
+        dataset = _labels_of(now)
+        same_file = (job.config.get("dataset") or {}).get("evalset") == dataset.evalset
+        if old_hash is None or new_hash is None or (old_hash == new_hash and same_file):
             continue
         try:
-            rescored = rescore_job(job.path, dataset=job_config(now.path).dataset)
+            rescored = rescore_job(job.path, dataset=dataset)
         except BenchError as exc:
             notes.append(
                 f"{key}: labels changed ({short(old_hash)} -> {short(new_hash)}) but the baseline "
                 f"could not be re-scored, compared as recorded: {exc}"
             )
             continue
-        out[key] = _as_rescored(job, rescored)
+        out[key] = as_rescored(job, rescored)
         notes.append(
             f"{key}: baseline re-scored against current labels: "
             f"{short(old_hash)} -> {short(rescored.after['labels']['hash'])}"
@@ -213,6 +216,16 @@ def relabel_baseline(
             out[key], line = _answers_relabelled(out[key], rescored.dataset)
             notes.append(f"{key}: {line}")
     return out, notes
+
+
+def _labels_of(job: FinishedJob) -> DatasetConfig:
+    """The dataset config a job is measured with: its own, with the evaluation set its record
+    names (a job re-scored in memory against a label snapshot, `as_rescored`, names that)."""
+    dataset = job_config(job.path).dataset
+    evalset = (job.config.get("dataset") or {}).get("evalset")
+    if dataset.format != "beir" and evalset:
+        dataset.evalset = str(evalset)
+    return dataset
 
 
 def _answers_relabelled(job: FinishedJob, dataset: DatasetConfig) -> tuple[FinishedJob, str]:
@@ -237,7 +250,9 @@ def _answers_relabelled(job: FinishedJob, dataset: DatasetConfig) -> tuple[Finis
     )
 
 
-def _as_rescored(job: FinishedJob, rescored: Rescored) -> FinishedJob:
+def as_rescored(job: FinishedJob, rescored: Rescored) -> FinishedJob:
+    """`job` as if it had run against the labels it was re-scored with: their metrics, labels
+    hash, label files and evaluation-set path (its corpus and config otherwise its own)."""
     fmt = rescored.dataset.format
     corpus = CORPUS_FILES.get(fmt, CORPUS_FILES["native"])
     manifest = json.loads(json.dumps(job.manifest))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.reports.coverage import comparison_coverage_section
+from retrieval_bench.reports.judge_estimates import estimates_line, estimates_section
 from retrieval_bench.reports.pareto import pareto_section
 from retrieval_bench.reports.robustness import robustness_markdown, robustness_text
 from retrieval_bench.reports.tables import markdown_table, text_table
@@ -342,6 +343,8 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
             if ds["robustness"]["missing"]:
                 lines += ["Ran no variants: " + ", ".join(ds["robustness"]["missing"]), ""]
         lines += comparison_coverage_section(ds.get("coverage"))
+        if ds.get("judge_estimates"):
+            lines += estimates_section(ds["judge_estimates"])
         lines += ["Bad cases per query: `badcases.md`.", ""]
     return "\n".join(lines)
 
@@ -378,6 +381,8 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                 out += ["", title]
                 if rows:
                     out.append(text_table(header, rows))
+        if ds.get("judge_estimates"):
+            out += ["", estimates_line(ds["judge_estimates"])]
         if ds.get("robustness"):
             out += robustness_text(ds["robustness"])
     if files:

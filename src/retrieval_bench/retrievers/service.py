@@ -31,25 +31,20 @@ service, `on_error=skip`), not a bug in this tool to report (exit 3).
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
 import logging
 import math
-import socket
-import ssl
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.errors import BenchError, NothingUsable
+from retrieval_bench.http_json import AttemptFailed, Connections, post_json, with_retries
 from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
 from retrieval_bench.protocols import BuildContext
@@ -63,10 +58,7 @@ log = logging.getLogger(__name__)
 SERVICE_ERROR = "service_error"
 UNKNOWN_IDS = "unknown_ids"
 
-RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 UNKNOWN_ID_EXAMPLES = 10
-BODY_SNIPPET = 200
 
 
 class ServiceError(BenchError):
@@ -82,16 +74,6 @@ class ServiceError(BenchError):
         self.reason = reason
 
 
-class _Failed(Exception):
-    """One attempt's failure: `kind` is counted in the manifest; `retry` says whether another
-    attempt may answer differently (timeouts, connection errors, 429 and 5xx do)."""
-
-    def __init__(self, kind: str, message: str, retry: bool = False) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.retry = retry
-
-
 @dataclass
 class _Answer:
     """One query's outcome, made in a worker thread and counted in the calling one."""
@@ -102,7 +84,7 @@ class _Answer:
     unknown: list[str] = field(default_factory=list)
     duplicates: int = 0
     reordered: bool = False
-    failure: _Failed | None = None
+    failure: AttemptFailed | None = None
 
 
 def _dig(value: Any, path: str, key: str, kind: str) -> Any:
@@ -121,89 +103,16 @@ def _dig(value: Any, path: str, key: str, kind: str) -> Any:
                 if isinstance(value, Mapping)
                 else f"found {type(value).__name__}"
             )
-            raise _Failed(kind, f"no '{step}' on the path {key}={path!r} ({found})")
+            raise AttemptFailed(kind, f"no '{step}' on the path {key}={path!r} ({found})")
     return value
-
-
-class _Connections:
-    """Keep-alive connections to the service, one per worker thread (an http.client
-    connection serves one request at a time), all closed when the search ends.
-
-    The standard library's client rather than httpx: it costs a third of httpx's CPU per
-    request (0.23 s against 0.6 s for 1,000 requests here), and under the GIL that CPU, not the
-    service, bounds how close `concurrency` requests in flight get to the ideal
-    (BENCHMARKS.md). Proxies from the environment are not used."""
-
-    def __init__(self, url: str, timeout_s: float) -> None:
-        parts = urlsplit(url)
-        self.host = parts.hostname or ""
-        self.port = parts.port
-        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.context = ssl.create_default_context() if parts.scheme == "https" else None
-        self.timeout_s = timeout_s
-        self._local = threading.local()
-        self._opened: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
-        self.closed = threading.Event()
-
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            if self.context is not None:
-                conn = http.client.HTTPSConnection(
-                    self.host, self.port, timeout=self.timeout_s, context=self.context
-                )
-            else:
-                conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
-            self._local.conn = conn
-            with self._lock:
-                self._opened.append(conn)
-        return conn
-
-    def post(self, data: bytes) -> tuple[int, str, bytes]:
-        """(status, reason, body) of one POST. A kept-alive connection the server closed while
-        it was idle is reopened once and the request sent again (a search changes nothing);
-        any other error closes the connection (the next request opens a new one) and rises."""
-        conn = self._connection()
-        kept_alive = conn.sock is not None
-        try:
-            return self._send(conn, data)
-        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-            conn.close()
-            if not kept_alive:
-                raise
-            try:
-                return self._send(conn, data)
-            except BaseException:
-                conn.close()
-                raise
-        except BaseException:
-            conn.close()
-            raise
-
-    def _send(self, conn: http.client.HTTPConnection, data: bytes) -> tuple[int, str, bytes]:
-        conn.request("POST", self.target, body=data, headers=HEADERS)
-        response = conn.getresponse()
-        return response.status, response.reason, response.read()
-
-    def close(self) -> None:
-        """End every connection, those with a request in flight too (a failed query or Ctrl-C
-        does not wait out the others' timeouts); `closed` tells workers not to try again."""
-        self.closed.set()
-        with self._lock:
-            for conn in self._opened:
-                if conn.sock is not None:
-                    with contextlib.suppress(OSError):
-                        conn.sock.shutdown(socket.SHUT_RDWR)
-                conn.close()
 
 
 def _result_field(item: Any, rank: int, path: str, key: str, kind: str) -> Any:
     """A field of the answer's `rank`-th result; a failure says which result."""
     try:
         return _dig(item, path, key, kind)
-    except _Failed as failed:
-        raise _Failed(failed.kind, f"result {rank}: {failed}") from None
+    except AttemptFailed as failed:
+        raise AttemptFailed(failed.kind, f"result {rank}: {failed}") from None
 
 
 class ServiceArm:
@@ -243,7 +152,7 @@ class ServiceArm:
     ) -> list[Ranked]:
         """One ranking per query, `concurrency` requests in flight; `allowed` is ignored."""
         answers: list[_Answer | None] = [None] * len(queries)
-        connections = _Connections(self.cfg.url, self.cfg.timeout_s)
+        connections = Connections(self.cfg.url, self.cfg.timeout_s)
         pool = ThreadPoolExecutor(self.cfg.concurrency, thread_name_prefix=f"service-{self.name}")
         try:
             with progress(f"service arm {self.name}", total=len(queries), unit="query") as bar:
@@ -325,7 +234,7 @@ class ServiceArm:
         self.duplicate_ids += answer.duplicates
         self.reordered_queries += answer.reordered
 
-    def _ask(self, connections: _Connections, query: EvalQuery, k: int) -> _Answer:
+    def _ask(self, connections: Connections, query: EvalQuery, k: int) -> _Answer:
         """One query: its attempts, then its answer ranked; a last failure is returned (the
         caller decides whether it fails the job)."""
         body = json.dumps(
@@ -338,58 +247,27 @@ class ServiceArm:
             ensure_ascii=False,
         ).encode()
         start = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                results = self._post(connections, body)
-                answer = self._rank(results, k)
-                break
-            except _Failed as failed:
-                if (
-                    failed.retry
-                    and attempts <= self.cfg.retries
-                    and not connections.closed.is_set()
-                ):
-                    time.sleep(self.cfg.retry_backoff_s * 2 ** (attempts - 1))
-                    continue
-                if attempts > 1:
-                    failed = _Failed(failed.kind, f"{failed} (after {attempts} attempts)")
-                empty = Ranked(
-                    np.empty(0, np.int64), np.empty(0), requested=k, empty_reason=SERVICE_ERROR
-                )
-                answer = _Answer(empty, 0.0, attempts, failure=failed)
-                break
+        answer, failed, attempts = with_retries(
+            lambda: self._rank(self._post(connections, body), k),
+            self.cfg.retries,
+            self.cfg.retry_backoff_s,
+            connections.closed,
+        )
+        if answer is None:
+            empty = Ranked(
+                np.empty(0, np.int64), np.empty(0), requested=k, empty_reason=SERVICE_ERROR
+            )
+            answer = _Answer(empty, 0.0, attempts, failure=failed)
         answer.latency_ms = (time.perf_counter() - start) * 1000
         answer.attempts = attempts
         return answer
 
-    def _post(self, connections: _Connections, body: bytes) -> list[Any]:
-        """One attempt: the answer's list of results, or `_Failed`."""
-        try:
-            status, reason, content = connections.post(body)
-        except TimeoutError as exc:
-            raise _Failed(
-                "timeout", f"no answer within service.timeout_s={self.cfg.timeout_s} s", retry=True
-            ) from exc
-        except (OSError, http.client.HTTPException) as exc:
-            raise _Failed(
-                "connection", f"cannot reach the service: {type(exc).__name__}: {exc}", retry=True
-            ) from exc
-        snippet = content[:BODY_SNIPPET].decode("utf-8", "replace").strip()
-        if status != 200:
-            raise _Failed(
-                f"http_{status}",
-                f"HTTP {status} {reason}: {snippet!r}",
-                retry=status in RETRIED_STATUSES,
-            )
-        try:
-            payload = json.loads(content)
-        except ValueError as exc:
-            raise _Failed("malformed_json", f"the answer is not JSON ({exc}): {snippet!r}") from exc
+    def _post(self, connections: Connections, body: bytes) -> list[Any]:
+        """One attempt: the answer's list of results, or `AttemptFailed`."""
+        payload = post_json(connections, body, f"service.timeout_s={self.cfg.timeout_s}")
         results = _dig(payload, self.cfg.results_path, "service.results_path", "malformed_response")
         if not isinstance(results, list):
-            raise _Failed(
+            raise AttemptFailed(
                 "malformed_response",
                 f"service.results_path={self.cfg.results_path!r} holds "
                 f"{type(results).__name__}, not a list of results",
@@ -408,7 +286,7 @@ class ServiceArm:
             if isinstance(pid, int) and not isinstance(pid, bool):
                 pid = str(pid)
             if not isinstance(pid, str):
-                raise _Failed(
+                raise AttemptFailed(
                     "malformed_response",
                     f"result {rank}: id {pid!r} (service.id_field={self.cfg.id_field!r}) "
                     "is not a string",
@@ -422,7 +300,7 @@ class ServiceArm:
                     or not isinstance(score, (int, float))
                     or not math.isfinite(score)
                 ):
-                    raise _Failed(
+                    raise AttemptFailed(
                         "malformed_response",
                         f"result {rank}: score {score!r} (service.score_field="
                         f"{self.cfg.score_field!r}) is not a finite number",

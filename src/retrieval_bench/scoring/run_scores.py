@@ -111,5 +111,3 @@ def score(
     }
     mean = {name: result["overall"].get(name) for name in names}
     return RunScores(mean, per_query, result["counts"])
-
-

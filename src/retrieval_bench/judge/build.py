@@ -1,0 +1,95 @@
+"""A judge from its settings, whoever gives them: `python -m run.judge`'s flags or the monthly
+job's `benchmark.judge` node. A bad or missing setting is a ConfigError naming it as the
+caller spells it (`key`: `--url`, or `benchmark.judge.url`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from retrieval_bench.errors import ConfigError
+from retrieval_bench.judge.base import Judge, Key, cli_key, scale_mapping
+from retrieval_bench.judge.chat import ChatSettings
+from retrieval_bench.judge.prompt import load_prompt
+
+JUDGE_KINDS = ("openai", "cross_encoder")
+
+
+@dataclass
+class JudgeSpec:
+    """Every setting of either judge; those of the other kind must stay unset. `chat` holds
+    the endpoint's settings (its `url` empty for a cross-encoder)."""
+
+    kind: str
+    chat: ChatSettings
+    relevant_from: int = 2
+    prompt_en: str | None = None
+    prompt_zh: str | None = None
+    thresholds: list[float] | None = None
+    batch_size: int = 32
+    max_length: int = 512
+    devices: list[str] = field(default_factory=lambda: ["cpu"])
+
+    @property
+    def model(self) -> str:
+        return self.chat.model
+
+
+def check_thresholds(values: Sequence[float], scale: Sequence[int], flag: str, key: Key) -> None:
+    """One threshold per grade above 0 of a 0..M scale, ascending."""
+    top = max(scale)
+    if tuple(scale) != tuple(range(top + 1)):
+        raise ConfigError(key("grades"), f"a cross-encoder needs a scale 0..M, got {list(scale)}")
+    if len(values) != top:
+        raise ConfigError(
+            flag, f"needs {top} threshold(s) for the scale {list(scale)}, got {list(values)}"
+        )
+    if list(values) != sorted(values):
+        raise ConfigError(flag, f"thresholds must ascend, got {list(values)}")
+
+
+def build_judge(
+    spec: JudgeSpec, scale: Sequence[int], need_thresholds: bool, key: Key = cli_key
+) -> Judge:
+    """The judge `spec` describes. A cross-encoder without thresholds is refused when
+    `need_thresholds` (judging; calibration chooses them)."""
+    if spec.kind not in JUDGE_KINDS:
+        raise ConfigError(key("judge"), f"unknown judge {spec.kind!r}: {' or '.join(JUDGE_KINDS)}")
+    if not spec.model.strip():
+        raise ConfigError(key("model"), f"the {spec.kind} judge needs a model")
+    if spec.kind == "openai":
+        from retrieval_bench.judge.chat import ChatJudge
+
+        if spec.thresholds is not None:
+            raise ConfigError(key("thresholds"), "applies to the cross_encoder judge only")
+        if not spec.chat.url:
+            raise ConfigError(key("url"), "the openai judge needs its endpoint's URL")
+        to_scale = scale_mapping(scale, spec.relevant_from, key)
+        prompts = {
+            "en": load_prompt("en", spec.prompt_en, key("prompt_en")),
+            "zh": load_prompt("zh", spec.prompt_zh, key("prompt_zh")),
+        }
+        return ChatJudge(spec.chat, prompts, to_scale, key)
+    if spec.chat.url:
+        raise ConfigError(key("url"), "applies to the openai judge only")
+    for name in ("prompt_en", "prompt_zh"):
+        if getattr(spec, name):
+            raise ConfigError(key(name), "applies to the openai judge only")
+    if spec.thresholds is not None:
+        check_thresholds(spec.thresholds, scale, key("thresholds"), key)
+    elif need_thresholds:
+        raise ConfigError(
+            key("thresholds"),
+            "a cross-encoder's scores need thresholds to become grades (one per grade above "
+            "0); `python -m run.judge --calibrate` chooses them against people's labels",
+        )
+    from retrieval_bench.judge.cross_encoder import CrossEncoderJudge
+
+    return CrossEncoderJudge(
+        spec.model,
+        spec.thresholds,
+        batch_size=spec.batch_size,
+        max_length=spec.max_length,
+        devices=spec.devices,
+        model_key=key("model"),
+    )

@@ -1,0 +1,98 @@
+"""The cross-encoder judge (`--judge cross_encoder --model DIR`): a FlagEmbedding reranker's
+relevance score, cut into grades by thresholds.
+
+A cross-encoder is a cheap judge (no endpoint, no tokens to pay for, a CPU will do), but its
+score is a logit with no fixed meaning, so grades come from thresholds t_1 <= ... <= t_M, one
+per grade above 0 of the evaluation set's scale (`--grades`, M its top grade): the grade is
+the number of thresholds the score reaches. `--calibrate` chooses them on half of the pairs
+people labelled and reports the agreement on the other half (`judge.calibrate`); a judging run
+takes them as `--thresholds` or from that calibration's file (`--calibration`).
+
+The model is found and loaded as the rerank stage's (`stages.rerank`: a local directory, or a
+hub id from the local cache; offline). Scores are cached per pair (the key holds the model's
+file fingerprint, not the thresholds), so new thresholds re-grade without scoring again; pairs
+are scored in chunks of `CHUNK`, each chunk cached as it is done, so a killed run resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from retrieval_bench.config.stages import RerankerConfig
+from retrieval_bench.errors import ConfigError, EncoderUnavailable
+from retrieval_bench.judge.base import Done, Pair, Verdict
+from retrieval_bench.stages.rerank import CrossEncoderReranker
+from retrieval_bench.tiebreak import TieBreak
+
+CHUNK = 256
+
+
+class CrossEncoderJudge:
+    """A `judge.base.Judge` from a cross-encoder's scores (module docstring). Without
+    thresholds every verdict carries the score and no grade (what calibration fits on)."""
+
+    kind = "cross_encoder"
+
+    def __init__(
+        self,
+        model_dir: str,
+        thresholds: Sequence[float] | None = None,
+        batch_size: int = 32,
+        max_length: int = 512,
+        devices: Sequence[str] = ("cpu",),
+        model_key: str = "--model",
+    ) -> None:
+        cfg = RerankerConfig(
+            kind="cross_encoder",
+            model=model_dir,
+            batch_size=batch_size,
+            max_length=max_length,
+            devices=list(devices),
+        )
+        try:
+            self.reranker = CrossEncoderReranker(cfg, (), TieBreak([]))
+        except EncoderUnavailable as exc:
+            raise ConfigError(
+                model_key,
+                f"no cross-encoder at {model_dir!r} ({exc}); give a local copy of a FlagEmbedding "
+                "reranker such as BAAI/bge-reranker-v2-m3, or judge with --judge openai",
+            ) from None
+        self.model = self.reranker.resolved.name
+        self.thresholds = list(thresholds) if thresholds is not None else None
+
+    def grade_of(self, score: float) -> int | None:
+        if self.thresholds is None:
+            return None
+        return sum(score >= t for t in self.thresholds)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "weights": self.reranker.resolved.fingerprint,
+            "thresholds": self.thresholds,
+        }
+
+    def name_fields(self, pair: Pair) -> dict[str, Any]:
+        return {"judge": self.kind, "model": self.model, "thresholds": self.thresholds}
+
+    def cache_key(self, pair: Pair) -> list[str]:
+        return [pair.query, pair.passage, "cross-encoder score", self.reranker.resolved.fingerprint]
+
+    def from_cache(self, entry: dict[str, Any]) -> Verdict:
+        score = float(entry["score"])
+        return Verdict(self.grade_of(score), score, cached=True)
+
+    def to_cache(self, verdict: Verdict) -> dict[str, Any] | None:
+        return None if verdict.raw is None else {"score": verdict.raw}
+
+    def judge(self, pairs: Sequence[Pair], done: Done) -> None:
+        for start in range(0, len(pairs), CHUNK):
+            chunk = pairs[start : start + CHUNK]
+            scores = self.reranker.score([(p.query, p.passage) for p in chunk])
+            for offset, score in enumerate(scores.tolist()):
+                done(start + offset, Verdict(self.grade_of(score), float(score)))
+
+    def to_scale(self, grade: int) -> int:
+        return grade  # thresholds are on the evaluation set's scale already
