@@ -9,14 +9,12 @@ itself.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import sparse
 
 from retrieval_bench.config.bm25 import BM25Config
 from retrieval_bench.config.text import TextConfig
@@ -26,6 +24,7 @@ from retrieval_bench.progress import progress
 from retrieval_bench.protocols import Arm, BuildContext
 from retrieval_bench.records import FILTERED_OUT, NO_MATCHING_TERMS, NO_QUERY_TERMS, Ranked
 from retrieval_bench.retrievers.base import TextArm
+from retrieval_bench.retrievers.bm25_build import build_index
 from retrieval_bench.retrievers.bm25_kernel import score_rows, top_rows
 from retrieval_bench.text.token_cache import TokenizedCorpus
 
@@ -56,49 +55,33 @@ class SparseBM25:
         term_ids: np.ndarray,
         lengths: np.ndarray,
         config: BM25Config,
+        chunk_passages: int | None = None,
     ) -> SparseBM25:
         """Index a corpus already mapped to term ids (`vocab[i]` in first-occurrence order,
-        passage j's ids are the next `lengths[j]` of `term_ids`), e.g. from a token cache."""
+        passage j's ids are the next `lengths[j]` of `term_ids`), e.g. from a token cache,
+        `chunk_passages` passages at a time (None: bm25_build.CHUNK_PASSAGES)."""
         self = cls.__new__(cls)
-        self._build(vocab, term_ids, lengths, config)
+        self._build(vocab, term_ids, lengths, config, chunk_passages)
         return self
 
     def _build(
-        self, vocab: Sequence[str], term_ids: np.ndarray, lengths: np.ndarray, config: BM25Config
+        self,
+        vocab: Sequence[str],
+        term_ids: np.ndarray,
+        lengths: np.ndarray,
+        config: BM25Config,
+        chunk_passages: int | None = None,
     ) -> None:
         self.vocab = dict(zip(vocab, range(len(vocab)), strict=True))
         n_docs = len(lengths)
-        if n_docs == 0:
-            raise ValueError("BM25 needs at least one passage")
-        doc_ids = np.repeat(np.arange(n_docs, dtype=np.int32), lengths)
-        # (term, passage) pairs -> CSR; duplicate pairs sum into the term frequency.
-        tf_matrix = sparse.csr_matrix(
-            (np.ones(len(term_ids)), (term_ids, doc_ids)), shape=(len(vocab), n_docs)
-        )
-        tf_matrix.sum_duplicates()
-        tf_matrix.sort_indices()
-        doc_len = lengths.astype(np.float64)
-        avgdl = int(lengths.sum()) / n_docs
-        k1, b = config.k1, config.b
-        tf = tf_matrix.data
-        # rank_bm25's expression, term for term, so every weight is the same double.
-        weight = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len[tf_matrix.indices] / avgdl))
-        df = np.diff(tf_matrix.indptr)
-        # math.log (not np.log, whose SIMD kernels may round differently) on each distinct df.
-        distinct, inverse = np.unique(df, return_inverse=True)
-        logs = [math.log(n_docs - f + 0.5) - math.log(f + 0.5) for f in distinct.tolist()]
-        idf = np.asarray(logs, dtype=np.float64)[inverse]
-        # rank_bm25 sums the IDFs one by one in vocabulary order; cumsum does the same.
-        average_idf = float(np.cumsum(idf)[-1]) / len(idf) if len(idf) else 0.0
-        idf[idf < 0] = config.epsilon * average_idf
-        self.idf = idf
-        self.average_idf = average_idf  # rank_bm25's attribute, for parity checks
-        # Each stored value is idf * weight: the very product rank_bm25 forms per query term,
-        # so a query only gathers and adds.
-        tf_matrix.data = np.repeat(idf, df) * weight
-        self.matrix = tf_matrix
+        # Chunk by chunk (bm25_build): the peak is the index plus one chunk, not every token's
+        # COO triple, so a corpus of 10M passages indexes on a 24 GB machine.
+        index = build_index(term_ids, lengths, len(vocab), config, chunk_passages)
+        self.idf = index.idf
+        self.average_idf = index.average_idf  # rank_bm25's attribute, for parity checks
+        self.matrix = index.matrix
         self.n_docs = n_docs
-        self._indptr64 = tf_matrix.indptr.astype(np.int64)  # the compiled kernel's layout
+        self._indptr64 = self.matrix.indptr.astype(np.int64)  # the compiled kernel's layout
         self.compiled = True  # False: the numpy path (tests compare both with rank_bm25)
         self._scratch = np.zeros(n_docs)
         self._scratch_lock = threading.Lock()
