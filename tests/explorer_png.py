@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from chromium import explore
+from support.chromium import explore
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "docs" / "explorer.png"

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, mini_overrides, run_app
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-from synth_dataset import write_synthetic
+from support.synth_dataset import write_synthetic
 
 from run.compare import main as compare_main
 

@@ -1,4 +1,4 @@
-"""A sharded encode as a SLURM array job on the real cluster (see tests/test_slurm.py): the
+"""A sharded encode as a SLURM array job on the real cluster (see tests/app/test_slurm.py): the
 shards it writes are the bytes local shard jobs write, and the job assembled from them scores
 as the same sharded job run locally."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import mini_overrides, run_app
-from test_slurm import slurm, submitted
+from support.slurm import slurm, submitted
 
 __all__ = ["slurm"]  # the cluster fixture, imported for the test below
 

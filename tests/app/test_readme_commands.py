@@ -225,11 +225,11 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
 def _tiny_bge_m3(ws: Workspace) -> str:
     """A local BGE-M3-shaped model (tiny, random weights), built once, for <BGE_M3_DIR>."""
     if ws.bge_m3_dir is None:
-        from test_encoders import _build_tiny_bge_m3
+        from support.random_models import build_random_bge_m3
 
         ws.bge_m3_dir = ws.tmp / "bge-m3"
         ws.bge_m3_dir.mkdir()
-        _build_tiny_bge_m3(ws.bge_m3_dir)
+        build_random_bge_m3(ws.bge_m3_dir)
     return str(ws.bge_m3_dir)
 
 
@@ -237,7 +237,7 @@ def _tiny_reranker(ws: Workspace) -> str:
     """A local cross-encoder reranker (tiny, random weights), built once, for <RERANKER_DIR>."""
     target = ws.tmp / "reranker"
     if not target.is_dir():
-        from random_models import build_random_cross_encoder
+        from support.random_models import build_random_cross_encoder
 
         target.mkdir()
         build_random_cross_encoder(target)
@@ -248,7 +248,7 @@ def _service_url(ws: Workspace) -> str:
     """<SERVICE_URL>: a retriever service on 127.0.0.1, started once for the module, that
     answers each travel query with its labelled passages."""
     if ws.service_url is None:
-        from service_server import labelled_answers, serve
+        from support.service_server import labelled_answers, serve
 
         ws.service_url, _ = ws.servers.enter_context(serve(labelled_answers()))
     return ws.service_url

@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.trec import write_qrels, write_run
 from retrieval_bench.errors import DataError
 from run.score import main
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = ROOT / "src"
 
 TEACHING_QRELS = {"A": {"a": 1, "b": 1, "c": 1}, "B": {"d": 1}, "C": {"e": 1}}
 TEACHING_RUN = {"A": ["a", "x", "b", "c"], "B": ["x", "d"], "C": ["x", "y"]}

@@ -9,52 +9,19 @@ tests skip with the reason, except under CI (CI=true), where they fail: CI must 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, mini_overrides, run_app
+from conftest import mini_overrides, run_app
+from support.slurm import slurm, submitted
 
 from retrieval_bench.benchmark.driver import launcher_overrides
 from retrieval_bench.errors import ConfigError
 from run.slurm import Node, check_fits, slurm_fit
 
-SLURM_UP = ROOT / ".ci" / "slurm-up.sh"
-
-
-def _idle_node() -> bool:
-    proc = subprocess.run(
-        ["sinfo", "--noheader", "--format", "%t"], capture_output=True, text=True, timeout=30
-    )
-    return proc.returncode == 0 and bool({"idle", "mix"} & set(proc.stdout.split()))
-
-
-def cluster_problem() -> str | None:
-    """Why no SLURM node takes jobs here (None: one does). Starts the local cluster when SLURM
-    is installed and this is root; never installs anything (tests never touch the network)."""
-    if shutil.which("sinfo") is None or shutil.which("slurmd") is None:
-        return "SLURM is not installed (no sinfo/slurmd); start a cluster: sudo .ci/slurm-up.sh"
-    if _idle_node():
-        return None
-    if os.geteuid() != 0:
-        return "no SLURM node is idle, and starting one needs root: sudo .ci/slurm-up.sh"
-    proc = subprocess.run([str(SLURM_UP)], capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        return f"{SLURM_UP} failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}"
-    return None if _idle_node() else "no SLURM node is idle after .ci/slurm-up.sh"
-
-
-@pytest.fixture(scope="module")
-def slurm() -> None:
-    problem = cluster_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the SLURM tests: {problem}")
-    pytest.skip(problem)
+__all__ = ["slurm"]  # the cluster fixture, imported for the tests below
 
 
 def largest_node() -> Node:
@@ -78,11 +45,6 @@ def job_outputs(sweep: Path) -> dict[str, dict[str, Any]]:
             "rankings": [json.loads(line) for line in rankings],
         }
     return out
-
-
-def submitted(sweep: Path) -> list[str]:
-    """The sbatch scripts submitit wrote for the sweep (one per array)."""
-    return [p.read_text() for p in sweep.glob(".submitit/*/*_submission.sh")]
 
 
 # --- Without a cluster ------------------------------------------------------------------------

@@ -8,15 +8,12 @@ query scored.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.benchmarks import run_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULT = re.compile(r"^RESULT e2e (?:(growth|target) )?((?:[\w@]+=\S+ ?)+)$")
 SIZES = (1000, 2000)
 QUERIES = 50  # what --quick asks for
@@ -43,19 +40,10 @@ def _has_precomputed() -> bool:
 
 @pytest.mark.slow
 def test_e2e_benchmark_quick(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
     sizes = ",".join(map(str, SIZES))
-    script = str(ROOT / "benchmarks" / "bench_e2e.py")
-    proc = subprocess.run(
-        [sys.executable, script, "--quick", "--sizes", sizes, "--workdir", str(tmp_path)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = parse_results(proc.stdout)
+    args = ("--quick", "--sizes", sizes, "--workdir", str(tmp_path))
+    out = run_benchmark("bench_e2e.py", *args, timeout=600)
+    rows = parse_results(out)
     phases = {
         "bm25": {"load", "tokenise", "index", "retrieve", "score", "write", "other", "total"},
         "dense": {"load", "index", "retrieve", "other", "total"},

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_benchmarks_smoke import result_line, run_benchmark
+from support.benchmarks import result_line, run_benchmark
 
 pytestmark = pytest.mark.slow
 

@@ -4,35 +4,12 @@ never (they flake on shared machines). Subprocesses: marked slow."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from support.benchmarks import result_line, run_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-
-
-def result_line(out: str, name: str) -> str:
-    [line] = [x for x in out.splitlines() if x.startswith(f"RESULT {name}:")]
-    return line
-
-
-def run_benchmark(script: str, *args: str) -> str:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
 
 
 def test_bm25_benchmark_quick() -> None:
@@ -86,3 +63,14 @@ def test_service_benchmark_quick() -> None:
     match = re.search(r"ranked in full (\d+)/(\d+), failed (\d+), unknown ids (\d+)$", line)
     assert match, line
     assert match.groups() == ("100", "100", "0", "0")
+
+
+def test_tokenise_benchmark_quick() -> None:
+    out = run_benchmark("bench_tokenise.py", "--quick")
+    assert "RESULT tokenise:" in out and "token ids identical" in out
+
+
+def test_encode_benchmark_quick() -> None:
+    out = run_benchmark("bench_encode.py", "--quick")
+    assert "RESULT encode:" in out and "the ideal half" in out
+    assert "max |vector diff|" in out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_benchmarks_smoke import result_line, run_benchmark
+from support.benchmarks import result_line, run_benchmark
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_open_pipeline import _TitleSpec
+from support.fakes import _TitleSpec
 
 from retrieval_bench import Dataset, EvalQuery, Passage, compose, evaluate
 from retrieval_bench.errors import ConfigError

@@ -244,7 +244,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_beir_folder_runs_through_the_job(tmp_path: Path) -> None:
-    from test_data import make_beir
+    from support.datasets import make_beir
 
     root = make_beir(tmp_path / "toy")
     result, run_dir = run_in_process(

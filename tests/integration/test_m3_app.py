@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import FIXTURE, mini_overrides, run_in_process
-from random_models import TINY, build_random_bge_m3
+from support.random_models import TINY, build_random_bge_m3
 
 from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.errors import EncoderUnavailable

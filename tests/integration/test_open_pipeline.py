@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
 from conftest import ROOT, compose_config, run_app, run_in_process
+from support.fakes import _TitleSpec
 
-from retrieval_bench import BuildContext, Dataset, EvalQuery, Passage, Ranked, compose, evaluate
+from retrieval_bench import Dataset, EvalQuery, Passage, compose, evaluate
 from retrieval_bench.config.encoder import USE_ENCODER
 from retrieval_bench.errors import ConfigError
 
@@ -100,34 +99,6 @@ def test_an_unknown_arm_name_is_refused_with_the_nearest() -> None:
         ConfigError, match=r"'retriever.arms\[1\]': unknown arm 'dens'; did you mean 'dense'"
     ):
         compose_config(["retriever.arms=[bm25,dens]"])
-
-
-class _TitleArm:
-    """A caller's own arm object: ranks passages whose title shares a character with the
-    query, by how many it shares."""
-
-    def __init__(self, passages: Sequence[Passage], ctx_tie: Any) -> None:
-        self.titles = [set(p.title) for p in passages]
-        self.tie = ctx_tie
-
-    def search(
-        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
-    ) -> list[Ranked]:
-        out = []
-        for query, mask in zip(queries, allowed, strict=True):
-            scores = np.array([len(set(query.query) & t) for t in self.titles], dtype=float)
-            keep = scores > 0 if mask is None else (scores > 0) & mask
-            idx, top = self.tie.top(np.flatnonzero(keep), scores[keep], k)
-            out.append(Ranked(idx, top, k))
-        return out
-
-    def info(self) -> dict[str, Any]:
-        return {"kind": "title_overlap"}
-
-
-class _TitleSpec:
-    def build(self, name: str, ctx: BuildContext) -> _TitleArm:
-        return _TitleArm(ctx.passages, ctx.tie_break)
 
 
 def test_the_library_runs_a_callers_dataset_and_arm() -> None:

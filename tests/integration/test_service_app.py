@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import compose_config, run_app, run_in_process
-from service_server import Reply, labelled_answers, serve
+from support.service_server import Reply, labelled_answers, serve
 
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.reports.service import service_lines

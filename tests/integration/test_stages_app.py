@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import mini_overrides, run_in_process
-from random_models import build_random_cross_encoder
+from support.random_models import build_random_cross_encoder
 
 import run.__main__ as app
 from retrieval_bench.data.trec import read_run

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import FIXTURE, ROOT
 from omegaconf import OmegaConf
-from test_embedding_cache import CountingEncoder
+from support.fakes import CountingEncoder
 
 from retrieval_bench.config import RunConfig
 from retrieval_bench.encoders.cache import EmbeddingCache, cache_key

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from conftest import ROOT, run_app
 from hydra import initialize_config_dir
-from synth_dataset import write_synthetic
+from support.synth_dataset import write_synthetic
 
 from retrieval_bench.benchmark.driver import (
     check_allowed_changes,

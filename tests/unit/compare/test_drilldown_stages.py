@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import mini_overrides, run_in_process
-from random_models import build_random_cross_encoder
+from support.random_models import build_random_cross_encoder
 
 from retrieval_bench.compare.drilldown import _cell, drilldown, to_markdown
 from retrieval_bench.jobdir.read import FinishedJob

@@ -14,7 +14,7 @@ from conftest import FIXTURE, ROOT, mini_overrides, run_app, shared_benchmark
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
-from test_data import make_beir, write_jsonl
+from support.datasets import make_beir, write_jsonl
 
 from retrieval_bench.config import RunConfig, nearest_key, register_configs
 from retrieval_bench.config.bm25 import BM25_IMPLS, BM25Config

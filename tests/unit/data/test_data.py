@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURE, shared_benchmark
+from support.datasets import make_beir, write_jsonl
 
 from retrieval_bench.data.beir import load_beir
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.loader import load_native
 from retrieval_bench.data.passages import load_lexicon, load_passages
 from retrieval_bench.errors import DataError
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return path
 
 
 def test_fixture_loads_with_lexicon_and_hashes() -> None:
@@ -82,30 +76,6 @@ def test_empty_evalset_is_refused(tmp_path: Path) -> None:
     evalset.write_text("")
     with pytest.raises(DataError, match="empty"):
         load_native("x", FIXTURE / "corpus" / "mini", evalset)
-
-
-def make_beir(root: Path) -> Path:
-    write_jsonl(
-        root / "corpus.jsonl",
-        [
-            {"_id": "d1", "title": "Sun", "text": "The sun is a star."},
-            {"_id": "d2", "title": "", "text": "Cats are mammals."},
-            {"_id": 3, "title": "Moon", "text": "The moon orbits the earth."},
-        ],
-    )
-    write_jsonl(
-        root / "queries.jsonl",
-        [
-            {"_id": "q1", "text": "what is the sun", "metadata": {"query_type": "support"}},
-            {"_id": "q2", "text": "are cats mammals"},
-            {"_id": "q3", "text": "not judged in this split"},
-        ],
-    )
-    (root / "qrels").mkdir()
-    (root / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t2\nq2\t3\t0\n"
-    )
-    return root
 
 
 def test_beir_loads_split_types_and_grades(tmp_path: Path) -> None:

@@ -6,45 +6,16 @@ import hashlib
 import json
 import logging
 import multiprocessing
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support.fakes import CountingEncoder
 
 from retrieval_bench.encoders.cache import CacheStats, EmbeddingCache, cache_key
 
 TEXTS = ["北京是中国的首都。", "上海的交通非常方便。", "", "A passage in English.", "深圳"]
-
-
-class CountingEncoder:
-    """Deterministic vectors from a hash of the text; counts how many texts it encoded."""
-
-    def __init__(self, name: str = "counting", dim: int = 8, delay: float = 0.0) -> None:
-        self.name = name
-        self.dim = dim
-        self.delay = delay
-        self.encoded = 0
-
-    def identity(self) -> dict[str, Any]:
-        return {"kind": "fake", "model": self.name, "dim": self.dim}
-
-    def _vectors(self, texts: list[str], salt: str) -> np.ndarray:
-        time.sleep(self.delay)
-        self.encoded += len(texts)
-        rows = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256((salt + text).encode()).digest()[:8], "little")
-            row = np.random.default_rng(seed).standard_normal(self.dim)
-            rows.append(row / np.linalg.norm(row))
-        return np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
-
-    def encode_passages(self, texts: list[str]) -> np.ndarray:
-        return self._vectors(texts, "p:")
-
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self._vectors(texts, "q:")
 
 
 def _files(cache: EmbeddingCache, stats: CacheStats) -> tuple[Path, Path]:

@@ -11,7 +11,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 import pytest
-from test_encoders import TINY_SENTENCES, _build_tiny_bge_m3
+from support.random_models import SAMPLE_SENTENCES, build_random_bge_m3
 
 from retrieval_bench.config.encoder import BGE_M3_ENCODER, USE_ENCODER, device_present
 from retrieval_bench.encoders import EncoderConfig, build_encoder, check_encoder_config
@@ -19,13 +19,13 @@ from retrieval_bench.encoders.flag import BGEM3Encoder
 from retrieval_bench.errors import ConfigError
 
 # Lengths from 1 to ~120 tokens, shuffled: FlagEmbedding sorts each call's texts by length.
-VARIED = [TINY_SENTENCES[i % len(TINY_SENTENCES)] * (1 + (i * 7) % 9) for i in range(23)]
+VARIED = [SAMPLE_SENTENCES[i % len(SAMPLE_SENTENCES)] * (1 + (i * 7) % 9) for i in range(23)]
 
 
 @pytest.fixture(scope="module")
 def tiny_m3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("tiny-bge-m3-devices")
-    _build_tiny_bge_m3(target)
+    build_random_bge_m3(target)
     return target
 
 

@@ -20,7 +20,6 @@ from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.records import passage_text
 
-ROOT = Path(__file__).resolve().parents[1]
 register_configs()
 
 

@@ -21,7 +21,6 @@ from retrieval_bench.encoders.shards import (
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.job.runner import run_job, run_shard_job
 
-ROOT = Path(__file__).resolve().parents[1]
 register_configs()
 TEXTS = [f"passage {i} 第{i}段" for i in range(10)]
 
@@ -166,12 +165,3 @@ def test_app_sharded_encode_as_a_multirun_then_assembled(tmp_path: Path) -> None
     job = run_app([*common, "encoder.require_shards=true", f"hydra.run.dir={tmp_path}/r2"])
     assert job.returncode == 0, job.stderr
     assert "passages encoded 0, from cache 12" in job.stdout
-
-
-@pytest.mark.slow
-def test_encode_benchmark_quick() -> None:
-    from test_benchmarks_smoke import run_benchmark
-
-    out = run_benchmark("bench_encode.py", "--quick")
-    assert "RESULT encode:" in out and "the ideal half" in out
-    assert "max |vector diff|" in out

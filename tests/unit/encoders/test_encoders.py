@@ -22,7 +22,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 import pytest
-from random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
+from support.random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
 from retrieval_bench.config.encoder import BGE_M3_ENCODER, FLAG_ENCODER, USE_ENCODER
 from retrieval_bench.encoders import EncoderConfig, build_encoder

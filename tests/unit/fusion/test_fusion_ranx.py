@@ -22,41 +22,16 @@ import numpy as np
 import pytest
 from conftest import run_in_process
 from ranx import Run, fuse
+from support.random_cases import Pools, random_pools
 
 from retrieval_bench.fusion import ReciprocalRankFusion, ScoreFusion
 from retrieval_bench.records import Ranked
 from retrieval_bench.tiebreak import TieBreak
 
-Pools = list[list[Ranked]]  # per query, one pool per arm
 Scores = dict[str, dict[str, float]]  # query id -> passage id -> fused score
 
 RANX_NORM = {"none": None, "minmax": "min-max", "zscore": "zmuv"}
 RANX_METHOD = {"combsum": "sum", "combmnz": "mnz"}
-
-
-def random_pools(
-    seed: int, n_arms: int, ids: Sequence[str], ties: bool, empty: bool = True, queries: int = 60
-) -> Pools:
-    """Pools as arms return them: unique passages, best first by the project tie-break, of
-    lengths 0 (now and then, when `empty`) or 1 to 40, scores with many ties when `ties`."""
-    rng = np.random.default_rng(seed)
-    tie_break = TieBreak(ids)
-    out = []
-    for _ in range(queries):
-        pools = []
-        for arm in range(n_arms):
-            n = int(rng.integers(1, 41)) if rng.random() > 0.1 or not empty else 0
-            candidates = rng.choice(len(ids), size=n, replace=False).astype(np.int64)
-            if ties:
-                scores = rng.integers(0, 6, size=n).astype(np.float64) * 0.5 - arm
-            else:
-                scores = rng.normal(loc=arm * 3.0, scale=1.0 + arm, size=n)
-            indices, ordered = tie_break.top(candidates, scores, n)
-            pools.append(Ranked(indices, ordered, requested=40))
-        if not any(pool.returned for pool in pools):
-            pools[0] = Ranked(np.array([0]), np.array([1.0]), requested=40)
-        out.append(pools)
-    return out
 
 
 def ranx_runs(pools: Pools, ids: Sequence[str], by_position: bool = False) -> list[Run]:

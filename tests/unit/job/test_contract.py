@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import built_combiners, compose_config
-from test_pipeline_scripted import PASSAGES, ScriptedArm
+from support.fakes import PASSAGES, ScriptedArm
 
 from retrieval_bench.api import evaluate
 from retrieval_bench.config import RetrieverConfig

@@ -3,49 +3,19 @@ the final cut, `fill`, RRF and the city filter are checked against values worked
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
 from conftest import built_combiners
+from support.fakes import CITIES, PASSAGES, ScriptedArm
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
-from retrieval_bench.records import EvalQuery, Passage, QueryRecord, Ranked
+from retrieval_bench.records import EvalQuery, QueryRecord
 from retrieval_bench.routing.parser import QueryParser
 from retrieval_bench.routing.router import build_router
 from retrieval_bench.routing.rules import Strategy
-
-CITIES = ["三亚", "海口", "三亚", "", "海口", "三亚", "", "海口", "三亚", ""]
-PASSAGES = [Passage(id=f"p{i}", text=f"text {i}", meta={"city": c}) for i, c in enumerate(CITIES)]
-
-
-class ScriptedArm:
-    """An arm whose ranking is fixed: its script's passages in order, scores descending,
-    restricted to the allowed mask before it cuts to k (the arm contract)."""
-
-    def __init__(self, name: str, script: Sequence[int]) -> None:
-        self.name = name
-        self.script = list(script)
-        self.masks: list[np.ndarray | None] = []
-        self.ks: list[int] = []
-
-    def info(self) -> dict[str, int]:
-        return {}
-
-    def search(
-        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
-    ) -> list[Ranked]:
-        out = []
-        for mask in allowed:
-            self.masks.append(mask)
-            self.ks.append(k)
-            kept = [i for i in self.script if mask is None or mask[i]][:k]
-            scores = 10.0 - np.arange(len(kept), dtype=np.float64)
-            out.append(Ranked(np.array(kept, dtype=np.int64), scores, k))
-        return out
 
 
 def run(

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from conftest import built_combiners
-from test_pipeline_scripted import PASSAGES, ScriptedArm
+from support.fakes import PASSAGES, ScriptedArm
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 import pytest
 import websocket  # noqa: F401  (the browser test's client: a declared test dependency)
-from chromium import explore, find_chromium
 from conftest import IN_CI, ROOT, mini_overrides, run_in_process
+from support.chromium import explore, find_chromium
 
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config.compare import CompareConfig

@@ -8,18 +8,11 @@ import random
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
+from support.random_cases import random_corpus
 
 from retrieval_bench.config.text import TextConfig
 from retrieval_bench.retrievers.bm25 import BM25Config, BM25Retriever, ReferenceBM25, SparseBM25
 from retrieval_bench.text.tokenizer import Tokenizer
-
-
-def random_corpus(seed: int, n_docs: int = 400, vocab: int = 60) -> list[list[str]]:
-    rng = random.Random(seed)
-    words = [f"w{i}" for i in range(vocab)]
-    # Zipf-like: a few terms occur in most documents, so some IDFs go negative.
-    weights = [1.0 / (i + 1) ** 0.7 for i in range(vocab)]
-    return [rng.choices(words, weights, k=rng.randint(0, 40)) for _ in range(n_docs)]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

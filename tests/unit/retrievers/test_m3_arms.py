@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
+from support.random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
 from retrieval_bench.config import RunConfig
 from retrieval_bench.config.encoder import BGE_M3_ENCODER

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from service_server import Reply, serve, travel_ids
+from support.service_server import Reply, serve, travel_ids
 
 from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.errors import BenchError, ConfigError

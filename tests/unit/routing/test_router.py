@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from omegaconf import OmegaConf
 
 from retrieval_bench.config import BUILTIN_ARMS
@@ -19,7 +20,6 @@ from retrieval_bench.routing.parser import QueryParser
 from retrieval_bench.routing.router import DEFAULT_RULE, RuleRouter
 from retrieval_bench.routing.rules import RuleSet, load_rule_set
 
-ROOT = Path(__file__).resolve().parents[1]
 LEXICON = (
     Entity("蜈支洲岛旅游区", ("蜈支洲岛", "蜈支洲")),
     Entity("亚龙湾海滩", ("亚龙湾",)),

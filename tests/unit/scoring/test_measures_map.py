@@ -11,9 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import pytrec_eval
-from test_scoring_coded import CODE, _coded
-from test_scoring_coded import _random_case as _random_coded_case
-from test_scoring_parity import _random_case
+from support.random_cases import CODE, coded, random_case
 
 from retrieval_bench.data.trec import run_rankings, trec_order
 from retrieval_bench.scoring.aggregate import metric_names, per_query_columns_coded, score_stage
@@ -32,7 +30,7 @@ def _theirs(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_map_matches_trec_eval_on_id_strings(seed: int) -> None:
-    qrels, run = _random_case(seed, 400)
+    qrels, run = random_case(seed, 400)
     rankings = run_rankings({q: trec_order(docs.items()) for q, docs in run.items()})
     per_query = score_stage(rankings, judge_qrels(qrels), [*CUTOFFS, UNCUT])["per_query"]
     theirs = _theirs(qrels, run)
@@ -45,12 +43,12 @@ def test_map_matches_trec_eval_on_id_strings(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_map_matches_trec_eval_on_passage_indices(seed: int) -> None:
-    qrels, run = _random_coded_case(100 + seed, 400)
+    qrels, run = random_case(100 + seed, 400, outside=0.2, returned=(0, 30))
     judgements = judge_qrels(qrels)
     scored = [q for q in judgements.qrels if q in run]
     ranked = [[d for d, _ in trec_order(run[q].items())] for q in scored]
     ids, grades = pad_labels([judgements.qrels[q] for q in scored], CODE)
-    ours = per_query_columns_coded(_coded(ranked), ids, grades, [*CUTOFFS, UNCUT])
+    ours = per_query_columns_coded(coded(ranked), ids, grades, [*CUTOFFS, UNCUT])
     theirs = _theirs(qrels, run)
     checked = 0
     for i, q in enumerate(scored):

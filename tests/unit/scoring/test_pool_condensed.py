@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import pytrec_eval
+from support.random_cases import Qrels, Run, random_case
 
 from retrieval_bench.data.trec import trec_order
 from retrieval_bench.scoring.aggregate import per_query_columns, per_query_columns_coded
@@ -22,20 +23,19 @@ POOL = [f"d{i}" for i in range(60)]
 CODE = {doc: i for i, doc in enumerate(POOL)}
 
 
-def _random_case(seed: int, n_queries: int) -> tuple[dict, dict]:
-    rng = np.random.default_rng(seed)
-    qrels: dict[str, dict[str, int]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for i in range(n_queries):
-        qid = f"q{i}"
-        judged = rng.choice(POOL, int(rng.integers(1, 15)), replace=False)
-        grades = rng.integers(0, 4, len(judged))
-        grades[0] = max(int(grades[0]), 1)  # every query has a relevant id (it is scored)
-        qrels[qid] = {str(d): int(g) for d, g in zip(judged, grades, strict=True)}
-        docs = rng.choice(POOL, int(rng.integers(1, 40)), replace=False)
-        scores = rng.integers(0, 5, len(docs)) / 2.0  # many ties
-        run[qid] = {str(d): float(s) for d, s in zip(docs, scores, strict=True)}
-    return qrels, run
+def _random_case(seed: int, n_queries: int) -> tuple[Qrels, Run]:
+    """Every query has a relevant id (it is scored), heavy ties, runs of 1 to 39 ids."""
+    return random_case(
+        seed,
+        n_queries,
+        pool=POOL,
+        judged=15,
+        nothing_relevant=0.0,
+        absent=0.0,
+        returned=(1, 40),
+        ties=1.0,
+        tie_levels=5,
+    )
 
 
 def _trec_eval_on_condensed(qrels: dict, run: dict, k: int) -> dict[str, dict[str, float]]:

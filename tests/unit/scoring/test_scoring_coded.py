@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 from conftest import built_combiners
+from support.random_cases import CODE, Qrels, Run, coded, random_case
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
@@ -40,39 +41,11 @@ from retrieval_bench.scoring.metrics import (
 from retrieval_bench.scoring.records import score_records
 
 CUTOFFS = [1, 2, 3, 5, 10, 20]
-POOL = [f"d{i}" for i in range(40)] + [f"doc-{i}" for i in range(5)]
-CODE = {doc: i for i, doc in enumerate(POOL)}
 
 
-def _random_case(seed: int, n_queries: int) -> tuple[dict, dict]:
-    """qrels and {qid: {doc: score}}: graded labels, heavy ties, short runs, labels the run
-    lacks, queries judged non-relevant only, labelled queries absent from the run, and labels
-    outside POOL (uncoded)."""
-    rng = np.random.default_rng(seed)
-    qrels: dict[str, dict[str, int]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for i in range(n_queries):
-        qid = f"q{i}"
-        judged = rng.choice(POOL, int(rng.integers(1, 12)), replace=False)
-        grades = np.zeros(len(judged), dtype=int) if rng.random() < 0.1 else None
-        if grades is None:
-            grades = rng.integers(0, 4, len(judged))
-        qrels[qid] = {str(d): int(g) for d, g in zip(judged, grades, strict=True)}
-        if rng.random() < 0.2:
-            qrels[qid][f"outside-{i}"] = int(rng.integers(0, 3))
-        if rng.random() < 0.05:
-            continue
-        docs = rng.choice(POOL, int(rng.integers(0, 30)), replace=False)
-        if rng.random() < 0.5:
-            scores = rng.integers(0, 4, len(docs)) / 2.0
-        else:
-            scores = np.round(rng.normal(size=len(docs)), 2)
-        run[qid] = {str(d): float(s) for d, s in zip(docs, scores, strict=True)}
-    return qrels, run
-
-
-def _coded(rankings: Sequence[Sequence[str]]) -> np.ndarray:
-    return pad_rankings([np.array([CODE[d] for d in r], dtype=np.int64) for r in rankings])
+def _random_case(seed: int, n_queries: int) -> tuple[Qrels, Run]:
+    """The parity tests' random case with labels outside POOL (uncoded) and empty runs."""
+    return random_case(seed, n_queries, outside=0.2, returned=(0, 30))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -83,7 +56,7 @@ def test_coded_core_equals_string_path(seed: int) -> None:
     labels = [qrels[q] for q in qids]
     ids, grades = pad_labels(labels, CODE)
     by_string = per_query_columns(ranked, labels, CUTOFFS)
-    by_code = per_query_columns_coded(_coded(ranked), ids, grades, CUTOFFS)
+    by_code = per_query_columns_coded(coded(ranked), ids, grades, CUTOFFS)
     assert list(by_string) == list(by_code)
     for name, column in by_string.items():
         assert column.dtype == by_code[name].dtype, name
@@ -100,7 +73,7 @@ def test_coded_grades_layout_equals_string_layout(monkeypatch: pytest.MonkeyPatc
     ids, grades = pad_labels(labels, CODE)
     for k in (1, 4, 30):
         a = build_ranked_grades(ranked, labels, k)
-        b = build_ranked_grades_coded(_coded(ranked), ids, grades, k)
+        b = build_ranked_grades_coded(coded(ranked), ids, grades, k)
         for field in a.__dataclass_fields__:
             assert np.array_equal(getattr(a, field), getattr(b, field)), (k, field)
 
@@ -128,7 +101,7 @@ def test_coded_core_matches_trec_eval() -> None:
     scored = [q for q in judgements.qrels if q in run]
     ranked = [[d for d, _ in trec_order(run[q].items())] for q in scored]
     ids, grades = pad_labels([judgements.qrels[q] for q in scored], CODE)
-    ours = per_query_columns_coded(_coded(ranked), ids, grades, CUTOFFS)
+    ours = per_query_columns_coded(coded(ranked), ids, grades, CUTOFFS)
     cuts = ",".join(map(str, CUTOFFS))
     measures = {f"recall.{cuts}", f"P.{cuts}", f"success.{cuts}", f"ndcg_cut.{cuts}"}
     theirs = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)

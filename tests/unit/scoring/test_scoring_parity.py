@@ -13,39 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytrec_eval
+from support.random_cases import random_case
 
 from retrieval_bench.data.trec import read_run, run_rankings, trec_order, write_run
 from retrieval_bench.scoring.aggregate import score_stage
 from retrieval_bench.scoring.labels import judge_qrels
 
 CUTOFFS = [1, 2, 3, 5, 10, 20]
-# Mixed-length ids so that docid order (string order) differs from numeric order.
-POOL = [f"d{i}" for i in range(40)] + [f"doc-{i}" for i in range(5)]
-
-
-def _random_case(seed: int, n_queries: int) -> tuple[dict, dict]:
-    rng = np.random.default_rng(seed)
-    qrels: dict[str, dict[str, int]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for i in range(n_queries):
-        qid = f"q{i}"
-        n_judged = int(rng.integers(1, 12))
-        judged = rng.choice(POOL, n_judged, replace=False)
-        if rng.random() < 0.1:
-            grades = np.zeros(n_judged, dtype=int)  # judged, but nothing relevant
-        else:
-            grades = rng.integers(0, 4, n_judged)
-        qrels[qid] = {str(d): int(g) for d, g in zip(judged, grades, strict=True)}
-        if rng.random() < 0.05:
-            continue  # labelled but absent from the run
-        n_ret = int(rng.integers(1, 30))
-        docs = rng.choice(POOL, n_ret, replace=False)
-        if rng.random() < 0.5:
-            scores = rng.integers(0, 4, n_ret) / 2.0  # many ties
-        else:
-            scores = np.round(rng.normal(size=n_ret), 2)
-        run[qid] = {str(d): float(s) for d, s in zip(docs, scores, strict=True)}
-    return qrels, run
 
 
 def _ours(qrels: dict, run: dict) -> dict:
@@ -82,7 +56,7 @@ def _compare(ours: dict, theirs: dict, qrels: dict) -> int:
 
 @pytest.mark.parametrize(("seed", "scorable"), [(0, 826), (1, 808), (2, 816), (3, 830)])
 def test_parity_with_pytrec_eval(seed: int, scorable: int) -> None:
-    qrels, run = _random_case(seed, 1000)
+    qrels, run = random_case(seed, 1000)
     scored = _compare(_ours(qrels, run), _theirs(qrels, run), qrels)
     # the comparison covered every query with a relevant label and a ranking
     assert scored == scorable
@@ -90,7 +64,7 @@ def test_parity_with_pytrec_eval(seed: int, scorable: int) -> None:
 
 def test_parity_through_trec_files(tmp_path: Path) -> None:
     """A run written and read back scores the same as trec_eval on the in-memory run."""
-    qrels, run = _random_case(99, 500)
+    qrels, run = random_case(99, 500)
     path = tmp_path / "stage.run"
     write_run(path, run, tag="parity")
     ours = score_stage(run_rankings(read_run(path)), judge_qrels(qrels), CUTOFFS)
@@ -98,7 +72,7 @@ def test_parity_through_trec_files(tmp_path: Path) -> None:
 
 
 def test_overall_means_match_pytrec_eval_means() -> None:
-    qrels, run = _random_case(5, 800)
+    qrels, run = random_case(5, 800)
     ours = _ours(qrels, run)["overall"]
     theirs = _theirs(qrels, run)
     scored = [q for q in theirs if any(g > 0 for g in qrels[q].values())]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, compose_config, mini_overrides
-from random_models import build_random_cross_encoder
+from support.random_models import build_random_cross_encoder
 
 from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable

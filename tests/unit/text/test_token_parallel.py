@@ -94,14 +94,6 @@ def test_workers_setting() -> None:
     )
 
 
-@pytest.mark.slow
-def test_tokenise_benchmark_quick() -> None:
-    from test_benchmarks_smoke import run_benchmark
-
-    out = run_benchmark("bench_tokenise.py", "--quick")
-    assert "RESULT tokenise:" in out and "token ids identical" in out
-
-
 def test_spawned_workers_rebuild_the_tokenizer_and_lexicon(
     tokenizer: Tokenizer, small_chunks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
