@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.fakes import _TitleSpec
+from support.fakes import TitleSpec
 
 from retrieval_bench import Dataset, EvalQuery, Passage, compose, evaluate
 from retrieval_bench.errors import ConfigError
@@ -26,7 +26,7 @@ DATASET = Dataset("mine", PASSAGES, QUERIES)
 
 def test_a_job_without_a_bm25_arm_records_no_tokenizer(tmp_path: Path) -> None:
     cfg = compose(["top_k=2", "retriever.pool_size=3", f"cache_dir={tmp_path}"])
-    result = evaluate(cfg, dataset=DATASET, arms={"title": _TitleSpec()})
+    result = evaluate(cfg, dataset=DATASET, arms={"title": TitleSpec()})
     assert cfg.retriever.arms == ["title"]
     assert result.tokenizer == {}
 
@@ -42,7 +42,7 @@ def test_evaluate_keeps_arms_that_fuse_a_callers_arm_with_a_configured_one(
 ) -> None:
     cfg = compose(["top_k=2", "retriever.pool_size=3", f"cache_dir={tmp_path}"])
     cfg.retriever.arms = ["bm25", "title"]
-    result = evaluate(cfg, dataset=DATASET, arms={"title": _TitleSpec()})
+    result = evaluate(cfg, dataset=DATASET, arms={"title": TitleSpec()})
     assert cfg.retriever.arms == ["bm25", "title"]
     assert list(result.metrics["stages"]) == ["bm25", "title", "fused", "final"]
     assert set(result.indexes) == {"bm25", "title"}
@@ -52,4 +52,4 @@ def test_evaluate_refuses_a_typo_beside_a_callers_arm(tmp_path: Path) -> None:
     cfg = compose(["top_k=2", "retriever.pool_size=3", f"cache_dir={tmp_path}"])
     cfg.retriever.arms = ["bm25", "titel"]
     with pytest.raises(ConfigError, match=r"unknown arm 'titel'; did you mean 'title'"):
-        evaluate(cfg, dataset=DATASET, arms={"title": _TitleSpec()})
+        evaluate(cfg, dataset=DATASET, arms={"title": TitleSpec()})

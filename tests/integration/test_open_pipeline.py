@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, compose_config, run_app, run_in_process
-from support.fakes import _TitleSpec
+from support.fakes import TitleSpec
 
 from retrieval_bench import Dataset, EvalQuery, Passage, compose, evaluate
 from retrieval_bench.config.encoder import USE_ENCODER
@@ -112,7 +112,7 @@ def test_the_library_runs_a_callers_dataset_and_arm() -> None:
         EvalQuery("q2", "看日落", "place", "reviewed", {"b": 1, "c": 0}),
     )
     cfg = compose(["top_k=2", "retriever.pool_size=3"])
-    result = evaluate(cfg, dataset=Dataset("mine", passages, queries), arms={"title": _TitleSpec()})
+    result = evaluate(cfg, dataset=Dataset("mine", passages, queries), arms={"title": TitleSpec()})
     assert [r.stages["final"].ids for r in result.records] == [["a"], ["b"]]
     overall = result.metrics["stages"]["final"]["overall"]
     assert overall["recall@2"] == 1.0

@@ -1,12 +1,13 @@
-"""The tests' stand-ins: `ScriptedArm`, an arm whose rankings are scripted (over the ten
-`PASSAGES` of three cities), `_TitleArm`/`_TitleSpec`, a caller's own arm as README's library
-example writes one, and `CountingEncoder`, an encoder that counts what it encodes."""
+"""The tests' stand-ins: `ScriptedArm`, the one fake arm (its rankings are scripted, over the ten
+`PASSAGES` of three cities, or its answer is given whole), `TitleArm`/`TitleSpec`, a caller's
+own arm as README's library example writes one (it ranks by title overlap), and
+`CountingEncoder`, an encoder that counts what it encodes."""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,25 @@ CITIES = ["三亚", "海口", "三亚", "", "海口", "三亚", "", "海口", "�
 PASSAGES = [Passage(id=f"p{i}", text=f"text {i}", meta={"city": c}) for i, c in enumerate(CITIES)]
 
 
-class ScriptedArm:
-    """An arm whose ranking is fixed: its script's passages in order, scores descending,
-    restricted to the allowed mask before it cuts to k (the arm contract)."""
+# What an answering ScriptedArm's `answer` is given: the arguments of `search`.
+Answer = Callable[[Sequence[EvalQuery], int, Sequence[np.ndarray | None]], Any]
 
-    def __init__(self, name: str, script: Sequence[int]) -> None:
+
+class ScriptedArm:
+    """The tests' one fake arm: what it returns is scripted, never computed from a text.
+
+    With a `script` (passage indices, best first) each query gets the script's passages its
+    mask allows, cut to k, scored 10, 9, 8, ... (the arm contract). With an `answer`, `search`
+    returns `answer(queries, k, allowed)` as it is: an arm that breaks the contract, or one
+    that ranks at random (support.random_cases.random_answer). Either way it records the mask
+    and the k of every query it was asked."""
+
+    def __init__(
+        self, name: str = "scripted", script: Sequence[int] = (), answer: Answer | None = None
+    ) -> None:
         self.name = name
         self.script = list(script)
+        self.answer = answer
         self.masks: list[np.ndarray | None] = []
         self.ks: list[int] = []
 
@@ -33,18 +46,20 @@ class ScriptedArm:
 
     def search(
         self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
-    ) -> list[Ranked]:
+    ) -> Any:
+        self.masks.extend(allowed)
+        self.ks.extend([k] * len(allowed))
+        if self.answer is not None:
+            return self.answer(queries, k, allowed)
         out = []
         for mask in allowed:
-            self.masks.append(mask)
-            self.ks.append(k)
             kept = [i for i in self.script if mask is None or mask[i]][:k]
             scores = 10.0 - np.arange(len(kept), dtype=np.float64)
             out.append(Ranked(np.array(kept, dtype=np.int64), scores, k))
         return out
 
 
-class _TitleArm:
+class TitleArm:
     """A caller's own arm object: ranks passages whose title shares a character with the
     query, by how many it shares."""
 
@@ -67,9 +82,11 @@ class _TitleArm:
         return {"kind": "title_overlap"}
 
 
-class _TitleSpec:
-    def build(self, name: str, ctx: BuildContext) -> _TitleArm:
-        return _TitleArm(ctx.passages, ctx.tie_break)
+class TitleSpec:
+    """The title-overlap arm as an ArmSpec: built against the job's corpus."""
+
+    def build(self, name: str, ctx: BuildContext) -> TitleArm:
+        return TitleArm(ctx.passages, ctx.tie_break)
 
 
 class CountingEncoder:

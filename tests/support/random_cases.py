@@ -10,9 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval_bench.records import Ranked
+from retrieval_bench.records import EvalQuery, Ranked
 from retrieval_bench.scoring.metrics import pad_rankings
 from retrieval_bench.tiebreak import TieBreak
+from support.fakes import Answer
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -107,3 +108,21 @@ def random_corpus(seed: int, n_docs: int = 400, vocab: int = 60) -> list[list[st
     # Zipf-like: a few terms occur in most documents, so some IDFs go negative.
     weights = [1.0 / (i + 1) ** 0.7 for i in range(vocab)]
     return [rng.choices(words, weights, k=rng.randint(0, 40)) for _ in range(n_docs)]
+
+
+def random_answer(seed: int, n: int) -> Answer:
+    """A random arm's answers (for support.fakes.ScriptedArm): per query a random subset of
+    the n passages, of 0 to k of them, with tied scores, as an arm would rank them."""
+    rng = np.random.default_rng(seed)
+
+    def answer(
+        queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]:
+        out = []
+        for _ in queries:
+            idx = rng.choice(n, int(rng.integers(0, k + 1)), replace=False)
+            scores = np.sort(rng.integers(0, 3, len(idx)).astype(np.float64))[::-1]
+            out.append(Ranked(idx.astype(np.int64), scores, k))
+        return out
+
+    return answer

@@ -29,19 +29,9 @@ from run.exits import bad_input_message
 QUERY = EvalQuery("q1", "三亚 question", "t", "reviewed", {"p0": 1})
 
 
-class BadArm:
-    """An arm from outside the package whose `search` returns what `make` builds."""
-
-    def __init__(self, make: Callable[[int], Any]) -> None:
-        self.make = make
-
-    def info(self) -> dict[str, Any]:
-        return {}
-
-    def search(
-        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
-    ) -> Any:
-        return self.make(k)
+def bad_arm(make: Callable[[int], Any]) -> ScriptedArm:
+    """An arm from outside the package whose `search` returns what `make(k)` builds."""
+    return ScriptedArm("bad", answer=lambda queries, k, allowed: make(k))
 
 
 def ranked(indices: Sequence[Any], scores: Sequence[float], k: int = 10) -> Ranked:
@@ -89,7 +79,7 @@ def test_each_break_of_the_arm_contract_names_the_arm_and_the_query(
     make: Callable[[int], Any], says: str
 ) -> None:
     with pytest.raises(ContractError) as refused:
-        pipeline({"mine": BadArm(make)}).run([QUERY])
+        pipeline({"mine": bad_arm(make)}).run([QUERY])
     message = str(refused.value)
     assert message.startswith("arm 'mine'"), message
     assert says in message
@@ -100,20 +90,20 @@ def test_each_break_of_the_arm_contract_names_the_arm_and_the_query(
 
 def test_an_arm_that_ignores_the_filter_is_refused() -> None:
     """Query 三亚: the city filter allows passages 0, 2, 5, 8; an arm that ranks 1 (海口)."""
-    leaky = BadArm(lambda k: [ranked([0, 1], [2.0, 1.0])])
+    leaky = bad_arm(lambda k: [ranked([0, 1], [2.0, 1.0])])
     with pytest.raises(ContractError, match=r"passage 'p1' at rank 2 is excluded by the query's"):
         pipeline({"leaky": leaky}, city=True).run([QUERY])
 
 
 def test_an_arm_trusted_with_its_own_acl_is_not_filtered() -> None:
-    leaky = BadArm(lambda k: [ranked([0, 1], [2.0, 1.0])])
+    leaky = bad_arm(lambda k: [ranked([0, 1], [2.0, 1.0])])
     leaky.applies_own_acl = True  # type: ignore[attr-defined]
     [record] = pipeline({"service": leaky}, city=True).run([QUERY])
     assert record.stages["final"].ids == ["p0", "p1"]
 
 
 def test_ties_are_put_in_id_descending_order() -> None:
-    arm = BadArm(lambda k: [ranked([1, 4, 2], [2.0, 2.0, 1.0])])
+    arm = bad_arm(lambda k: [ranked([1, 4, 2], [2.0, 2.0, 1.0])])
     [record] = pipeline({"a": arm}).run([QUERY])
     assert record.stages["a"].ids == ["p4", "p1", "p2"]
 
@@ -154,18 +144,14 @@ def test_a_job_with_an_arm_that_ignores_the_filter_exits_2_naming_it() -> None:
     """The issue's case on the shipped travel set: the city filter on, an outside arm that
     ranks every passage whatever `allowed` says."""
 
-    class EveryPassage:
-        def info(self) -> dict[str, Any]:
-            return {}
-
-        def search(
-            self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
-        ) -> list[Ranked]:
-            top = np.arange(k, dtype=np.int64)
-            return [Ranked(top, np.linspace(1.0, 0.1, k), k) for _ in queries]
+    def every_passage(
+        queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
+    ) -> list[Ranked]:
+        top = np.arange(k, dtype=np.int64)
+        return [Ranked(top, np.linspace(1.0, 0.1, k), k) for _ in queries]
 
     cfg = compose_config(["retriever=bm25"])
     with pytest.raises(ContractError) as refused:
-        evaluate(cfg, arms={"everything": EveryPassage()})
+        evaluate(cfg, arms={"everything": ScriptedArm("everything", answer=every_passage)})
     message = str(refused.value)
     assert message.startswith("arm 'everything', query ") and "excluded by the query's" in message

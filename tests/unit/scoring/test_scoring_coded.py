@@ -7,20 +7,19 @@ integer core must refuse a ranking that holds a code twice, as the string path d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
 import pytrec_eval
 from conftest import built_combiners
-from support.random_cases import CODE, Qrels, Run, coded, random_case
+from support.fakes import ScriptedArm
+from support.random_cases import CODE, Qrels, Run, coded, random_answer, random_case
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.data.trec import trec_order
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
-from retrieval_bench.records import EvalQuery, ParsedQuery, Passage, Ranked
+from retrieval_bench.records import EvalQuery, ParsedQuery, Passage
 from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.scoring import metrics
 from retrieval_bench.scoring import records as scoring_records
@@ -159,26 +158,6 @@ def test_empty_batches() -> None:
     assert one.lengths.tolist() == [0] and one.n_relevant.tolist() == [1]
 
 
-class _RandomArm:
-    """Ranks a random subset of the corpus with tied scores, as an arm would."""
-
-    def __init__(self, name: str, seed: int, n: int) -> None:
-        self.name, self.rng, self.n = name, np.random.default_rng(seed), n
-
-    def info(self) -> dict[str, int]:
-        return {}
-
-    def search(
-        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
-    ) -> list[Ranked]:
-        out = []
-        for _ in queries:
-            idx = self.rng.choice(self.n, int(self.rng.integers(0, k + 1)), replace=False)
-            scores = np.sort(self.rng.integers(0, 3, len(idx)).astype(np.float64))[::-1]
-            out.append(Ranked(idx.astype(np.int64), scores, k))
-        return out
-
-
 def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(9)
     passages = [Passage(f"p{i:03d}", "text") for i in range(60)]
@@ -195,7 +174,10 @@ def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatc
     strategy = Strategy("hybrid", ("a", "b"))
     pipeline = Pipeline(
         passages,
-        {"a": _RandomArm("a", 1, 60), "b": _RandomArm("b", 2, 60)},
+        {
+            "a": ScriptedArm("a", answer=random_answer(1, 60)),
+            "b": ScriptedArm("b", answer=random_answer(2, 60)),
+        },
         parse=lambda text: ParsedQuery(),
         passage_filter=PassageFilter(passages, FilterConfig()),
         route=lambda q, p: Routing(None, strategy),

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import pytest
 from conftest import built_combiners
+from support.fakes import ScriptedArm
 
 from retrieval_bench.config import RetrieverConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
-from retrieval_bench.records import EvalQuery, ParsedQuery, Passage, Ranked
+from retrieval_bench.records import EvalQuery, ParsedQuery, Passage
 from retrieval_bench.routing.rules import Routing, Strategy
 from retrieval_bench.scoring.labels import judge_qrels
 from retrieval_bench.scoring.permissions import (
@@ -93,25 +91,6 @@ def test_all_unreadable_batch_is_undefined() -> None:
     assert "no_readable_relevant=1" in result["overall"]["undefined"]
 
 
-class _RankAll:
-    """An arm that returns every allowed passage, in corpus order: leaks all it can."""
-
-    name = "all"
-
-    def info(self) -> dict[str, int]:
-        return {}
-
-    def search(
-        self, queries: Sequence[EvalQuery], k: int, allowed: Sequence[np.ndarray | None]
-    ) -> list[Ranked]:
-        out = []
-        for mask in allowed:
-            idx = np.flatnonzero(mask) if mask is not None else np.arange(4)
-            idx = idx[:k]
-            out.append(Ranked(idx.astype(np.int64), np.linspace(1, 0.5, len(idx)), k))
-        return out
-
-
 @pytest.mark.parametrize("permissions", [True, False])
 def test_permission_filter_makes_leak_exactly_zero(permissions: bool) -> None:
     passages = [
@@ -127,7 +106,7 @@ def test_permission_filter_makes_leak_exactly_zero(permissions: bool) -> None:
     strategy = Strategy("all", ("all",))
     pipeline = Pipeline(
         passages,
-        {"all": _RankAll()},
+        {"all": ScriptedArm("all", range(4))},
         parse=lambda text: ParsedQuery(),
         passage_filter=PassageFilter(passages, FilterConfig(permissions=permissions)),
         route=lambda q, p: Routing(None, strategy),
