@@ -1,23 +1,25 @@
-"""Shared fixtures: the small native dataset under tests/fixtures, the job in-process (the
-library API with a config composed by Hydra's compose API) and, for exit codes, the app as a
-subprocess."""
+"""Shared fixtures and runners: the small native dataset under tests/fixtures, its job run once
+per session (`mini_job`), a config composed by the library's own `compose`, a job in-process
+(compose + run_job + write_job) and, for exit codes, the app as a subprocess. The code tests
+share beside these (fakes, random cases, datasets, models) is in tests/support/."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
+from retrieval_bench import api
+from retrieval_bench.api import compose
 from retrieval_bench.config import RetrieverConfig, RunConfig, register_configs
 from retrieval_bench.config.schema import BUILTIN_COMBINERS
 from retrieval_bench.job.build import build_combiners
-from retrieval_bench.job.check import check_config
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.write import write_job
@@ -56,17 +58,23 @@ def shared_benchmark(name: str) -> Path:
     return path
 
 
-def compose_dict(overrides: list[str]) -> DictConfig:
-    """The app's config with `overrides`, composed as `python -m run` would compose it."""
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+def compose_config(
+    overrides: Sequence[str], config_dir: Path | None = None, *, check: bool = True
+) -> RunConfig:
+    """The typed, validated RunConfig `python -m run <overrides>` would run, composed by the
+    library's own `retrieval_bench.api.compose` (raises ConfigError, or Hydra's own errors, as
+    the app would). `check=False`: the same composition without its validation
+    (`check_config`), for a test that validates the config itself or breaks it on purpose."""
+    if check:
+        return compose(overrides, config_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "check_config", lambda *args: None)
+        return compose(overrides, config_dir)
 
 
-def compose_config(overrides: list[str]) -> RunConfig:
-    """The typed, validated RunConfig for `overrides` (raises ConfigError as the app would)."""
-    cfg = cast(RunConfig, OmegaConf.to_object(compose_dict(overrides)))
-    check_config(cfg)
-    return cfg
+def config_record(cfg: RunConfig) -> dict[str, Any]:
+    """`cfg` as the plain mapping the app hands `write_job` (manifest.json's config)."""
+    return cast(dict[str, Any], OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
 
 
 def built_combiners(retriever: RetrieverConfig) -> dict[str, Combiner]:
@@ -78,14 +86,12 @@ def built_combiners(retriever: RetrieverConfig) -> dict[str, Combiner]:
     return build_combiners(cfg, list(BUILTIN_COMBINERS), ctx)
 
 
-def run_in_process(overrides: list[str], tmp_path: Path) -> tuple[JobResult, Path]:
-    """One job through the library (run_job + write_job), its files under tmp_path / "run";
-    the same work as `python -m run <overrides>` without a process start."""
-    dict_cfg = compose_dict(overrides)
-    cfg = cast(RunConfig, OmegaConf.to_object(dict_cfg))
-    check_config(cfg)
+def run_in_process(overrides: Sequence[str], tmp_path: Path) -> tuple[JobResult, Path]:
+    """One job through the library (compose + run_job + write_job), its files under
+    tmp_path / "run"; the same work as `python -m run <overrides>` without a process start."""
+    cfg = compose_config(overrides)
+    config = config_record(cfg)
     result = run_job(cfg)
-    config = cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True))
     return result, write_job(tmp_path / "run", result, config)
 
 

@@ -17,19 +17,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 import pytrec_eval
-from conftest import FIXTURE, ROOT
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import FIXTURE, compose_config, config_record
 
-from retrieval_bench.config import register_configs
 from retrieval_bench.data.trec import read_qrels, read_run
-from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.scoring.aggregate import metric_names
 from run.score import SCORED_ZERO, main
-
-register_configs()
 
 TOP_K = 6
 NO_TERM = {"query_id": "m10", "query": "zzqx", "query_type": "fuzzy_intent"}
@@ -57,13 +51,8 @@ def _job(tmp: Path, cache: Path, overrides: list[str]) -> Path:
         f"cache_dir={cache}",
         f"top_k={TOP_K}",
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        dict_cfg = compose(config_name="config", overrides=base + overrides)
-    cfg = OmegaConf.to_object(dict_cfg)
-    check_config(cfg)  # type: ignore[arg-type]
-    result = run_job(cfg)  # type: ignore[arg-type]
-    config = OmegaConf.to_container(dict_cfg, resolve=True)
-    return write_job(tmp / "job", result, config)  # type: ignore[arg-type]
+    cfg = compose_config(base + overrides)
+    return write_job(tmp / "job", run_job(cfg), config_record(cfg))
 
 
 # Per job: the stages that ran only some labelled queries, so carry their own qrels.

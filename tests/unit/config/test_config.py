@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
-from hydra import compose, initialize_config_dir
+from conftest import ROOT, compose_config
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.fusion import Fill, ReciprocalRankFusion, ScoreFusion
 from retrieval_bench.job.check import check_config
@@ -20,12 +19,10 @@ from retrieval_bench.stages.context import ContextBudget
 from retrieval_bench.stages.cut import TopKCut
 from retrieval_bench.stages.rerank import CrossEncoderRerank
 
-register_configs()
-
 
 def compose_run(overrides: list[str]) -> DictConfig:
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+    """The composed config before validation, as a DictConfig (its leaves are the keys)."""
+    return OmegaConf.structured(compose_config(overrides, check=False))
 
 
 def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:

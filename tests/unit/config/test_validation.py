@@ -10,13 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURE, ROOT, mini_overrides, run_app, shared_benchmark
-from hydra import compose, initialize_config_dir
+from conftest import (
+    FIXTURE,
+    compose_config,
+    mini_overrides,
+    run_app,
+    run_in_process,
+    shared_benchmark,
+)
 from hydra.errors import ConfigCompositionException
-from omegaconf import DictConfig, OmegaConf
 from support.datasets import make_beir, write_jsonl
 
-from retrieval_bench.config import RunConfig, nearest_key, register_configs
+from retrieval_bench.config import RunConfig, nearest_key
 from retrieval_bench.config.bm25 import BM25_IMPLS, BM25Config
 from retrieval_bench.data.beir import load_beir
 from retrieval_bench.data.evalset import load_evalset
@@ -25,22 +30,15 @@ from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.contract import StageContract
 from retrieval_bench.job.runner import run_job
-from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.records import EvalQuery, Ranked, UnjudgedQuery
 from retrieval_bench.retrievers.bm25 import BM25Retriever
 from retrieval_bench.scoring.labels import judge
 from retrieval_bench.tiebreak import shared_tie_break
 
-register_configs()
-
-
-def compose_run(overrides: list[str]) -> DictConfig:
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
-
 
 def typed(overrides: list[str]) -> RunConfig:
-    return OmegaConf.to_object(compose_run(overrides))  # type: ignore[return-value]
+    """The composed config before validation: each test validates it itself."""
+    return compose_config(overrides, check=False)
 
 
 # One misspelt key per config node; `+` (append) and `++` (force-add) both open the node.
@@ -89,7 +87,7 @@ def test_unknown_keys_inside_mappings_and_lists_of_typed_nodes() -> None:
 
 def test_an_unknown_key_without_plus_is_refused_by_hydra_and_has_a_nearest_name() -> None:
     with pytest.raises(ConfigCompositionException, match=re.escape("retriever.poolsize")):
-        compose_run(["retriever.poolsize=5"])
+        typed(["retriever.poolsize=5"])
     assert nearest_key("retriever.poolsize") == "retriever.pool_size"
     assert nearest_key("benchmark.gate.alpah") == "benchmark.gate.alpha"
     assert nearest_key("retriever.zzzzzz") is None
@@ -290,9 +288,7 @@ def empty_query_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
         encoding="utf-8",
     )
     overrides = [*mini_overrides(tmp), f"dataset.evalset={evalset}", "retriever=bm25"]
-    cfg = typed(overrides)
-    check_config(cfg)
-    job_dir = write_job(tmp / "job", run_job(cfg), OmegaConf.to_container(compose_run(overrides)))
+    _, job_dir = run_in_process(overrides, tmp)
     return job_dir, json.loads((job_dir / "metrics.json").read_text())
 
 

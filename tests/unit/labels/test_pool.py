@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE, ROOT
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import FIXTURE, compose_config, config_record
 
-from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.read import assign_labels, load_jobs
 from retrieval_bench.jobdir.write import write_job
@@ -30,18 +26,10 @@ CORPUS = FIXTURE / "corpus" / "mini"
 DEPTH = 6  # the jobs' top_k: a full pool judges every passage of every final list
 
 
-@pytest.fixture(scope="module")
-def composer() -> Iterator[None]:
-    register_configs()
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        yield
-
-
 def run_mini(folder: Path, retriever: str, evalset: Path, cache: Path, *extra: str) -> Path:
     """One job on the mini corpus against `evalset`, written as the app writes it."""
-    composed = compose(
-        config_name="config",
-        overrides=[
+    cfg = compose_config(
+        [
             *extra,
             f"retriever={retriever}",
             "dataset.name=mini",
@@ -49,11 +37,9 @@ def run_mini(folder: Path, retriever: str, evalset: Path, cache: Path, *extra: s
             f"dataset.evalset={evalset}",
             f"cache_dir={cache}",
             f"top_k={DEPTH}",
-        ],
+        ]
     )
-    cfg: RunConfig = OmegaConf.to_object(composed)  # type: ignore[assignment]
-    config: dict[str, Any] = OmegaConf.to_container(composed, resolve=True)  # type: ignore[assignment]
-    return write_job(folder, run_job(cfg), config)
+    return write_job(folder, run_job(cfg), config_record(cfg))
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -70,7 +56,7 @@ def final_metrics(job: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory, composer: None, shared_cache: Path):
+def sweep(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path):
     """A sweep folder (bm25, hybrid, the rules router) and the evaluation set copy it was
     labelled with."""
     tmp = tmp_path_factory.mktemp("pool")

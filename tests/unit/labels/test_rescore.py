@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURE, ROOT, mini_overrides
-from hydra import compose, initialize_config_dir
+from conftest import FIXTURE, compose_config, config_record, mini_overrides
 from omegaconf import OmegaConf
 
 from retrieval_bench.benchmark.driver import gate_month
@@ -28,7 +27,6 @@ from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.hashes import labels_hash, short
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.read import RescoreError
 from retrieval_bench.jobdir.write import write_job
@@ -71,13 +69,11 @@ def relabelled(path: Path) -> Path:
 
 def make_job(folder: Path, overrides: list[str]) -> Path:
     """A finished job folder as `python -m run` writes it, Hydra's .hydra/ files included."""
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        composed = compose(config_name="config", overrides=overrides)
-    cfg: RunConfig = OmegaConf.to_object(composed)  # type: ignore[assignment]
-    check_config(cfg)
-    write_job(folder, run_job(cfg), OmegaConf.to_container(composed, resolve=True))  # type: ignore[arg-type]
+    cfg = compose_config(overrides)
+    config = config_record(cfg)
+    write_job(folder, run_job(cfg), config)
     (folder / ".hydra").mkdir()
-    OmegaConf.save(composed, folder / ".hydra" / "config.yaml", resolve=True)
+    OmegaConf.save(config, folder / ".hydra" / "config.yaml")
     choices = {"dataset": "mini", "retriever": cfg.retriever.name}
     hydra = {"hydra": {"runtime": {"choices": choices}, "job": {"num": 0}}}
     (folder / ".hydra" / "hydra.yaml").write_text(yaml.safe_dump(hydra))

@@ -10,15 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ROOT, mini_overrides, run_app
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import compose_config, mini_overrides, run_app
 
-from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config import RunConfig
 from retrieval_bench.config.text import TextConfig
 from retrieval_bench.encoders.cache import EmbeddingCache
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.job.check import check_config
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.reports.console import job_line, job_summary
@@ -63,13 +60,8 @@ def test_trim_empty_keeps_a_table_that_has_nothing_at_all() -> None:
 @pytest.fixture(scope="module")
 def mini_job(tmp_path_factory: pytest.TempPathFactory) -> JobResult:
     """The mini fixture through BM25 in-process (it has one `no_answer` query and no roles)."""
-    register_configs()
     tmp = tmp_path_factory.mktemp("mini")
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        dict_cfg = compose(config_name="config", overrides=["retriever=bm25", *mini_overrides(tmp)])
-    cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
-    check_config(cfg)
-    return run_job(cfg)
+    return run_job(compose_config(["retriever=bm25", *mini_overrides(tmp)]))
 
 
 def test_console_table_leaves_out_no_answer_and_says_why(mini_job: JobResult) -> None:
@@ -182,12 +174,7 @@ def test_cache_keys_and_paths_are_debug_only(
 
 
 def _compose(tmp: Path, *overrides: str) -> RunConfig:
-    register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        dict_cfg = compose(config_name="config", overrides=[*overrides, *mini_overrides(tmp)])
-    cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
-    check_config(cfg)
-    return cfg
+    return compose_config([*overrides, *mini_overrides(tmp)])
 
 
 def test_ivf_with_more_lists_than_passages_is_refused_before_encoding(tmp_path: Path) -> None:

@@ -7,24 +7,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from conftest import FIXTURE, ROOT
-from hydra import compose, initialize_config_dir
+from conftest import FIXTURE, ROOT, run_in_process
 from omegaconf import OmegaConf
 
-from retrieval_bench.config import BUILTIN_ARMS, RunConfig, register_configs
+from retrieval_bench.config import BUILTIN_ARMS
 from retrieval_bench.config.router import RouterConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.job.check import check_config
-from retrieval_bench.job.runner import run_job
-from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.reports.router import ceiling_section, settings_lines
 from retrieval_bench.routing.ceiling import assign_folds, cross_validated_choice, routing_ceiling
 from retrieval_bench.routing.rules import load_rule_set
-
-register_configs()
 
 # Two types, the routed system and two baselines A and B, one metric "m". By hand:
 #   overall means: A 3/7, B 3.5/7 -> best single B.
@@ -194,22 +188,15 @@ def test_report_table_and_notes() -> None:
 
 def run_mini(tmp_path: Path, *overrides: str) -> Path:
     """A router=rules job on the fixture, in-process, its files under tmp_path / "run"."""
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        dict_cfg = compose(
-            config_name="config",
-            overrides=[
-                "router=rules",
-                "dataset.name=mini",
-                f"dataset.corpus={FIXTURE / 'corpus' / 'mini'}",
-                f"dataset.evalset={FIXTURE / 'evalsets' / 'mini.jsonl'}",
-                f"cache_dir={tmp_path / 'cache'}",
-                *overrides,
-            ],
-        )
-    cfg = cast(RunConfig, OmegaConf.to_object(dict_cfg))
-    check_config(cfg)
-    config = cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True))
-    return write_job(tmp_path / "run", run_job(cfg), config)
+    overrides = (
+        "router=rules",
+        "dataset.name=mini",
+        f"dataset.corpus={FIXTURE / 'corpus' / 'mini'}",
+        f"dataset.evalset={FIXTURE / 'evalsets' / 'mini.jsonl'}",
+        f"cache_dir={tmp_path / 'cache'}",
+        *overrides,
+    )
+    return run_in_process(overrides, tmp_path)[1]
 
 
 def test_router_job_reports_its_ceiling(tmp_path: Path) -> None:

@@ -13,16 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURE, ROOT
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import FIXTURE, compose_config, config_record
 from scipy import stats
 
 from retrieval_bench.compare.build import compare_dataset, settings_record
-from retrieval_bench.config import register_configs
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.reports.comparison import comparison_markdown
@@ -43,8 +39,6 @@ from retrieval_bench.scoring.significance import (
     holm_levels,
     paired_test,
 )
-
-register_configs()
 
 SIG = SignificanceSettings(n_resamples=10_000)
 # n = 12 (exact: 2**12 <= 10 000). Sign-flip p = 66/2048 = 0.0322; the unadjusted 95% interval
@@ -260,17 +254,14 @@ def test_cutoff_deeper_than_the_list_is_flagged(tmp_path: Path, shared_cache: Pa
         "top_k=6",
         "scoring.cutoffs=[10]",
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        dict_cfg = compose(config_name="config", overrides=overrides)
-    cfg = OmegaConf.to_object(dict_cfg)
-    check_config(cfg)  # type: ignore[arg-type]
-    result = run_job(cfg)  # type: ignore[arg-type]
+    cfg = compose_config(overrides)
+    result = run_job(cfg)
     stages = result.metrics["stages"]
     # final holds top_k = 6: @10 is not measured at 10. bm25's pool holds 10: nothing to flag.
     assert stages["final"]["depth_exceeds_list"] == {"list_length": 6, "cutoffs": [10]}
     assert "depth_exceeds_list" not in stages["bm25"]
     json.dumps(stages["final"]["depth_exceeds_list"])
-    report = job_report(result, OmegaConf.to_container(dict_cfg, resolve=True))  # type: ignore[arg-type]
+    report = job_report(result, config_record(cfg))
     final = report[report.index("## Stage `final`") :]
     assert "@10 ‡ deeper than this stage's lists (6): not measured" in final
     assert "@6\n" in final
