@@ -18,8 +18,6 @@ from hydra.errors import ConfigCompositionException, OverrideParseException
 from omegaconf.errors import ValidationError
 
 import run.__main__ as app
-from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import (
     ConfigError,
     DataError,
@@ -27,7 +25,7 @@ from retrieval_bench.errors import (
     NothingScored,
     interrupt_leaves,
 )
-from retrieval_bench.jobdir.read import UNFINISHED_MARKER, JobFolderError, scan_jobs
+from retrieval_bench.jobdir.read import UNFINISHED_MARKER
 from run import compare as compare_cli
 from run import score as score_cli
 from run.exits import report
@@ -167,32 +165,6 @@ def test_score_and_compare_map_internal_errors_and_interrupts(
     monkeypatch.setattr(score_cli, "score_stage", interrupt)
     assert score_cli.main([str(qrels), str(run), "-k", "5"]) == 130
     assert _stderr_lines(capsys) == ["interrupted; no file was left half-written"]
-
-
-# -- unfinished folders are named by run.compare ----------------------------------------------
-def _job_folder(path: Path, *files: str, marker: str | None = None) -> Path:
-    path.mkdir(parents=True)
-    for name in files:
-        (path / name).write_text("{}" if name.endswith(".json") else "")
-    if marker is not None:
-        (path / UNFINISHED_MARKER).write_text(marker + "\n")
-    return path
-
-
-def test_scan_names_every_skipped_folder_and_why(tmp_path: Path) -> None:
-    interrupted = _job_folder(tmp_path / "0-a", marker="interrupted (2026-11-30T10:00:00, pid 7)")
-    failed = _job_folder(tmp_path / "1-b", "metrics.json", marker="failed: config key 'top_k'")
-    half = _job_folder(tmp_path / "2-c", "metrics.json", "manifest.json")
-    scan = scan_jobs([tmp_path])
-    assert scan.jobs == []
-    assert scan.skipped_lines() == [
-        f"skipped {interrupted}: unfinished: interrupted (2026-11-30T10:00:00, pid 7)",
-        f"skipped {failed}: unfinished: failed: config key 'top_k'",
-        f"skipped {half}: unfinished: no report.md",
-    ]
-    with pytest.raises(JobFolderError) as info:
-        compare_dirs([tmp_path], CompareConfig())
-    assert str(info.value) == "no finished job to compare; " + "; ".join(scan.skipped_lines())
 
 
 # -- end to end, one subprocess per entry point -----------------------------------------------

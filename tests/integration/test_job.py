@@ -1,26 +1,24 @@
 """The job on the small fixture, in-process through the library (run_job + write_job): its
-files, figures and errors; the Hydra app itself as a subprocess only for what needs a process
-(multirun folders, exit codes), marked slow."""
+files, figures and errors. The same job through the app as a subprocess (multirun folders,
+exit codes): tests/app/test_app.py."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 import pytrec_eval
 from conftest import (
-    FIXTURE,
     compose_config,
     mini_overrides,
-    run_app,
     run_in_process,
     shared_benchmark,
 )
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
+from support.datasets import make_beir, malformed_corpus
 
 from retrieval_bench.errors import BenchError, DataError
 from retrieval_bench.job.result import JobResult
@@ -172,24 +170,6 @@ def test_second_run_is_byte_identical_and_encodes_nothing(job: tuple[JobResult, 
     assert set(second["timings_s"]) >= {"load", "retrieve", "score"}
 
 
-@pytest.mark.slow
-def test_multirun_makes_one_folder_per_retriever(tmp_path: Path) -> None:
-    sweep = tmp_path / "sweep"
-    proc = run_app(
-        [
-            "-m",
-            "retriever=bm25,dense,hybrid",
-            *mini_overrides(tmp_path),
-            f"hydra.sweep.dir={sweep}",
-        ]
-    )
-    assert proc.returncode == 0, proc.stderr
-    jobs = sorted(p for p in sweep.iterdir() if (p / "metrics.json").is_file())
-    assert len(jobs) == 3
-    names = sorted(sorted(json.loads((p / "metrics.json").read_text())["stages"]) for p in jobs)
-    assert names == [["bm25", "dense", "final", "fused"], ["bm25", "final"], ["dense", "final"]]
-
-
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
@@ -207,44 +187,15 @@ def test_bad_config_names_the_key(override: str, expected: str) -> None:
     assert expected in str(error.value)
 
 
-@pytest.mark.slow
-def test_bad_config_stops_the_app_before_it_writes(tmp_path: Path) -> None:
-    proc = run_app([*mini_overrides(tmp_path), "top_k=0", f"hydra.run.dir={tmp_path / 'run'}"])
-    assert proc.returncode != 0
-    assert "top_k" in proc.stderr
-    assert not (tmp_path / "run" / "metrics.json").exists()
-
-
-def _malformed_corpus(tmp_path: Path) -> Path:
-    corpus = tmp_path / "corpus"
-    shutil.copytree(FIXTURE / "corpus" / "mini", corpus)
-    lines = (corpus / "passages.jsonl").read_text().splitlines()
-    lines[3] = lines[3][:-5]
-    (corpus / "passages.jsonl").write_text("\n".join(lines) + "\n")
-    return corpus
-
-
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
-    corpus = _malformed_corpus(tmp_path)
+    corpus = malformed_corpus(tmp_path)
     message = re.escape(f"{corpus / 'passages.jsonl'}:4: malformed JSON")
     with pytest.raises(DataError, match=message):
         run_in_process([*mini_overrides(tmp_path), f"dataset.corpus={corpus}"], tmp_path)
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.slow
-def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
-    corpus = _malformed_corpus(tmp_path)
-    proc = run_app(
-        [*mini_overrides(tmp_path), f"dataset.corpus={corpus}", f"hydra.run.dir={tmp_path / 'run'}"]
-    )
-    assert proc.returncode == 2
-    assert f"{corpus / 'passages.jsonl'}:4: malformed JSON" in proc.stderr
-    assert not (tmp_path / "run" / "metrics.json").exists()
-
-
 def test_beir_folder_runs_through_the_job(tmp_path: Path) -> None:
-    from support.datasets import make_beir
 
     root = make_beir(tmp_path / "toy")
     result, run_dir = run_in_process(

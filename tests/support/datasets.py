@@ -1,9 +1,13 @@
-"""Small datasets written on the fly: JSONL rows, and a three-passage BEIR folder."""
+"""Small datasets written on the fly: JSONL rows, a three-passage BEIR folder, and a copy of the
+mini fixture's corpus with a malformed line."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+from conftest import FIXTURE
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -34,3 +38,13 @@ def make_beir(root: Path) -> Path:
         "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t2\nq2\t3\t0\n"
     )
     return root
+
+
+def malformed_corpus(tmp_path: Path) -> Path:
+    """A copy of the mini corpus whose 4th line of passages.jsonl is cut short (bad JSON)."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(FIXTURE / "corpus" / "mini", corpus)
+    lines = (corpus / "passages.jsonl").read_text().splitlines()
+    lines[3] = lines[3][:-5]
+    (corpus / "passages.jsonl").write_text("\n".join(lines) + "\n")
+    return corpus
