@@ -151,7 +151,7 @@ def test_score_and_compare_map_internal_errors_and_interrupts(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(score_cli, "score_stage", boom)
+    monkeypatch.setattr(score_cli, "score_rankings", boom)
     assert score_cli.main([str(qrels), str(run), "-k", "5"]) == 3
     monkeypatch.setattr(compare_cli, "compare_dirs", boom)
     assert compare_cli.main([str(tmp_path)]) == 3
@@ -162,7 +162,7 @@ def test_score_and_compare_map_internal_errors_and_interrupts(
     def interrupt(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(score_cli, "score_stage", interrupt)
+    monkeypatch.setattr(score_cli, "score_rankings", interrupt)
     assert score_cli.main([str(qrels), str(run), "-k", "5"]) == 130
     assert _stderr_lines(capsys) == ["interrupted; no file was left half-written"]
 
