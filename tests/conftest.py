@@ -112,3 +112,12 @@ def run_app(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[st
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embedding cache for the whole session, so the fixture is encoded once."""
     return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def mini_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[JobResult, Path]:
+    """The mini fixture's job with the default config (hybrid: BM25 and USE, RRF, top_k 6),
+    run once per session (per xdist worker) with a cache of its own: its result and its
+    folder, which the tests that read a finished job share and never write into."""
+    tmp = tmp_path_factory.mktemp("mini-job")
+    return run_in_process(mini_overrides(tmp), tmp)

@@ -40,11 +40,9 @@ POOLS_RETURNED = {
 }
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[JobResult, Path]:
-    tmp = tmp_path_factory.mktemp("job")
-    result, run_dir = run_in_process(mini_overrides(tmp), tmp / "run1")
-    return result, run_dir
+@pytest.fixture
+def job(mini_job: tuple[JobResult, Path]) -> tuple[JobResult, Path]:
+    return mini_job
 
 
 def test_job_writes_every_contract_file(job: tuple[JobResult, Path]) -> None:
@@ -149,10 +147,12 @@ def test_final_run_rescored_by_pytrec_eval_matches_metrics(job: tuple[JobResult,
     assert recorded["mrr@6"] == pytest.approx(mean("recip_rank"), abs=1e-12)  # runs hold <= 6
 
 
-def test_second_run_is_byte_identical_and_encodes_nothing(job: tuple[JobResult, Path]) -> None:
+def test_second_run_is_byte_identical_and_encodes_nothing(
+    job: tuple[JobResult, Path], tmp_path: Path
+) -> None:
     _, first_dir = job
-    tmp = first_dir.parent.parent
-    _, second_dir = run_in_process(mini_overrides(tmp), tmp / "run2")
+    # The same job again in a folder of its own, over the first job's cache.
+    _, second_dir = run_in_process(mini_overrides(first_dir.parent), tmp_path)
     for name in [
         "rankings.jsonl",
         "qrels.trec",

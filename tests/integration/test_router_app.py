@@ -13,6 +13,7 @@ import pytest
 from conftest import FIXTURE, mini_overrides, run_app, run_in_process
 
 from retrieval_bench.errors import BenchError
+from retrieval_bench.job.result import JobResult
 from retrieval_bench.scoring.aggregate import metric_names
 
 PASSAGE_ENTITIES = {
@@ -24,13 +25,15 @@ PASSAGE_ENTITIES = {
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """router=none and router=rules on the fixture: the two job folders by router name."""
+def sweep(
+    tmp_path_factory: pytest.TempPathFactory, mini_job: tuple[JobResult, Path]
+) -> dict[str, Path]:
+    """router=none (the session's mini job: router none is the default) and router=rules on
+    the fixture, over one cache: the two job folders by router name."""
     tmp = tmp_path_factory.mktemp("router")
-    return {
-        name: run_in_process([f"router={name}", *mini_overrides(tmp)], tmp / name)[1]
-        for name in ("none", "rules")
-    }
+    none = mini_job[1]
+    rules = run_in_process(["router=rules", *mini_overrides(none.parent)], tmp / "rules")[1]
+    return {"none": none, "rules": rules}
 
 
 def rankings(job: Path) -> list[dict[str, Any]]:

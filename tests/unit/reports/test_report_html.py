@@ -14,13 +14,14 @@ from typing import Any
 import pandas as pd
 import pytest
 import websocket  # noqa: F401  (the browser test's client: a declared test dependency)
-from conftest import IN_CI, ROOT, mini_overrides, run_in_process
+from conftest import IN_CI, ROOT, run_in_process
 from support.chromium import explore, find_chromium
 
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.data.trec import read_qrels
+from retrieval_bench.job.result import JobResult
 from retrieval_bench.jobdir.read import UNFINISHED_MARKER
 from retrieval_bench.records import passage_text
 from retrieval_bench.reports.explorer_data import (
@@ -52,11 +53,10 @@ def rankings(job_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def mini_job(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Path:
-    tmp = tmp_path_factory.mktemp("html")
-    overrides = [*mini_overrides(tmp), f"cache_dir={shared_cache}", "retriever=bm25", "top_k=3"]
-    return run_in_process(overrides, tmp)[1]
+@pytest.fixture
+def mini_job(mini_job: tuple[JobResult, Path]) -> Path:
+    """The session's mini job (hybrid, top_k 6): here, its folder."""
+    return mini_job[1]
 
 
 def test_report_html_embeds_the_recorded_rankings_labels_and_metrics(mini_job: Path) -> None:
@@ -74,8 +74,8 @@ def test_report_html_embeds_the_recorded_rankings_labels_and_metrics(mini_job: P
         labels = {pids[i]: grade for i, grade in data["queries"]["labels"][qi]}
         assert labels == qrels.get(record["query_id"], {})
         row = metrics["stages"]["final"]["per_query"].get(record["query_id"])
-        shown = system["values"]["final"]["recall@3"][qi]
-        assert shown == (None if row is None else float(f"{row['recall@3']:.4g}"))
+        shown = system["values"]["final"]["recall@6"][qi]
+        assert shown == (None if row is None else float(f"{row['recall@6']:.4g}"))
     # Where labelled passages were lost: metrics.json's stage_loss, per query over the ids.
     loss = metrics["stage_loss"]
     assert {k: system["loss"][k] for k in ("checkpoints", "overall", "by_type")} == {
@@ -196,12 +196,12 @@ def test_to_dataframe_equals_results_csv(mini_job: Path) -> None:
     csv = pd.read_csv(mini_job / "results.csv", dtype=str, keep_default_na=False)
     assert list(frame.columns) == list(COLUMNS)
     assert str(frame["value"].dtype) == "float64"
-    assert frame["system"].unique().tolist() == ["bm25"]
+    assert frame["system"].unique().tolist() == ["hybrid"]
     assert frame.drop(columns="value").values.tolist() == csv.drop(columns="value").values.tolist()
     values = [float(v) if v else float("nan") for v in csv["value"]]
     assert frame["value"].tolist() == pytest.approx(values, nan_ok=True)
     metrics = json.loads((mini_job / "metrics.json").read_text(encoding="utf-8"))
-    from_dict = to_dataframe(metrics, system="bm25")
+    from_dict = to_dataframe(metrics, system="hybrid")
     assert from_dict.equals(frame)
 
 

@@ -11,16 +11,15 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import mini_overrides, run_in_process
 
+from retrieval_bench.job.result import JobResult
 from retrieval_bench.scoring.table import COLUMNS, write_results
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("results_table")
-    _, job_dir = run_in_process([*mini_overrides(tmp), "retriever=bm25"], tmp)
-    return job_dir
+@pytest.fixture
+def job(mini_job: tuple[JobResult, Path]) -> Path:
+    """The session's mini job (hybrid: bm25, dense, fused and final stages)."""
+    return mini_job[1]
 
 
 def _expected(metrics: dict[str, Any]) -> dict[tuple[str, str, str, str, str], float | None]:
@@ -48,7 +47,7 @@ def test_csv_rows_are_metrics_json(job: Path) -> None:
     assert tuple(rows[0]) == COLUMNS
     got = {}
     for system, stage, scope, qid, qtype, metric, value in rows[1:]:
-        assert system == "bm25"
+        assert system == "hybrid"
         got[(stage, scope, qid, qtype, metric)] = None if value == "" else float(value)
     assert got == _expected(metrics)  # repr round-trip: the exact floats of metrics.json
     assert ("final", "overall", "", "", "map@6") in got
@@ -79,6 +78,6 @@ def test_without_pyarrow_only_the_csv_is_written(
 
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
     metrics = json.loads((job / "metrics.json").read_text())
-    assert write_results(tmp_path, metrics, "bm25") == [tmp_path / "results.csv"]
+    assert write_results(tmp_path, metrics, "hybrid") == [tmp_path / "results.csv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
     assert (tmp_path / "results.csv").read_bytes() == (job / "results.csv").read_bytes()
