@@ -75,13 +75,14 @@ def part_of(module: str) -> str:
     return module.split(".")[1] if "." in module else ""
 
 
+MODULES = modules()
 GRAPH = {
     module: {
         t
         for name in imports(path)
-        if (t := target(name, modules())) is not None and t != module
+        if (t := target(name, MODULES)) is not None and t != module
     }
-    for module, path in modules().items()
+    for module, path in MODULES.items()
 }
 
 
