@@ -17,25 +17,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 from conftest import run_in_process
-from ranx import Run, fuse
 from support.random_cases import Pools, random_pools
 
 from retrieval_bench.fusion import ReciprocalRankFusion, ScoreFusion
 from retrieval_bench.records import Ranked
 from retrieval_bench.tiebreak import TieBreak
 
+if TYPE_CHECKING:
+    from ranx import Run
+
 Scores = dict[str, dict[str, float]]  # query id -> passage id -> fused score
 
 RANX_NORM = {"none": None, "minmax": "min-max", "zscore": "zmuv"}
 RANX_METHOD = {"combsum": "sum", "combmnz": "mnz"}
+# The tests that call ranx are marked slow: importing it and compiling its numba kernels takes
+# tens of seconds in each process (minutes on a loaded machine), more than the fast tier's
+# budget. The tests of the formulas ranx lacks need no ranx and stay fast.
+RANX = pytest.mark.slow
+
+
+def fuse(runs: list[Run], **kwargs: Any) -> Run:
+    """`ranx.fuse`, imported when first called."""
+    from ranx import fuse as ranx_fuse
+
+    return ranx_fuse(runs, **kwargs)
 
 
 def ranx_runs(pools: Pools, ids: Sequence[str], by_position: bool = False) -> list[Run]:
     """One ranx Run per arm; `by_position`: scores n, n-1, ... 1 in the pool's order."""
+    from ranx import Run
+
     runs = []
     for arm in range(len(pools[0])):
         run: Scores = {}
@@ -111,6 +127,7 @@ IDS = [f"p{i:03d}" for i in range(120)]
 CASES = [(seed, n_arms, ties) for seed, n_arms in ((1, 2), (2, 3)) for ties in (True, False)]
 
 
+@RANX
 @pytest.mark.parametrize(("seed", "n_arms", "ties"), CASES)
 def test_rrf_agrees_with_ranx(seed: int, n_arms: int, ties: bool) -> None:
     pools = random_pools(seed, n_arms, IDS, ties)
@@ -131,6 +148,7 @@ def test_weighted_rrf_is_its_formula(seed: int, n_arms: int, ties: bool) -> None
     assert_same(ours(ReciprocalRankFusion(60, weights), pools, IDS), expected)
 
 
+@RANX
 @pytest.mark.parametrize("normalize", ["none", "minmax", "zscore"])
 @pytest.mark.parametrize("method", ["combsum", "combmnz"])
 @pytest.mark.parametrize(("seed", "n_arms", "ties"), CASES)
@@ -143,6 +161,7 @@ def test_score_fusion_agrees_with_ranx(
     assert_same(ours(ScoreFusion(normalize, method), pools, IDS), expected)
 
 
+@RANX
 @pytest.mark.parametrize("normalize", ["none", "minmax", "zscore"])
 @pytest.mark.parametrize(("seed", "n_arms", "ties"), CASES)
 def test_weighted_combsum_agrees_with_ranx_wsum(
@@ -159,6 +178,7 @@ def test_weighted_combsum_agrees_with_ranx_wsum(
     assert_same(ours(ScoreFusion(normalize, "combsum", weights), pools, IDS), expected)
 
 
+@RANX
 def test_weighted_combmnz_is_its_formula_not_ranx_wmnz() -> None:
     """count x sum w_i n_i(d): a weight scales its arm's scores, as in CombSUM. ranx's wmnz
     (sum of n_i(d)) x (sum of the present arms' weights) is another method; it gives other
@@ -182,6 +202,7 @@ def test_zscore_over_pools_with_empty_ones_is_its_formula(method: str) -> None:
     assert_same(ours(ScoreFusion("zscore", method, weights), pools, IDS), expected)
 
 
+@RANX
 def test_constant_and_single_passage_pools_agree_with_ranx() -> None:
     ids = IDS[:4]  # ids of one length, as elsewhere here: numba compiles ranx once per length
     tie_break = TieBreak(ids)
