@@ -1,14 +1,18 @@
 """The single-node SLURM cluster the tests run on (`.ci/slurm-up.sh`, which CI runs first): the
-`slurm` fixture skips a test with the reason where no node takes jobs, and fails it under CI."""
+`slurm` fixture skips a test with the reason where no node takes jobs (fails it under CI), and
+lets one test module use the cluster at a time."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from retrieval_bench.io import file_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM_UP = ROOT / ".ci" / "slurm-up.sh"
@@ -37,13 +41,20 @@ def cluster_problem() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def slurm() -> None:
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The cluster, held by one test module at a time: under xdist the workers' SLURM modules
+    take turns (a lock file in the run's temp root), so their jobs never queue behind each
+    other's on the one node."""
     problem = cluster_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the SLURM tests: {problem}")
-    pytest.skip(problem)
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the SLURM tests: {problem}")
+        pytest.skip(problem)
+    run_root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_root = run_root.parent  # shared by the workers of this run
+    with file_lock(run_root / "slurm.lock", "the SLURM cluster"):
+        yield
 
 
 def submitted(sweep: Path) -> list[str]:
