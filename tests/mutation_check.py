@@ -44,15 +44,20 @@ PIPELINE = "src/retrieval_bench/job/pipeline.py"
 RRF = "src/retrieval_bench/fusion/rrf.py"
 FILL = "src/retrieval_bench/fusion/fill.py"
 SCORE = "src/retrieval_bench/fusion/score.py"
-FUSION_TESTS = ("tests/test_fusion.py", "tests/test_pipeline_scripted.py")
+FUSION_TESTS = ("tests/unit/fusion/test_fusion.py", "tests/unit/job/test_pipeline_scripted.py")
 METRICS = "src/retrieval_bench/scoring/metrics.py"
 PERMISSIONS = "src/retrieval_bench/scoring/permissions.py"
 TIEBREAK = "src/retrieval_bench/tiebreak.py"
 BM25 = "src/retrieval_bench/retrievers/bm25.py"
-GATE_TESTS = ("tests/test_gate_units.py", "tests/test_monthly.py")
-PIPELINE_TESTS = ("tests/test_pipeline_scripted.py", "tests/test_app.py")
-POLICY_TESTS = ("tests/test_golden_policy.py", "tests/test_scoring_permissions.py")
-METRIC_TESTS = ("tests/test_metrics.py", "tests/test_scoring_parity.py")
+GATE_TESTS = ("tests/unit/benchmark/test_gate_units.py", "tests/unit/benchmark/test_monthly.py")
+# The job on the mini fixture, in-process and through the app.
+JOB_TESTS = ("tests/integration/test_job.py", "tests/app/test_app.py")
+PIPELINE_TESTS = ("tests/unit/job/test_pipeline_scripted.py", *JOB_TESTS)
+POLICY_TESTS = (
+    "tests/integration/test_golden_policy.py",
+    "tests/unit/scoring/test_scoring_permissions.py",
+)
+METRIC_TESTS = ("tests/unit/scoring/test_metrics.py", "tests/unit/scoring/test_scoring_parity.py")
 
 MUTATIONS = [
     Mutation(
@@ -81,7 +86,7 @@ MUTATIONS = [
         FILTER,
         'np.isin(self.city, [*cities, ""])',
         "np.isin(self.city, [*cities])",
-        ("tests/test_pipeline_scripted.py",),
+        ("tests/unit/job/test_pipeline_scripted.py",),
     ),
     Mutation(
         "gate compares the drop with >= instead of >",
@@ -116,7 +121,7 @@ MUTATIONS = [
         FILL,
         "        for pool in pools:\n            for index in pool.indices.tolist():",
         "        for pool in reversed(pools):\n            for index in pool.indices.tolist():",
-        (*FUSION_TESTS, "tests/test_app.py"),
+        (*FUSION_TESTS, *JOB_TESTS),
     ),
     Mutation(
         "final cut keeps top_k - 1 passages",
@@ -165,7 +170,7 @@ MUTATIONS = [
         TIEBREAK,
         "np.lexsort((-self.id_order[candidates], -scores))",
         "np.lexsort((self.id_order[candidates], -scores))",
-        ("tests/test_pipeline_scripted.py", "tests/test_fast_paths.py"),
+        ("tests/unit/job/test_pipeline_scripted.py", "tests/unit/test_fast_paths.py"),
     ),
     Mutation(
         "leak@K divided by the passages shown instead of K",
@@ -201,7 +206,7 @@ MUTATIONS = [
         "return _per_relevant(np.bincount(rows, weights=precisions, minlength=rg.n), rg)",
         "return np.bincount(rows, weights=precisions, minlength=rg.n)"
         " / np.maximum(np.minimum(rg.n_relevant, rg.k), 1)",
-        (*METRIC_TESTS, "tests/test_measures_map.py"),
+        (*METRIC_TESTS, "tests/unit/scoring/test_measures_map.py"),
     ),
     Mutation(
         "all_hit scores queries without relevant ids",
@@ -215,7 +220,7 @@ MUTATIONS = [
         BM25,
         "idf[idf < 0] = config.epsilon * average_idf",
         "idf[idf < 0] = 0.0",
-        ("tests/test_bm25.py",),
+        ("tests/unit/retrievers/test_bm25.py",),
     ),
 ]
 
@@ -231,10 +236,12 @@ def copy_tree(target: Path) -> None:
 
 
 def run_one(mutation: Mutation, pristine: Path) -> tuple[str, str]:
-    """(verdict, detail): CAUGHT, SURVIVED, STALE (the edit no longer applies) or NO TESTS."""
-    tests = [t for t in mutation.tests if (pristine / t).is_file()]
-    if not tests:
-        return "NO TESTS", f"none of {', '.join(mutation.tests)} exists"
+    """(verdict, detail): CAUGHT, SURVIVED, STALE (the edit no longer applies) or NO TESTS (a
+    test file it names is gone: moved or renamed, so update `tests`)."""
+    tests = list(mutation.tests)
+    missing = [t for t in tests if not (pristine / t).is_file()]
+    if missing:
+        return "NO TESTS", f"no such test file: {', '.join(missing)}"
     with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
         work = Path(tmp)
         shutil.copytree(pristine, work, dirs_exist_ok=True)
