@@ -6,7 +6,7 @@ without touching this file. What counts as a command, per fenced block's languag
 * ``bash``: every line (a ``\\``-continued line is one command), run by bash as written;
 * ``cron``: each schedule line's command part (after the five time fields), run by ``sh``;
 * ``yaml`` that is a GitHub workflow (has ``jobs``): each step's ``run:``; other YAML is a config
-  file's contents (``tests/test_router.py`` checks the router example's);
+  file's contents (``tests/unit/routing/test_router.py`` checks the router example's);
 * ``python``: the whole block is one program, run by this interpreter (``python -c``);
 * ``json`` and ``text``: data, not commands.
 

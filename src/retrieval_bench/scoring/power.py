@@ -13,7 +13,7 @@ mean(d) > z_{1-a/2} * sd / sqrt(n - z_{1-a/2}**2): a z-test on z**2 fewer querie
 queries needed for a difference delta are the smallest n with MDE(n) <= delta (and at least the
 n on which a unanimous difference could reach a at all, `significance.min_p_value`). The
 textbook formula reaches about 0.77 power at n = 30 where this one reaches 0.80 (the check in
-tests/test_power.py runs the project's sign-flip test on simulated differences).
+tests/unit/scoring/test_power.py runs the project's sign-flip test on simulated differences).
 
 The alpha is the per-test level a test must reach whatever the rest of its family does:
 alpha / m for a family of m tests, Holm's first step and BH's first rank (both then reject at
