@@ -40,11 +40,11 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.installed-base: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.installed-base: pyproject.toml setup.py $(wildcard src/retrieval_bench/*.h src/retrieval_bench/*/*.c) | $(VENV)/bin/python
 	$(PY) -m pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.installed-test: pyproject.toml setup.py $(wildcard src/retrieval_bench/*.h src/retrieval_bench/*/*.c) | $(VENV)/bin/python
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@ $(VENV)/.installed-base
 

@@ -56,6 +56,7 @@ UNCHECKED = "  same with check=False (no caller does this)"
 STRINGS = "string door: per_query_columns"
 CORE_FULL = "int: score_stage_coded (full job output)"
 STRINGS_FULL = "string: score_stage (full output)"
+TREC_FULL = "pytrec_eval, plain + judged-only (-J) evaluators"
 # ours -> (pytrec_eval measure, ranx metric); mrr only at 100, where it equals recip_rank
 METRICS = {
     **{f"recall@{k}": (f"recall_{k}", f"recall@{k}") for k in CUTOFFS},
@@ -67,6 +68,63 @@ METRICS = {
 # What every tool is asked to compute, as pytrec_eval is given its measure set: the project's
 # scorer computes only the measures named (`only`), its other columns are a job's choice.
 MEASURES = sorted({name.partition("@")[0] for name in METRICS})
+
+# The full set a job computes (every registered doc measure at both cut-offs) against what
+# pytrec_eval computes of it: its plain measures, and the condensed ones (Sakai's condensed
+# list: unjudged ids removed before the cut) by a second evaluator with trec_eval's -J
+# (judged_docs_only_flag). Each column: (pytrec_eval pass, measure) or how it is derived from
+# pytrec_eval's values; judged@K has no trec_eval counterpart (this project computes it, no
+# value is compared).
+PLAIN = "plain"
+JUDGED_ONLY = "judged only"
+FULL_PLAIN = {
+    f"recall.{CUTOFFS[0]},{CUTOFFS[1]}",
+    f"P.{CUTOFFS[0]},{CUTOFFS[1]}",
+    f"success.{CUTOFFS[0]},{CUTOFFS[1]}",
+    f"ndcg_cut.{CUTOFFS[0]},{CUTOFFS[1]}",
+    f"map_cut.{CUTOFFS[0]},{CUTOFFS[1]}",
+    "recip_rank",
+    "num_rel",
+}
+FULL_JUDGED = {
+    f"recall.{CUTOFFS[0]},{CUTOFFS[1]}",
+    f"success.{CUTOFFS[0]},{CUTOFFS[1]}",
+    f"ndcg_cut.{CUTOFFS[0]},{CUTOFFS[1]}",
+    "recip_rank",
+}
+FULL_COLUMNS: dict[str, tuple[str, str]] = {}
+for _k in CUTOFFS:
+    FULL_COLUMNS.update(
+        {
+            f"recall@{_k}": (PLAIN, f"recall_{_k}"),
+            f"precision@{_k}": (PLAIN, f"P_{_k}"),
+            f"hit@{_k}": (PLAIN, f"success_{_k}"),
+            f"ndcg@{_k}": (PLAIN, f"ndcg_cut_{_k}"),
+            f"map@{_k}": (PLAIN, f"map_cut_{_k}"),
+            f"mrr@{_k}": (PLAIN, "recip_rank"),
+            f"all_hit@{_k}": (PLAIN, f"recall_{_k}"),
+            f"recall_bound@{_k}": (PLAIN, "num_rel"),
+            f"recall_condensed@{_k}": (JUDGED_ONLY, f"recall_{_k}"),
+            f"hit_condensed@{_k}": (JUDGED_ONLY, f"success_{_k}"),
+            f"ndcg_condensed@{_k}": (JUDGED_ONLY, f"ndcg_cut_{_k}"),
+            f"mrr_condensed@{_k}": (JUDGED_ONLY, "recip_rank"),
+        }
+    )
+
+
+def derived(column: str, values: np.ndarray) -> np.ndarray:
+    """pytrec_eval's value for one of this project's columns: mrr@K from recip_rank (1/rank
+    counts when rank <= K, i.e. 1/rank >= 1/K), all_hit@K from recall_K == 1, recall_bound@K
+    from num_rel; the rest as trec_eval gives them."""
+    name, _, k_text = column.partition("@")
+    k = int(k_text)
+    if name.startswith("mrr"):
+        return np.where(values >= 1.0 / k, values, 0.0)
+    if name == "all_hit":
+        return (values == 1.0).astype(np.float64)
+    if name == "recall_bound":
+        return np.minimum(k, values) / values
+    return values
 
 
 def synthetic_run(n_queries: int, seed: int = 0) -> tuple[dict, dict, np.ndarray]:
@@ -208,6 +266,23 @@ def main(argv: list[str] | None = None) -> int:
     }
     del result
 
+    # The full set: every registered measure (this project) against pytrec_eval's plain and
+    # judged-only evaluators, each timed as a whole, the same way.
+    def trec_full() -> dict[str, dict]:
+        return {
+            PLAIN: pytrec_eval.RelevanceEvaluator(qrels, FULL_PLAIN).evaluate(trec_run),
+            JUDGED_ONLY: pytrec_eval.RelevanceEvaluator(
+                qrels, FULL_JUDGED, judged_docs_only_flag=True
+            ).evaluate(trec_run),
+        }
+
+    full_trec, times[TREC_FULL] = warm_clock(trec_full)
+    full_diff = 0.0
+    for column, (evaluation, measure) in FULL_COLUMNS.items():
+        theirs = derived(column, np.array([full_trec[evaluation][q][measure] for q in qids]))
+        full_diff = max(full_diff, float(np.max(np.abs(every[column] - theirs))))
+    del full_trec
+
     ranx_warmup = 0.0
     if not args.no_ranx:
         from ranx import Qrels, Run, evaluate
@@ -231,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             for ours_name, (_, metric) in METRICS.items()
         }
 
-    report(n, times, ours, values, ranx_warmup)
+    report(n, times, ours, values, ranx_warmup, full_diff)
     print(
         f"floor: the duplicate check alone (one set() per ranking) takes {floor:.2f}s, "
         f"pytrec_eval / {times['pytrec_eval'] / floor:.1f}"
@@ -245,6 +320,7 @@ def report(
     ours: dict[str, np.ndarray],
     values: dict[str, dict[str, np.ndarray]],
     ranx_warmup: float,
+    full_diff: float,
 ) -> None:
     ref = times["pytrec_eval"]
     print()
@@ -256,7 +332,21 @@ def report(
     print(header)
     print("-" * len(header))
     for name, seconds in times.items():
+        if name == TREC_FULL:
+            continue
         print(f"{name:<48}{seconds:>9.2f}{seconds / n * 1e6:>10.1f}{ref / seconds:>15.2f}x")
+    full, trec_full = times[CORE_ALL], times[TREC_FULL]
+    print(
+        f"\nThe full measure set a job computes ({len(FULL_COLUMNS) + 2} columns: every "
+        "registered doc measure at both cut-offs)"
+    )
+    print(f"{'scorer':<48}{'CPU s':>9}{'us/query':>10}{'vs pytrec_eval':>16}")
+    print(f"{CORE_ALL.strip():<48}{full:>9.2f}{full / n * 1e6:>10.1f}{trec_full / full:>15.2f}x")
+    print(f"{TREC_FULL:<48}{trec_full:>9.2f}{trec_full / n * 1e6:>10.1f}{1:>15.2f}x")
+    print(
+        f"max |int core - pytrec_eval| over {n:,} queries x {len(FULL_COLUMNS)} columns with a "
+        f"trec_eval counterpart: {full_diff:.3g}"
+    )
     if ranx_warmup:
         print(f"{'ranx numba warm-up (first call, 50 queries)':<48}{ranx_warmup:>9.2f}")
     print()
@@ -282,6 +372,13 @@ def report(
     )
     if "ranx (after warm-up)" in times:
         line += f", ranx {times['ranx (after warm-up)']:.2f}s + {ranx_warmup:.0f}s warm-up"
+    line += (
+        f"; full measure set (every registered measure, {len(FULL_COLUMNS) + 2} columns) "
+        f"{times[CORE_ALL]:.2f}s vs pytrec_eval's plain + judged-only evaluators "
+        f"{times[TREC_FULL]:.2f}s = {times[TREC_FULL] / times[CORE_ALL]:.1f}x faster "
+        f"({'meets' if times[TREC_FULL] / times[CORE_ALL] >= 20 else 'misses'} 20x), max "
+        f"|diff| {full_diff:.3g} over {len(FULL_COLUMNS)} columns"
+    )
     print()
     print(f"{line}; max |diff| vs pytrec_eval {worst:.3g}")
 

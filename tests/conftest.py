@@ -58,6 +58,22 @@ def shared_benchmark(name: str) -> Path:
     return path
 
 
+def compiled_or_numpy(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, module: Any, what: str
+) -> str:
+    """For a fixture parametrised over ["compiled", "numpy"]: the test runs on `module`'s C
+    extension (its `_kernel()`), then on the numpy path a machine without a compiler gets
+    (`_kernel` patched to None). The compiled run fails under CI when the extension is not
+    built, and is skipped elsewhere."""
+    if request.param == "numpy":
+        monkeypatch.setattr(module, "_kernel", lambda: None)
+    elif module._kernel() is None:
+        if IN_CI:
+            pytest.fail(f"{what} is not built; CI must build it")
+        pytest.skip(f"{what} is not built here")
+    return str(request.param)
+
+
 def compose_config(
     overrides: Sequence[str], config_dir: Path | None = None, *, check: bool = True
 ) -> RunConfig:

@@ -48,6 +48,7 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1  # only the monthly gate: a significant drop beyond its tolerance
 EXIT_BAD_INPUT = 2  # bad input or config, Hydra's own override errors included
 EXIT_INTERNAL = 3  # an unexpected exception: a bug, or the machine (disk full, ...)
+EXIT_TOKEN_DIFFERENCE = 4  # only `run.tokens parity`: the fast cut differs from jieba's
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 

@@ -74,7 +74,7 @@ def selected_metrics(specs: Sequence[str], cutoffs: Sequence[int]) -> list[str]:
     for i, spec in enumerate(specs):
         key = f"--metric[{i}]"
         name, at, k = canonical_metric(spec, key).partition("@")
-        if not at:  # an answer metric (answers.names): scored from answers, not from a run
+        if not at:  # an answer metric (the registry's answer family): scored from answers
             raise ConfigError(key, f"{spec!r} is an answer metric; run.score scores rankings")
         if k != "K" and int(k) not in cutoffs:
             raise ConfigError(key, f"{spec!r}: cut-off {k} is not scored; add -k {k}")

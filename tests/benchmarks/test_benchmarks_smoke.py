@@ -5,6 +5,7 @@ never (they flake on shared machines). Subprocesses: marked slow."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from support.benchmarks import result_line, run_benchmark
@@ -63,6 +64,12 @@ def test_service_benchmark_quick() -> None:
     match = re.search(r"ranked in full (\d+)/(\d+), failed (\d+), unknown ids (\d+)$", line)
     assert match, line
     assert match.groups() == ("100", "100", "0", "0")
+
+
+def test_dense_scale_benchmark_quick(tmp_path: Path) -> None:
+    out = run_benchmark("bench_dense_scale.py", "--quick", "--workdir", str(tmp_path))
+    line = [x for x in out.splitlines() if x.startswith("RESULT dense_scale passages=20000 index")]
+    assert line and "recall@10=" in line[0], out[-2000:]
 
 
 def test_tokenise_benchmark_quick() -> None:

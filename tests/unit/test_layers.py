@@ -18,7 +18,7 @@ PACKAGE = "retrieval_bench"
 # Bottom to top; the packages (or root modules) of one row never import each other.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "paths"),
-    ("io", "progress"),
+    ("io", "progress", "compiled"),
     ("records", "tiebreak"),
     ("config",),
     ("data",),

@@ -2,8 +2,8 @@
 recorded and to the labels (`python -m run.answers JOB_DIR ANSWERS`).
 
 `score.load_job_answers` reads and scores; `write_answers` writes answers.json and answers.md
-into the job folder. The metric names `run.compare` and the gate accept are declared in
-`names.ANSWER_METRICS`.
+into the job folder. The answer metrics are declared in the one metric registry
+(`scoring.registry`, family `answer`), as every other measure is.
 """
 
 from __future__ import annotations
@@ -13,14 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.answers.read import AnswerOptions
-from retrieval_bench.scoring.answer_names import ANSWER_METRICS, JUDGE_PREFIX, is_answer_metric
 
 __all__ = [
     "ANSWERS_FILE",
-    "ANSWER_METRICS",
-    "JUDGE_PREFIX",
     "AnswerOptions",
-    "is_answer_metric",
     "score_found_answers",
     "write_answers",
 ]

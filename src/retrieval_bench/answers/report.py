@@ -8,7 +8,7 @@ from typing import Any
 
 from retrieval_bench.answers.score import DIAGNOSIS, IN_CONTEXT, NOT_IN_CONTEXT
 from retrieval_bench.reports.tables import fmt, markdown_table, text_table
-from retrieval_bench.scoring.answer_names import JUDGE_PREFIX
+from retrieval_bench.scoring.registry import JUDGE_PREFIX
 
 ALL = "all"
 Table = tuple[list[str], list[list[Any]]]

@@ -45,9 +45,9 @@ from retrieval_bench.answers.read import AnswerOptions, AnswersInput, CitationMa
 from retrieval_bench.data.jsonl import file_sha256, read_jsonl
 from retrieval_bench.errors import DataError
 from retrieval_bench.scoring.aggregate import summarise
-from retrieval_bench.scoring.answer_names import ANSWER_METRICS, JUDGE_PREFIX
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.refusal import REFUSE, populations
+from retrieval_bench.scoring.registry import JUDGE_PREFIX, answer_measures
 
 if TYPE_CHECKING:
     from retrieval_bench.config import DatasetConfig
@@ -256,7 +256,7 @@ def score_answers(
     return {
         "context": {"stage": context.stage, "note": context.note},
         "citations_known": known,
-        "metrics": [*ANSWER_METRICS, *(JUDGE_PREFIX + n for n in judged_names)],
+        "metrics": [*answer_measures(), *(JUDGE_PREFIX + n for n in judged_names)],
         "families": families,
         "diagnosis": diagnosis(families["sources"]),
         "summary": summary(families),

@@ -38,7 +38,6 @@ from retrieval_bench.jobdir.read import (
     group_by_dataset,
     scan_jobs,
 )
-from retrieval_bench.scoring.answer_names import is_answer_metric
 from retrieval_bench.scoring.comparison import (
     ALL,
     delta_families,
@@ -46,7 +45,7 @@ from retrieval_bench.scoring.comparison import (
     ordered_types,
     verdict_cells,
 )
-from retrieval_bench.scoring.registry import ideal_value, lower_is_better
+from retrieval_bench.scoring.registry import ideal_value, is_answer_measure, lower_is_better
 from retrieval_bench.scoring.significance import SignificanceSettings
 
 
@@ -89,7 +88,7 @@ def _too_deep(jobs: Sequence[FinishedJob], stage: str, spec: str) -> dict[str, i
     """label -> list length, for the jobs whose metric cuts deeper than the stage's lists
     (the job's `depth_exceeds_list`): a value there is not measured at its depth."""
     out: dict[str, int] = {}
-    if is_answer_metric(spec):  # measured on the context, at no cut-off
+    if is_answer_measure(spec):  # measured on the context, at no cut-off
         return out
     for job in jobs:
         flag = job.stage(stage).get("depth_exceeds_list") or {}
@@ -215,7 +214,7 @@ def _ideal_bound(
     over the cell's paired queries: what a perfect ranking would score there. None for a
     lower-is-better metric (leak@K), where "weak" as a fraction of the bound means nothing."""
     means = {k: v for k, v in cell["means"].items() if v is not None and v == v}
-    if not means or not values or is_answer_metric(spec) or lower_is_better(spec):
+    if not means or not values or is_answer_measure(spec) or lower_is_better(spec):
         return None
     job = jobs[max(means, key=lambda label: means[label])]
     qids = set.intersection(*(set(v) for v in values.values()))
@@ -386,7 +385,7 @@ def compare_dirs(
         datasets[name] = compare_dataset(group, cfg, baseline)
         specs = [m["spec"] for m in datasets[name]["metrics"]]
         # Bad cases are rankings: led by the first retrieval metric compared.
-        primary = next((m for m in specs if not is_answer_metric(m)), "recall@K")
+        primary = next((m for m in specs if not is_answer_measure(m)), "recall@K")
         badcases[name] = drilldown(group, cfg.stage, primary)
     record = strict_json(
         {

@@ -7,11 +7,16 @@ from dataclasses import dataclass
 
 from retrieval_bench.errors import ConfigError
 
+# Who cuts the text into tokens (`text.impl`): the compiled copy of jieba's cut (text/segment/),
+# falling back to jieba where it is not built or differs on the parity sample ("fast"), or
+# refusing then ("fast_strict"); or jieba's own Python, the reference ("jieba").
+IMPLS = ("fast", "fast_strict", "jieba")
+
 
 @dataclass(unsafe_hash=True)  # mutable for Hydra overrides, hashable for the tokenizer memo
 class TextConfig:
-    """Tokeniser settings; each one but `workers` changes the BM25 index, so all of them but
-    `workers` enter its cache key (Tokenizer.identity)."""
+    """Tokeniser settings; each one but `workers` and `parity_sample` changes the BM25 index,
+    so the others enter its cache key (Tokenizer.identity; `impl` as the name of what cuts)."""
 
     use_lexicon: bool = True
     hmm: bool = True
@@ -22,6 +27,22 @@ class TextConfig:
     # Processes that tokenise the corpus on a token-cache miss (0: one per CPU core). Any count
     # gives the same token ids; corpora under 2,000 passages are tokenised in-process.
     workers: int = 1
+    # Who cuts: "fast" (jieba's cut compiled, text/segment/; jieba when not built or when it
+    # differs on the parity sample, with a warning), "fast_strict" (refuse instead of falling
+    # back), "jieba" (jieba's own Python, the reference). Enters the cache key by the name of
+    # what cuts.
+    impl: str = "fast"
+    # Passages of each corpus cut by both jieba and the fast engine and compared before the
+    # fast one is used (0: no check). Not in the cache key: it changes no token.
+    parity_sample: int = 256
+
+    def validate(self) -> None:
+        """The keys Hydra's types cannot check; ConfigError names the first bad one."""
+        if self.impl not in IMPLS:
+            raise ConfigError("text.impl", f"unknown implementation {self.impl!r}; one of {IMPLS}")
+        if self.parity_sample < 0:
+            raise ConfigError("text.parity_sample", f"must be >= 0, got {self.parity_sample}")
+        self.resolved_workers()
 
     def resolved_workers(self) -> int:
         """`workers`, with 0 read as the CPU cores this process may use."""

@@ -173,7 +173,7 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         raise ConfigError("bm25.k1", f"must be >= 0, got {cfg.bm25.k1}")
     if not 0 <= cfg.bm25.b <= 1:
         raise ConfigError("bm25.b", f"must be within [0, 1], got {cfg.bm25.b}")
-    cfg.text.resolved_workers()
+    cfg.text.validate()
     cfg.encoder.validate()
     cfg.dense.validate()
     cfg.run_file.validate([cfg.arms.get(arm) for arm in cfg.retriever.arms])

@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import BenchError
-from retrieval_bench.scoring.answer_names import is_answer_metric
+from retrieval_bench.scoring.registry import is_answer_measure
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class FinishedJob:
     setting: dict[str, str] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
     # answers.json (`python -m run.answers`), when the job's answers were scored: where the
-    # answer metrics (`answers.names`) are read from, whatever the stage.
+    # answer metrics (the registry's `answer` family) are read from, whatever the stage.
     answers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -192,7 +192,7 @@ class FinishedJob:
     def per_query(self, stage: str, spec: str) -> dict[str, float]:
         """query id -> value of one metric at one stage, for the queries that stage scored
         (an answer metric: the queries its answers.json scored)."""
-        if is_answer_metric(spec):
+        if is_answer_measure(spec):
             answered = self.answers.get("per_query") or {}
             return {q: row[spec] for q, row in answered.items() if row.get(spec) is not None}
         name = self.resolve_metric(spec)
@@ -208,14 +208,14 @@ class FinishedJob:
     def metric_query_types(self, stage: str, spec: str) -> dict[str, str]:
         """`query_types` of the queries `spec` is scored on (an answer metric's: answers.json's,
         which include the no_answer queries refusal is scored on)."""
-        if not is_answer_metric(spec):
+        if not is_answer_measure(spec):
             return self.query_types(stage)
         rows = self.answers.get("per_query") or {}
         return {qid: str(row.get("query_type", "unknown")) for qid, row in rows.items()}
 
     def metric_groups(self, stage: str, spec: str) -> dict[str, dict[str, Any]]:
         """type -> the group dict (`n`, the metric's mean) of one metric, `all` for overall."""
-        if is_answer_metric(spec):
+        if is_answer_measure(spec):
             found = (self.answers.get("summary") or {}).get(spec) or {}
         else:
             found = self.stage(stage)
@@ -236,7 +236,7 @@ class FinishedJob:
         return canonical(node)
 
     def has_metric(self, stage: str, spec: str) -> bool:
-        if is_answer_metric(spec):
+        if is_answer_measure(spec):
             return any(spec in row for row in (self.answers.get("per_query") or {}).values())
         rows = self.stage(stage).get("per_query") or {}
         name = self.resolve_metric(spec)

@@ -10,6 +10,7 @@ itself.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from retrieval_bench.progress import progress
 from retrieval_bench.protocols import Arm, BuildContext
 from retrieval_bench.records import FILTERED_OUT, NO_MATCHING_TERMS, NO_QUERY_TERMS, Ranked
 from retrieval_bench.retrievers.base import TextArm
+from retrieval_bench.retrievers.bm25_kernel import score_rows, top_rows
 from retrieval_bench.text.token_cache import TokenizedCorpus
 from retrieval_bench.tiebreak import shared_tie_break
 
@@ -91,30 +93,55 @@ class SparseBM25:
         tf_matrix.data = np.repeat(idf, df) * weight
         self.matrix = tf_matrix
         self.n_docs = n_docs
+        self._indptr64 = tf_matrix.indptr.astype(np.int64)  # the compiled kernel's layout
+        self.compiled = True  # False: the numpy path (tests compare both with rank_bm25)
+        self._scratch = np.zeros(n_docs)
+        self._scratch_lock = threading.Lock()
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(scores over all passages, indices of passages sharing at least one query term)."""
         vocab = self.vocab
         # A token repeated in the query counts twice, as rank_bm25 iterates the query list.
-        rows = [vocab[t] for t in query_tokens if t in vocab]
+        rows = [row for row in map(vocab.get, query_tokens) if row is not None]
         if not rows:
             return np.zeros(self.n_docs), np.empty(0, dtype=np.int64)
-        indptr, indices, data = self.matrix.indptr, self.matrix.indices, self.matrix.data
-        if len(rows) == 1:
-            start, end = indptr[rows[0]], indptr[rows[0] + 1]
-            docs, contributions = indices[start:end], data[start:end]
-        else:
-            docs = np.concatenate([indices[indptr[r] : indptr[r + 1]] for r in rows])
-            contributions = np.concatenate([data[indptr[r] : indptr[r + 1]] for r in rows])
-        # bincount adds each passage's contributions in array order, i.e. query-token order,
-        # from 0.0: the same additions, in the same order, as rank_bm25's `score +=`.
-        scores = np.bincount(docs, weights=contributions, minlength=self.n_docs)
-        if (self.idf[rows] > 0).all():
-            # Every contribution is > 0, so a passage is matched iff its score is > 0.
-            matched = np.flatnonzero(scores > 0)
-        else:
-            matched = np.flatnonzero(np.bincount(docs, minlength=self.n_docs))
-        return scores, matched
+        return score_rows(self.matrix, self._indptr64, self.idf, rows, self.compiled)
+
+    def top(
+        self,
+        query_tokens: Sequence[str],
+        k: int,
+        id_order: np.ndarray,
+        allowed: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, bool, bool] | None:
+        """What `scores` + `TieBreak.top` give for the matched passages `allowed` lets through
+        (indices, scores, best first), with whether any passage matched and whether any of
+        those is allowed; None where the compiled kernel is not built (or `compiled` is off):
+        then use those two."""
+        if not self.compiled:
+            return None
+        rows = [row for row in map(self.vocab.get, query_tokens) if row is not None]
+        if not rows:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, np.empty(0), False, False
+        # One zeroed scratch vector per index, left zeroed by the kernel; a second caller at
+        # the same moment (threads) gets its own.
+        if self._scratch_lock.acquire(blocking=False):
+            try:
+                return top_rows(
+                    self.matrix,
+                    self._indptr64,
+                    self.idf,
+                    rows,
+                    id_order,
+                    k,
+                    allowed,
+                    self._scratch,
+                )
+            finally:
+                self._scratch_lock.release()
+        scratch = np.zeros(self.n_docs)
+        return top_rows(self.matrix, self._indptr64, self.idf, rows, id_order, k, allowed, scratch)
 
 
 class ReferenceBM25:
@@ -193,13 +220,21 @@ class BM25Retriever:
         pairs = zip(queries, allowed, strict=True)
         for query, mask in progress("ranking queries (bm25)", len(queries), "query", pairs):
             tokens = self.tokenize(query)
-            scores, matched = self.scorer.scores(tokens)
-            reason = None if len(matched) else NO_MATCHING_TERMS if tokens else NO_QUERY_TERMS
-            if mask is not None:
-                matched = matched[mask[matched]]
-                if reason is None and not len(matched):
-                    reason = FILTERED_OUT
-            indices, top = self.tie_break.top(matched, scores[matched], k)
+            fused = None
+            if isinstance(self.scorer, SparseBM25):  # the compiled kernel, where built
+                fused = self.scorer.top(tokens, k, self.tie_break.id_order, mask)
+            if fused is not None:
+                indices, top, any_matched, any_allowed = fused
+            else:
+                scores, matched = self.scorer.scores(tokens)
+                any_matched = len(matched) > 0
+                if mask is not None:
+                    matched = matched[mask[matched]]
+                any_allowed = len(matched) > 0
+                indices, top = self.tie_break.top(matched, scores[matched], k)
+            reason = None if any_matched else NO_MATCHING_TERMS if tokens else NO_QUERY_TERMS
+            if mask is not None and reason is None and not any_allowed:
+                reason = FILTERED_OUT
             results.append(Ranked(indices=indices, scores=top, requested=k, empty_reason=reason))
         return results
 
@@ -214,11 +249,14 @@ class BM25ArmSpec:
         with_overrides(BM25Config(), overrides)  # an unknown key fails when the config is read
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
+        from retrieval_bench.text.segment.parity import checked_tokenizer
         from retrieval_bench.text.token_cache import tokenize_corpus
         from retrieval_bench.text.tokenizer import cached_tokenizer, lexicon_of
 
         config = with_overrides(ctx.cfg.bm25, self.overrides)
         tokenizer = cached_tokenizer(ctx.cfg.text, *lexicon_of(ctx.entities))
+        # text.impl=fast: jieba instead where the fast cut differs on a sample of this corpus.
+        tokenizer = checked_tokenizer(tokenizer, ctx.texts, ctx.ids)
         # The manifest's `tokenizer`: recorded by the arm that tokenises, so a job without a
         # BM25 arm loads no jieba (every BM25 arm of a job shares `text`, hence one identity).
         ctx.stats["tokenizer"] = tokenizer.identity()

@@ -16,15 +16,20 @@ from __future__ import annotations
 from retrieval_bench.config.benchmark import BenchmarkConfig
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
-from retrieval_bench.scoring.answer_names import ANSWER_METRICS, is_answer_metric
-from retrieval_bench.scoring.registry import ir_measures_names, known_metrics
+from retrieval_bench.scoring.registry import (
+    answer_measures,
+    ir_measures_names,
+    is_answer_measure,
+    known_metrics,
+)
 
 
 def canonical_metric(spec: str, key: str) -> str:
     """`spec` (`ndcg@10`, `nDCG@10`, `R@K`, ...) as the project names it (`ndcg@10`,
     `recall@K`); ConfigError naming `key` for a malformed or unknown name. An answer metric
-    (`source_coverage`, `judge_faithfulness`: `answers.names`) has no cut-off and stays as is."""
-    if is_answer_metric(spec):
+    (`source_coverage`, `judge_faithfulness`: the registry's `answer` family) has no cut-off
+    and stays as is."""
+    if is_answer_measure(spec):
         return str(spec)
     spellings = ir_measures_names()
     name, sep, k = str(spec).partition("@")
@@ -35,7 +40,7 @@ def canonical_metric(spec: str, key: str) -> str:
                 f"{spec!r} has no cut-off: write {spec}@K (K: each job's top_k) or {spec}@<int>",
             )
         if not sep:  # perhaps a misspelt answer metric, which has no cut-off
-            hint = nearest_hint(name, list(ANSWER_METRICS))
+            hint = nearest_hint(name, answer_measures())
             if hint.startswith("did you mean"):
                 raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
         raise ConfigError(key, f"{spec!r} is not METRIC@K or METRIC@<int>")

@@ -45,6 +45,8 @@ from itertools import chain
 
 import numpy as np
 
+from retrieval_bench.scoring.coded_kernel import match_rows
+
 _NAN = math.nan
 
 
@@ -221,29 +223,41 @@ def build_ranked_grades_coded(
         raise ValueError(
             f"{n} rankings but label ids {label_ids.shape} and grades {label_grades.shape}"
         )
-    if check:
-        bad = duplicate_rows(rankings)
-        if len(bad):
-            ranking = rankings[bad[0]]
-            code = first_duplicate(ranking[ranking >= 0].tolist())
-            raise ValueError(f"ranking #{bad[0]}: ranking holds code {code} more than once")
-    top = rankings[:, :k].astype(np.int64, copy=False)
-    lengths = _lengths(rankings, k, check)
     # Each row's labels sorted ascending (padding first), for the binary search below.
     order = np.argsort(label_ids, axis=1, kind="stable")
     sorted_ids = np.take_along_axis(label_ids, order, axis=1)
     sorted_grades = np.take_along_axis(label_grades, order, axis=1)
     twice = (sorted_ids[:, 1:] == sorted_ids[:, :-1]) & (sorted_ids[:, 1:] >= 0)
+    # The compiled pass (coded_kernel) where built: the same checks and arrays in one pass.
+    compiled = match_rows(rankings, sorted_ids, k, check) if not twice.any() else None
+    if check:
+        bad = duplicate_rows(rankings) if compiled is None else _found(compiled[4])
+        if len(bad):
+            ranking = rankings[bad[0]]
+            code = first_duplicate(ranking[ranking >= 0].tolist())
+            raise ValueError(f"ranking #{bad[0]}: ranking holds code {code} more than once")
+    if compiled is None:
+        lengths = _lengths(rankings, k, check)
+    elif compiled[5] >= 0:
+        raise ValueError(f"ranking #{compiled[5]}: padding (-1) before the end of the ranking")
     if twice.any():
         bad_row = int(np.flatnonzero(twice.any(axis=1))[0])
         raise ValueError(f"labels #{bad_row}: a labelled code appears twice")
-    row, rank, column = _match(top, sorted_ids)
+    if compiled is None:
+        row, rank, column = _match(rankings[:, :k].astype(np.int64, copy=False), sorted_ids)
+    else:
+        lengths, row, rank, column = compiled[:4]
     grade = sorted_grades[row, column].astype(np.float64)
     # Ideal ranking: each row's grades > 0, best first (a row-wise sort of a narrow matrix).
     best = -np.sort(-np.where(label_grades > 0, label_grades, 0), axis=1)
     ideal_row, ideal_column = np.nonzero(best > 0)
     ideal_grade = best[ideal_row, ideal_column].astype(np.float64)
     return _assemble(k, lengths, row, rank, grade, ideal_row, ideal_grade)
+
+
+def _found(row: int) -> np.ndarray:
+    """A row number from the compiled pass (-1: none) as duplicate_rows reports rows."""
+    return np.asarray([row] if row >= 0 else [], dtype=np.int64)
 
 
 # Ranked entries filtered per chunk of queries: bounds the temporaries to a few MiB.

@@ -13,7 +13,11 @@ in each ranking cut to K): the aggregation calls `fn` for every cut-off, and `re
 each of them again against the labels the asking role may read (`readable_<name>`). The
 measures of the other families (`leak`, `entities`, `negative_entities`, `evidence`) read
 passage metadata and query fields: their module computes their per-query columns, and the
-declaration here gives their name, direction and pooling.
+declaration here gives their name, direction and pooling. The `answer` family's measures are
+scored on a generator's answers against the context it was given (retrieval_bench.answers):
+they carry no cut-off and live in a job's `answers.json`, not its `metrics.json`; an external
+judge's score `<name>` is the answer measure `judge_<name>`, declared by the answers file that
+holds it (`is_answer_measure` knows the family by name, so nobody else has to).
 
 A new measure from outside the package is one function and one call, in any importable
 module::
@@ -41,7 +45,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.scoring.answer_names import is_answer_metric
 
 if TYPE_CHECKING:
     from retrieval_bench.scoring.metrics import RankedGrades
@@ -50,9 +53,12 @@ RankedMeasure = Callable[["RankedGrades"], np.ndarray]
 IdealValue = Callable[[int, np.ndarray], np.ndarray]
 
 DOC = "doc"
-# Families whose measures are computed by their own module (scoring.families); `readable` is
-# derived from `doc` (every doc measure again, `readable_` prefixed), never declared.
-FAMILIES = (DOC, "leak", "entities", "negative_entities", "evidence")
+ANSWER = "answer"
+# Families whose measures are computed by their own module (scoring.families, answers); `readable`
+# is derived from `doc` (every doc measure again, `readable_` prefixed), never declared.
+FAMILIES = (DOC, "leak", "entities", "negative_entities", "evidence", ANSWER)
+# An external judge's score `<name>` in an answers file is the answer measure `judge_<name>`.
+JUDGE_PREFIX = "judge_"
 READABLE_PREFIX = "readable_"
 CONDENSED_SUFFIX = "_condensed"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -146,7 +152,7 @@ def _check_new(measure: Measure) -> None:
     if _REGISTRY.get(name) == measure:
         return
     derived = name.startswith(READABLE_PREFIX) or name.endswith(CONDENSED_SUFFIX)
-    if name in _REGISTRY or derived or name in known_metrics() or is_answer_metric(name):
+    if name in _REGISTRY or derived or name in known_metrics() or is_answer_measure(name):
         raise ValueError(f"measure name {name!r} is taken (built in, derived or registered)")
     if measure.ir_measures is not None and measure.ir_measures in ir_measures_names():
         raise ValueError(f"ir_measures spelling {measure.ir_measures!r} is taken")
@@ -180,13 +186,30 @@ def pooled_columns(family: str, ks: Sequence[int]) -> dict[str, tuple[str, str]]
 
 def _by_reported_name() -> dict[str, Measure]:
     """Every name a stage can report (without `@K`) -> its declaration, in report order: the
-    doc metrics, readable recall's `readable_` copies of them, then the other families'."""
+    doc metrics, readable recall's `readable_` copies of them, then the other families' (the
+    answer family is not a stage's: `answer_measures`)."""
     doc = [(n, _REGISTRY[n.removesuffix(CONDENSED_SUFFIX)]) for n in reported(DOC)]
     out = dict(doc)
     out.update((READABLE_PREFIX + name, measure) for name, measure in doc)
     for family in FAMILIES[1:]:
-        out.update((name, _REGISTRY[name]) for name in reported(family))
+        if family != ANSWER:
+            out.update((name, _REGISTRY[name]) for name in reported(family))
     return out
+
+
+def answer_measures() -> list[str]:
+    """The declared answer measures, in report order (judges' `judge_<name>` come with their
+    answers file)."""
+    return [m.name for m in measures(ANSWER)]
+
+
+def is_answer_measure(spec: str) -> bool:
+    """Whether `spec` names an answer measure (a declared one, or a judge's `judge_<name>`):
+    scored on answers, read from answers.json, with no cut-off."""
+    name = str(spec)
+    return name in answer_measures() or (
+        name.startswith(JUDGE_PREFIX) and name[len(JUDGE_PREFIX) :].isidentifier()
+    )
 
 
 def known_metrics() -> list[str]:
@@ -201,17 +224,18 @@ def ir_measures_names() -> dict[str, str]:
 
 def find(metric: str) -> Measure:
     """The declaration behind a reported name, with or without its cut-off
-    (`readable_ndcg_condensed@10` -> ndcg); KeyError for a name no measure reports."""
-    return _by_reported_name()[metric.partition("@")[0]]
+    (`readable_ndcg_condensed@10` -> ndcg), an answer measure's included (a judge's score is
+    declared on the fly); KeyError for a name no measure reports."""
+    name = metric.partition("@")[0]
+    if is_answer_measure(name):
+        return _REGISTRY.get(name) or Measure(name, family=ANSWER, description="a judge's score")
+    return _by_reported_name()[name]
 
 
 def lower_is_better(metric: str) -> bool:
-    """Whether `metric` (e.g. `leak_any@10`) is better when smaller. A name no measure here
-    reports is not: the answer metrics (`answers.names`) are all higher-is-better."""
-    try:
-        return not find(metric).higher_is_better
-    except KeyError:
-        return False
+    """Whether `metric` (e.g. `leak_any@10`) is better when smaller. KeyError for a name
+    nothing declares (a typo must not pass for higher-is-better)."""
+    return not find(metric).higher_is_better
 
 
 def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
@@ -286,6 +310,17 @@ def _declare_builtins() -> None:
         Measure("hop_recall_pooled", family="evidence", pooled=("hops_found@{k}", "n_hops")),
         Measure("evidence_all", family="evidence"),
         Measure("evidence_any", family="evidence"),
+        # retrieval_bench.answers: per query, on the context the generator was given
+        Measure("source_coverage", family=ANSWER,
+                description="labelled-relevant passages cited / labelled-relevant passages"),
+        Measure("citation_precision", family=ANSWER,
+                description="cited passages labelled relevant / cited passages"),
+        Measure("citation_validity", family=ANSWER,
+                description="citations pointing into the context the answer was given / "
+                "citations"),
+        Measure("refusal_correct", family=ANSWER,
+                description="1 when it refused a query it should refuse or answered one it "
+                "should answer, else 0"),
     ]  # fmt: skip
     for measure in [*doc, *families]:
         _add(measure)

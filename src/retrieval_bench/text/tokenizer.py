@@ -24,7 +24,19 @@ def _jieba() -> Any:
     return jieba
 
 
+@lru_cache(maxsize=1)
+def base_dictionary() -> tuple[dict[str, int], int]:
+    """jieba's default prefix dictionary (FREQ) and total, read once per process: each
+    Tokenizer starts from a copy (~20 ms) instead of jieba's own reload (~1 s)."""
+    base = _jieba().Tokenizer()
+    base.initialize()
+    return base.FREQ, base.total
+
+
 _ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_UNSEEN: Any = object()
+_POST_MEMO = 200_000
+"""Distinct cut tokens whose outcome a Tokenizer remembers (~40 MB at most)."""
 
 
 def _is_punctuation(token: str) -> bool:
@@ -59,8 +71,18 @@ class Tokenizer:
         use_canonical = config.use_lexicon and config.canonical_entities
         self.canonical = dict(sorted(canonical)) if use_canonical else {}
         self._jieba = _jieba().Tokenizer()
+        freq, total = base_dictionary()
+        # What jieba's initialize() sets, from the copy: add_word below changes only ours.
+        self._jieba.FREQ, self._jieba.total = dict(freq), total
+        self._jieba.initialized = True
         for word in self.lexicon_words:
             self._jieba.add_word(word)
+        from retrieval_bench.text.segment.engine import FAST_NAME, REFERENCE_NAME, choose_engine
+
+        # After the lexicon: the fast engine is a snapshot of this jieba's dictionary.
+        self._fast = choose_engine(self._jieba, config.impl)
+        self.impl = REFERENCE_NAME if self._fast is None else FAST_NAME
+        self._post: dict[str, str | None] = {}
 
     @classmethod
     def for_entities(cls, config: TextConfig, entities: Iterable[Entity]) -> Tokenizer:
@@ -79,6 +101,7 @@ class Tokenizer:
         digest = hashlib.sha256(json.dumps(lexicon, ensure_ascii=False).encode())
         return {
             "tokenizer": "jieba",
+            "impl": self.impl,
             "jieba_version": getattr(_jieba(), "__version__", "unknown"),
             "use_lexicon": self.config.use_lexicon,
             "hmm": self.config.hmm,
@@ -87,17 +110,45 @@ class Tokenizer:
             "lexicon_sha256": digest.hexdigest(),
         }
 
-    def tokenize(self, text: str) -> list[str]:
-        normalised = unicodedata.normalize("NFKC", text)
+    def cut(self, normalised: str, reference: bool = False) -> list[str]:
+        """jieba's segmentation of NFKC text before the settings below, by this tokenizer's
+        implementation or (`reference=True`) by jieba's own Python: what segment.parity
+        compares."""
+        if reference or self._fast is None:
+            return self._jieba.lcut(normalised, HMM=self.config.hmm)  # type: ignore[no-any-return]
+        return self._fast.lcut(normalised, self.config.hmm)
+
+    def tokenize(self, text: str, reference: bool = False) -> list[str]:
+        """The indexed tokens of `text`; `reference=True`: by jieba's own Python and
+        unicodedata whatever `text.impl` says (segment.parity compares the two)."""
+        if self._fast is not None and not reference:
+            return self._fast.tokens(text, self.config.hmm, self._post, self._finish, _POST_MEMO)
+        return self.finish_all(self.cut(unicodedata.normalize("NFKC", text), reference=True))
+
+    def finish_all(self, cut: list[str]) -> list[str]:
+        """The indexed tokens of a cut: each distinct cut token's outcome is remembered (up to
+        _POST_MEMO of them), as the fast engine does in C."""
+        post = self._post
         tokens = []
-        for token in self._jieba.lcut(normalised, HMM=self.config.hmm):
-            if not token.strip():
-                continue
-            if self.config.drop_punctuation and _is_punctuation(token):
-                continue
-            token = token.translate(_ASCII_UPPER)
-            tokens.append(self.canonical.get(token, token))
+        for token in cut:
+            final = post.get(token, _UNSEEN)
+            if final is _UNSEEN:
+                final = self._finish(token)
+                if len(post) < _POST_MEMO:
+                    post[token] = final
+            if final is not None:
+                tokens.append(final)
         return tokens
+
+    def _finish(self, token: str) -> str | None:
+        """A cut token as indexed (lower-cased ASCII, alias to canonical name), or None for
+        whitespace and (with drop_punctuation) punctuation."""
+        if not token.strip():
+            return None
+        if self.config.drop_punctuation and _is_punctuation(token):
+            return None
+        token = token.translate(_ASCII_UPPER)
+        return self.canonical.get(token, token)
 
 
 def lexicon_of(entities: Iterable[Entity]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:

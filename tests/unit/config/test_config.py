@@ -59,6 +59,7 @@ STRING_ALTERNATIVES = {
     "router.name": "rules",
     "router.default_route": "multi_hop",
     "bm25.impl": "rank_bm25",
+    "text.impl": "jieba",
     "dense.index": "HNSW16",
     "run_file.path": "other_system.run",
     "scoring.unit": "doc",

@@ -132,7 +132,7 @@ def test_the_page_names_the_lower_is_better_metrics_it_shows() -> None:
     metrics (the systems' and the comparison's, without `@K`) that are better when smaller."""
     record = {"query_id": "q1", "query": "q", "stages": {"final": {"ids": ["p1"], "scores": [1.0]}}}
     system = SystemRun("x", "/x", 1, {"stages": {}}, [record])
-    specs = ["recall@K", "leak_any@K", "negative_any@5", "exact_match"]
+    specs = ["recall@K", "leak_any@K", "negative_any@5", "source_coverage", "judge_faithfulness"]
     comparison = {"metrics": [{"spec": spec} for spec in specs]}
     payload = explorer_payload("t", "sweep", [system], {}, lambda pid: None, comparison)
     assert embedded_text(render_html(payload))["lower_is_better"] == ["leak_any", "negative_any"]

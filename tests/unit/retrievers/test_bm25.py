@@ -7,12 +7,20 @@ import random
 
 import numpy as np
 import pytest
+from conftest import compiled_or_numpy
 from rank_bm25 import BM25Okapi
 from support.random_cases import random_corpus
 
 from retrieval_bench.config.text import TextConfig
+from retrieval_bench.retrievers import bm25_kernel
 from retrieval_bench.retrievers.bm25 import BM25Config, BM25Retriever, ReferenceBM25, SparseBM25
 from retrieval_bench.text.tokenizer import Tokenizer
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def scoring_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both of SparseBM25's scoring paths."""
+    return compiled_or_numpy(request, monkeypatch, bm25_kernel, "the compiled BM25 kernel")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -171,3 +179,52 @@ def test_epsilon_floor_worked_by_hand(epsilon: float) -> None:
     assert matched.tolist() == [0, 1, 2]
     expected = [term(floor, 2) + term(rare, 2), term(floor, 2), term(floor, 2), 0.0]
     np.testing.assert_allclose(scores, expected, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_fused_top_equals_scores_then_tie_break(seed: int, scoring_path: str) -> None:
+    """SparseBM25.top (the compiled kernel: the sum, then only the passages at or above a
+    sampled floor) gives exactly what scores + TieBreak.top give: the same passages in the same
+    order, the same scores, and whether any passage matched / was allowed, with filters, ties,
+    negative IDFs and any k."""
+    from retrieval_bench.tiebreak import TieBreak
+
+    corpus = random_corpus(seed, n_docs=300, vocab=25)  # few terms: many tied scores
+    sparse = SparseBM25(corpus, BM25Config())
+    rng = np.random.default_rng(seed)
+    tie = TieBreak([f"p{i:05d}" for i in rng.permutation(len(corpus))])
+    queries = [rng.choice([f"w{i}" for i in range(30)], size=4).tolist() for _ in range(25)]
+    queries += [["w0"], ["absent"], []]
+    for query in queries:
+        mask = rng.random(len(corpus)) < 0.3 if rng.random() < 0.5 else None
+        for k in (0, 1, 7, 100, 1000):
+            fused = sparse.top(query, k, tie.id_order, mask)
+            if fused is None:  # the numpy path: the caller uses scores + TieBreak.top
+                assert scoring_path == "numpy"
+                continue
+            scores, matched = sparse.scores(query)
+            allowed = matched if mask is None else matched[mask[matched]]
+            indices, top = tie.top(allowed, scores[allowed], k)
+            assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
+            assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
+    assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
+
+
+def test_kernel_refuses_rows_outside_the_matrix(scoring_path: str) -> None:
+    if scoring_path == "numpy":
+        pytest.skip("the compiled kernel's own check")
+    kernel = bm25_kernel._kernel()
+    sparse = SparseBM25([["a", "b"], ["b"]], BM25Config())
+    m = sparse.matrix
+    with pytest.raises(IndexError):
+        kernel.score_rows(
+            sparse._indptr64, m.indices, m.data, sparse.idf, [5], np.zeros(2), np.empty(2, int)
+        )
+    with pytest.raises(ValueError, match="lengths"):
+        kernel.score_rows(
+            sparse._indptr64, m.indices, m.data[:-1], sparse.idf, [0], np.zeros(2), np.empty(2, int)
+        )
+    with pytest.raises(IndexError):  # a passage beyond the score vector
+        kernel.score_rows(
+            sparse._indptr64, m.indices, m.data, sparse.idf, [1], np.zeros(1), np.empty(1, int)
+        )

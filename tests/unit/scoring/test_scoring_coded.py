@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import pytrec_eval
-from conftest import built_combiners
+from conftest import built_combiners, compiled_or_numpy
 from support.fakes import ScriptedArm
 from support.random_cases import CODE, Qrels, Run, coded, random_answer, random_case
 
@@ -21,7 +21,7 @@ from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.records import EvalQuery, ParsedQuery, Passage
 from retrieval_bench.routing.rules import Routing, Strategy
-from retrieval_bench.scoring import metrics
+from retrieval_bench.scoring import coded_kernel, metrics
 from retrieval_bench.scoring import records as scoring_records
 from retrieval_bench.scoring.aggregate import (
     CodedLabels,
@@ -40,6 +40,12 @@ from retrieval_bench.scoring.metrics import (
 from retrieval_bench.scoring.records import score_records
 
 CUTOFFS = [1, 2, 3, 5, 10, 20]
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def coded_pass(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both passes over the rankings (scoring/_coded.c and numpy)."""
+    return compiled_or_numpy(request, monkeypatch, coded_kernel, "the compiled scoring pass")
 
 
 def _random_case(seed: int, n_queries: int) -> tuple[Qrels, Run]:
@@ -197,3 +203,10 @@ def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatc
     by_indices = score_records(records, judgements, [3, 8], passage_ids=[p.id for p in passages])
     assert set(by_ids["stages"]) == {"a", "b", "fused", "final"}
     assert by_indices == by_ids
+
+
+def test_unchecked_duplicate_matches_as_numpy_does() -> None:
+    """check=False on a ranking holding a labelled code twice (only rankings unique by
+    construction may skip the check): both passes keep both matches."""
+    rg = build_ranked_grades_coded(np.array([[1, 1]]), np.array([[1]]), np.array([[1]]), 2, False)
+    assert rg.rank.tolist() == [0, 1] and rg.row.tolist() == [0, 0]

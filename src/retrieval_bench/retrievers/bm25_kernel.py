@@ -1,0 +1,90 @@
+"""A query's BM25 scores from the index's CSR rows: compiled when built, numpy otherwise.
+
+Both paths add each passage's contributions in query-token order starting from 0.0, the
+additions rank_bm25's `get_scores` makes, so both are bit-identical to it (tests/test_bm25.py
+runs both). The compiled one (`_bm25kernel.c`) reads each posting once and marks the matched
+passages as it goes, where numpy concatenates the rows, bincounts them and compares every
+passage's score: 2-3x less time per query (BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from retrieval_bench.compiled import extension
+
+
+def _kernel() -> Any:
+    return extension("retrievers._bm25kernel")
+
+
+def kernel_available() -> bool:
+    """Whether the compiled kernel was built at install time."""
+    return _kernel() is not None
+
+
+def score_rows(
+    matrix: sparse.csr_matrix,
+    indptr64: np.ndarray,
+    idf: np.ndarray,
+    rows: Sequence[int],
+    compiled: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(scores over every passage, passages sharing at least one of the rows, ascending).
+
+    `indptr64` is `matrix.indptr` as int64 (the kernel's layout), `idf` each row's IDF;
+    `compiled=False` takes the numpy path even where the kernel is built."""
+    n_docs = matrix.shape[1]
+    kernel = _kernel() if compiled else None
+    if kernel is not None and matrix.has_sorted_indices:
+        scores = np.zeros(n_docs)
+        matched = np.empty(n_docs, dtype=np.int64)
+        count = kernel.score_rows(indptr64, matrix.indices, matrix.data, idf, rows, scores, matched)
+        return scores, matched[:count]
+    indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    if len(rows) == 1:
+        start, end = indptr[rows[0]], indptr[rows[0] + 1]
+        docs, contributions = indices[start:end], data[start:end]
+    else:
+        docs = np.concatenate([indices[indptr[r] : indptr[r + 1]] for r in rows])
+        contributions = np.concatenate([data[indptr[r] : indptr[r + 1]] for r in rows])
+    # bincount adds each passage's contributions in array order, i.e. query-token order,
+    # from 0.0: the same additions, in the same order, as rank_bm25's `score +=`.
+    scores = np.bincount(docs, weights=contributions, minlength=n_docs)
+    if (idf[rows] > 0).all():
+        # Every contribution is > 0, so a passage is matched iff its score is > 0.
+        return scores, np.flatnonzero(scores > 0)
+    return scores, np.flatnonzero(np.bincount(docs, minlength=n_docs))
+
+
+def top_rows(
+    matrix: sparse.csr_matrix,
+    indptr64: np.ndarray,
+    idf: np.ndarray,
+    rows: Sequence[int],
+    id_order: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None,
+    scratch: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, bool, bool] | None:
+    """(the best k passages, their scores, whether any passage matched, whether any matched
+    one is `allowed`), best first by score then `id_order` descending (TieBreak.top's order),
+    or None where the kernel is not built. One pass over the rows' postings and one over the
+    passages that keeps only those at or above a floor taken from a sample (exact: see
+    `_bm25kernel.c`), where scores + TieBreak.top gather, filter and partition every matched
+    passage's score. `scratch`: float64 zeros, one per passage; left zeroed."""
+    kernel = _kernel()
+    if kernel is None or not matrix.has_sorted_indices:
+        return None
+    index = np.empty(k, dtype=np.int64)
+    score = np.empty(k, dtype=np.float64)
+    mask = None if allowed is None else allowed.view(np.uint8)
+    arrays = (indptr64, matrix.indices, matrix.data, idf)
+    count, matched, passed = kernel.top_rows(
+        *arrays, rows, id_order, k, mask, scratch, index, score
+    )
+    return index[:count], score[:count], bool(matched), bool(passed)
