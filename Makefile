@@ -1,9 +1,12 @@
 # Two entry points: `make demo` runs the default job, `make test` runs ruff, mypy and every test
-# (what CI runs). `make fast` is the inner loop: the tests not marked slow.
+# (what CI runs). `make fast` is the inner loop: the tests not marked slow. Both run the tests on
+# two workers, a test module per worker at a time (its module fixtures run once; see
+# ARCHITECTURE.md, Tests).
 # Each creates .venv and installs what it needs on first use.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PYTEST_WORKERS ?= -n 2 --dist loadscope
 
 .PHONY: demo test fast mutation lint sweep monthly explorer-png clean
 
@@ -13,10 +16,10 @@ demo: $(VENV)/.installed-base
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy src
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_WORKERS)
 
 fast: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n 2 -m "not slow"
+	$(PY) -m pytest -q $(PYTEST_WORKERS) -m "not slow"
 
 # Deliberate bugs in the filter, gate, pipeline, fusion, metrics and tie-break: each must make
 # a test fail (tests/mutation_check.py).
@@ -31,7 +34,7 @@ monthly: $(VENV)/.installed-base
 
 # docs/explorer.png, the README's screenshot of report.html (needs Chromium, as the browser test).
 explorer-png: $(VENV)/.installed-test
-	$(PY) tests/explorer_png.py
+	$(PY) tests/support/explorer_png.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start a single-node SLURM cluster on this machine, for tests/test_slurm.py and for trying
+# Start a single-node SLURM cluster on this machine, for tests/app/test_slurm.py and for trying
 # `hydra/launcher=slurm` locally:  sudo .ci/slurm-up.sh
 #
 # Debian/Ubuntu, as root. Installs Debian's slurmctld, slurmd, slurm-client and munge when

@@ -4,9 +4,10 @@
     .venv/bin/python benchmarks/bench_encode_gpu.py --tiny         # CPU smoke run, tiny model
 
 A randomly initialised model with BGE-M3's layout and size (XLM-RoBERTa large: 24 layers,
-hidden 1024, vocabulary 250,002, plus the colbert and sparse heads; tests/random_models.py, the same
-builder the tests use for their tiny model) is saved in a temporary folder and loaded through
-the project's own encoder (`build_encoder` with `kind=bge_m3`, i.e. FlagEmbedding's BGEM3 model
+hidden 1024, vocabulary 250,002, plus the colbert and sparse heads;
+tests/support/random_models.py, the same builder the tests use for their tiny model) is saved
+in a temporary folder and loaded through the project's own encoder (`build_encoder` with
+`kind=bge_m3`, i.e. FlagEmbedding's BGEM3 model
 as a job loads it), then encodes `--passages` passages at each length in fp16 on the GPU.
 Every passage is longer than the length and cut to it by `max_length`, so each batch is exactly
 that many tokens. Speed does not depend on the weights' values, so random weights measure what
@@ -27,10 +28,10 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is built here; nothing is downloaded
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# The random-weight model builder the tests use (tests/random_models.py).
+# The random-weight model builder the tests use (tests/support/random_models.py).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from random_models import BGE_M3_SIZE, SAMPLE_SENTENCES, M3Shape, build_random_bge_m3
+from support.random_models import BGE_M3_SIZE, SAMPLE_SENTENCES, M3Shape, build_random_bge_m3
 
 from retrieval_bench.config.encoder import BGE_M3_ENCODER
 from retrieval_bench.encoders import EncoderConfig, build_encoder

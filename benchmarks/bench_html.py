@@ -95,7 +95,7 @@ def build_seconds(sweep: Path) -> float:
 
 
 def load_seconds(html: Path, repeat: int) -> tuple[list[float], list[str]] | None:
-    from chromium import chromium, find_chromium
+    from support.chromium import chromium, find_chromium
 
     if find_chromium() is None:
         return None

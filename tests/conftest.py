@@ -1,30 +1,35 @@
-"""Shared fixtures: the small native dataset under tests/fixtures, the job in-process (the
-library API with a config composed by Hydra's compose API) and, for exit codes, the app as a
-subprocess."""
+"""Shared fixtures and runners: the small native dataset under tests/fixtures, its job run once
+per session (`mini_job`), a config composed by the library's own `compose`, a job in-process
+(compose + run_job + write_job) and, for exit codes, the app as a subprocess. The code tests
+share beside these (fakes, random cases, datasets, models) is in tests/support/."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig, OmegaConf
+from hydra import initialize_config_dir
+from omegaconf import OmegaConf
+from support.chromium import find_chromium
 
+from retrieval_bench import api
+from retrieval_bench.api import compose
 from retrieval_bench.config import RetrieverConfig, RunConfig, register_configs
 from retrieval_bench.config.schema import BUILTIN_COMBINERS
 from retrieval_bench.job.build import build_combiners
-from retrieval_bench.job.check import check_config
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.protocols import BuildContext, Combiner
 from retrieval_bench.tiebreak import TieBreak
+from run.pool import main as pool_main
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -74,17 +79,23 @@ def compiled_or_numpy(
     return str(request.param)
 
 
-def compose_dict(overrides: list[str]) -> DictConfig:
-    """The app's config with `overrides`, composed as `python -m run` would compose it."""
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+def compose_config(
+    overrides: Sequence[str], config_dir: Path | None = None, *, check: bool = True
+) -> RunConfig:
+    """The typed, validated RunConfig `python -m run <overrides>` would run, composed by the
+    library's own `retrieval_bench.api.compose` (raises ConfigError, or Hydra's own errors, as
+    the app would). `check=False`: the same composition without its validation
+    (`check_config`), for a test that validates the config itself or breaks it on purpose."""
+    if check:
+        return compose(overrides, config_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "check_config", lambda *args: None)
+        return compose(overrides, config_dir)
 
 
-def compose_config(overrides: list[str]) -> RunConfig:
-    """The typed, validated RunConfig for `overrides` (raises ConfigError as the app would)."""
-    cfg = cast(RunConfig, OmegaConf.to_object(compose_dict(overrides)))
-    check_config(cfg)
-    return cfg
+def config_record(cfg: RunConfig) -> dict[str, Any]:
+    """`cfg` as the plain mapping the app hands `write_job` (manifest.json's config)."""
+    return cast(dict[str, Any], OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
 
 
 def built_combiners(retriever: RetrieverConfig) -> dict[str, Combiner]:
@@ -96,14 +107,12 @@ def built_combiners(retriever: RetrieverConfig) -> dict[str, Combiner]:
     return build_combiners(cfg, list(BUILTIN_COMBINERS), ctx)
 
 
-def run_in_process(overrides: list[str], tmp_path: Path) -> tuple[JobResult, Path]:
-    """One job through the library (run_job + write_job), its files under tmp_path / "run";
-    the same work as `python -m run <overrides>` without a process start."""
-    dict_cfg = compose_dict(overrides)
-    cfg = cast(RunConfig, OmegaConf.to_object(dict_cfg))
-    check_config(cfg)
+def run_in_process(overrides: Sequence[str], tmp_path: Path) -> tuple[JobResult, Path]:
+    """One job through the library (compose + run_job + write_job), its files under
+    tmp_path / "run"; the same work as `python -m run <overrides>` without a process start."""
+    cfg = compose_config(overrides)
+    config = config_record(cfg)
     result = run_job(cfg)
-    config = cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True))
     return result, write_job(tmp_path / "run", result, config)
 
 
@@ -128,11 +137,14 @@ def app_logging() -> Iterator[None]:
     """For a test that runs the Hydra app in process (`run.__main__.main()`): Hydra configures
     logging with handlers on the stderr pytest captures for that test; they are taken down
     afterwards, so a later test's log lines are not written to a closed capture file."""
-    loggers = [logging.getLogger(), *(
-        logger
-        for logger in logging.Logger.manager.loggerDict.values()
-        if isinstance(logger, logging.Logger)
-    )]
+    loggers = [
+        logging.getLogger(),
+        *(
+            logger
+            for logger in logging.Logger.manager.loggerDict.values()
+            if isinstance(logger, logging.Logger)
+        ),
+    ]
     saved = {
         id(logger): (logger.handlers[:], logger.level, logger.propagate, logger.disabled)
         for logger in loggers
@@ -155,3 +167,57 @@ def app_logging() -> Iterator[None]:
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embedding cache for the whole session, so the fixture is encoded once."""
     return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def mini_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[JobResult, Path]:
+    """The mini fixture's job with the default config (hybrid: BM25 and USE, RRF, top_k 6),
+    run once per session (per xdist worker) with a cache of its own: its result and its
+    folder, which the tests that read a finished job share and never write into."""
+    tmp = tmp_path_factory.mktemp("mini-job")
+    return run_in_process(mini_overrides(tmp), tmp)
+
+
+MINI_CORPUS = FIXTURE / "corpus" / "mini"
+POOL_DEPTH = 6  # the pooled jobs' top_k: a full pool judges every passage of every final list
+
+
+def run_mini(folder: Path, retriever: str, evalset: Path, cache: Path, *extra: str) -> Path:
+    """One job on the mini corpus against `evalset` at top_k POOL_DEPTH, written as the app
+    writes it (the pool and judge tests' jobs)."""
+    cfg = compose_config(
+        [
+            *extra,
+            f"retriever={retriever}",
+            "dataset.name=mini",
+            f"dataset.corpus={MINI_CORPUS}",
+            f"dataset.evalset={evalset}",
+            f"cache_dir={cache}",
+            f"top_k={POOL_DEPTH}",
+        ]
+    )
+    return write_job(folder, run_job(cfg), config_record(cfg))
+
+
+@pytest.fixture
+def chromium_or_skip() -> None:
+    if find_chromium() is None:
+        reason = "Chromium is not installed (apt-get install -y chromium)"
+        if IN_CI:
+            pytest.fail(f"{reason}; CI installs it (.ci/run)")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def judge_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(a sweep folder of two bm25 jobs on the mini set, b 0.75 and 0.1 (BM25 needs no model,
+    so this is quick), pooled at depth 6; the evaluation set they ran with, a copy)."""
+    tmp = tmp_path_factory.mktemp("judge")
+    evalset = tmp / "mini.jsonl"
+    shutil.copy(FIXTURE / "evalsets" / "mini.jsonl", evalset)
+    register_configs()
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        for i, b in enumerate(("0.75", "0.1")):
+            run_mini(tmp / "sweep" / str(i), "bm25", evalset, tmp / "cache", f"bm25.b={b}")
+    assert pool_main([str(tmp / "sweep"), "--depth", "6"]) == 0
+    yield tmp / "sweep", evalset

@@ -47,7 +47,7 @@ PIPELINE = "src/retrieval_bench/job/pipeline.py"
 RRF = "src/retrieval_bench/fusion/rrf.py"
 FILL = "src/retrieval_bench/fusion/fill.py"
 SCORE = "src/retrieval_bench/fusion/score.py"
-FUSION_TESTS = ("tests/test_fusion.py", "tests/test_pipeline_scripted.py")
+FUSION_TESTS = ("tests/unit/fusion/test_fusion.py", "tests/unit/job/test_pipeline_scripted.py")
 METRICS = "src/retrieval_bench/scoring/metrics.py"
 PERMISSIONS = "src/retrieval_bench/scoring/permissions.py"
 TIEBREAK = "src/retrieval_bench/tiebreak.py"
@@ -62,10 +62,15 @@ JUDGMENTS = "src/retrieval_bench/data/judgments.py"
 ANSWERS = "src/retrieval_bench/answers/score.py"
 DRIVER = "src/retrieval_bench/benchmark/driver.py"
 VALIDATE = "src/retrieval_bench/config/validate.py"
-GATE_TESTS = ("tests/test_gate_units.py", "tests/test_monthly.py")
-PIPELINE_TESTS = ("tests/test_pipeline_scripted.py", "tests/test_app.py")
-POLICY_TESTS = ("tests/test_golden_policy.py", "tests/test_scoring_permissions.py")
-METRIC_TESTS = ("tests/test_metrics.py", "tests/test_scoring_parity.py")
+GATE_TESTS = ("tests/unit/benchmark/test_gate_units.py", "tests/unit/benchmark/test_monthly.py")
+# The job on the mini fixture, in-process and through the app.
+JOB_TESTS = ("tests/integration/test_job.py", "tests/app/test_app.py")
+PIPELINE_TESTS = ("tests/unit/job/test_pipeline_scripted.py", *JOB_TESTS)
+POLICY_TESTS = (
+    "tests/integration/test_golden_policy.py",
+    "tests/unit/scoring/test_scoring_permissions.py",
+)
+METRIC_TESTS = ("tests/unit/scoring/test_metrics.py", "tests/unit/scoring/test_scoring_parity.py")
 
 MUTATIONS = [
     Mutation(
@@ -94,7 +99,7 @@ MUTATIONS = [
         FILTER,
         'np.isin(self.city, [*cities, ""])',
         "np.isin(self.city, [*cities])",
-        ("tests/test_pipeline_scripted.py",),
+        ("tests/unit/job/test_pipeline_scripted.py",),
     ),
     Mutation(
         "gate compares the drop with >= instead of >",
@@ -129,7 +134,7 @@ MUTATIONS = [
         FILL,
         "        for pool in pools:\n            for index in pool.indices.tolist():",
         "        for pool in reversed(pools):\n            for index in pool.indices.tolist():",
-        (*FUSION_TESTS, "tests/test_app.py"),
+        (*FUSION_TESTS, *JOB_TESTS),
     ),
     Mutation(
         "final cut keeps top_k - 1 passages",
@@ -178,7 +183,7 @@ MUTATIONS = [
         TIEBREAK,
         "np.lexsort((-self.id_order[candidates], -scores))",
         "np.lexsort((self.id_order[candidates], -scores))",
-        ("tests/test_pipeline_scripted.py", "tests/test_fast_paths.py"),
+        ("tests/unit/job/test_pipeline_scripted.py", "tests/unit/test_fast_paths.py"),
     ),
     Mutation(
         "leak@K divided by the passages shown instead of K",
@@ -214,7 +219,7 @@ MUTATIONS = [
         "return _per_relevant(np.bincount(rows, weights=precisions, minlength=rg.n), rg)",
         "return np.bincount(rows, weights=precisions, minlength=rg.n)"
         " / np.maximum(np.minimum(rg.n_relevant, rg.k), 1)",
-        (*METRIC_TESTS, "tests/test_measures_map.py"),
+        (*METRIC_TESTS, "tests/unit/scoring/test_measures_map.py"),
     ),
     Mutation(
         "all_hit scores queries without relevant ids",
@@ -228,7 +233,7 @@ MUTATIONS = [
         BM25,
         "idf[idf < 0] = config.epsilon * average_idf",
         "idf[idf < 0] = 0.0",
-        ("tests/test_bm25.py",),
+        ("tests/unit/retrievers/test_bm25.py",),
     ),
     # Issue 20: behaviour the fast tier did not pin.
     Mutation(
@@ -236,14 +241,14 @@ MUTATIONS = [
         SERVICE,
         "RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})",
         "RETRIED_STATUSES = frozenset({500, 502, 503, 504})",
-        ("tests/test_service_arm.py",),
+        ("tests/unit/retrievers/test_service_arm.py",),
     ),
     Mutation(
         "run_file counts queries outside the evaluation set as without known ids",
         RUN_FILE,
         '"queries_without_known_ids": len([q for q in without_known if q in asked]),',
         '"queries_without_known_ids": len(without_known),',
-        ("tests/test_run_file_arm.py",),
+        ("tests/unit/retrievers/test_run_file_arm.py",),
     ),
     Mutation(
         "ColBERT max-sim summed instead of averaged over query tokens",
@@ -271,35 +276,35 @@ MUTATIONS = [
         RUN_SCORES,
         "missing = [qid for qid in judgements.qrels if qid not in rankings]",
         "missing = [qid for qid in judgements.query_types if qid not in rankings]",
-        ("tests/test_score_cli.py", "tests/test_score_complete.py"),
+        ("tests/app/test_score_cli.py", "tests/integration/test_score_complete.py"),
     ),
     Mutation(
         "an empty ranking blamed on the filter whenever a mask exists",
         PIPELINE,
         "reason = FILTERED_OUT if mask is not None and not mask.any() else NO_CANDIDATES",
         "reason = FILTERED_OUT if mask is not None else NO_CANDIDATES",
-        ("tests/test_pipeline_scripted.py",),
+        ("tests/unit/job/test_pipeline_scripted.py",),
     ),
     Mutation(
         "conflicting relevant grades (1 and 2) for one pair accepted",
         JUDGMENTS,
         "elif earlier.grade != grade:",
         "elif (earlier.grade > 0) != (grade > 0):",
-        ("tests/test_pool.py",),
+        ("tests/unit/labels/test_pool.py",),
     ),
     Mutation(
         "a document citation counted once per passage shown",
         ANSWERS,
         "out.valid += bool(shown)",
         "out.valid += len(shown)",
-        ("tests/test_answers.py",),
+        ("tests/unit/answers/test_answers.py",),
     ),
     Mutation(
         "pooled source coverage divided by the passages cited",
         ANSWERS,
         'pooled={"source_coverage_pooled": ("cited_relevant", "n_relevant")},',
         'pooled={"source_coverage_pooled": ("cited_relevant", "cited")},',
-        ("tests/test_answers.py",),
+        ("tests/unit/answers/test_answers.py",),
     ),
     Mutation(
         "gate's plan check misses a dataset file added or removed",
@@ -313,14 +318,14 @@ MUTATIONS = [
         DRIVER,
         "[r for r in retrievers if (dataset, r) not in done] for dataset in datasets}",
         "list(retrievers) for dataset in datasets}",
-        ("tests/test_monthly.py",),
+        ("tests/unit/benchmark/test_monthly.py",),
     ),
     Mutation(
         "bm25.b=1 (a valid value) refused",
         VALIDATE,
         "if not 0 <= cfg.bm25.b <= 1:",
         "if not 0 <= cfg.bm25.b < 1:",
-        ("tests/test_config.py",),
+        ("tests/unit/config/test_config.py",),
     ),
 ]
 
@@ -336,10 +341,12 @@ def copy_tree(target: Path) -> None:
 
 
 def run_one(mutation: Mutation, pristine: Path) -> tuple[str, str]:
-    """(verdict, detail): CAUGHT, SURVIVED, STALE (the edit no longer applies) or NO TESTS."""
-    tests = [t for t in mutation.tests if (pristine / t).is_file()]
-    if not tests:
-        return "NO TESTS", f"none of {', '.join(mutation.tests)} exists"
+    """(verdict, detail): CAUGHT, SURVIVED, STALE (the edit no longer applies) or NO TESTS (a
+    test file it names is gone: moved or renamed, so update `tests`)."""
+    tests = list(mutation.tests)
+    missing = [t for t in tests if not (pristine / t).is_file()]
+    if missing:
+        return "NO TESTS", f"no such test file: {', '.join(missing)}"
     with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
         work = Path(tmp)
         shutil.copytree(pristine, work, dirs_exist_ok=True)

@@ -164,6 +164,13 @@ def _measured(timer: _Timer, memory: MemoryMeter) -> Callable[[str], AbstractCon
     return phase
 
 
+def configured_variants(cfg: RunConfig, dataset: Dataset) -> Dataset:
+    """`dataset` with the perturbed variants `cfg.robustness` asks for: the queries a job runs,
+    and what its manifest's queries hash covers."""
+    source = cfg.dataset.path if cfg.dataset.format == "beir" else cfg.dataset.evalset
+    return with_variants(dataset, cfg.robustness, source)
+
+
 def load_labelled(
     cfg: RunConfig, dataset: Dataset | None = None
 ) -> tuple[Dataset, Judgements, dict[str, dict[str, str]]]:
@@ -176,8 +183,7 @@ def load_labelled(
         check_corpus_size(cfg, len(dataset.passages), dataset.name)
     # Perturbed variants (robustness:) run with the queries; every standard metric scores the
     # originals only, the variants are scored against them (score_job).
-    source = cfg.dataset.path if cfg.dataset.format == "beir" else cfg.dataset.evalset
-    dataset = with_variants(dataset, cfg.robustness, source)
+    dataset = configured_variants(cfg, dataset)
     judgements = judge_in_unit(
         cfg.scoring.unit, dataset.originals, dataset.passages, dataset.unjudged
     )

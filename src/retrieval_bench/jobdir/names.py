@@ -12,7 +12,7 @@ Four kinds of folder, each with its files (paths relative to the folder):
 
 A module outside `retrieval_bench.jobdir` never spells one of these names: it takes them from
 here (`job_dir / names.METRICS`), or, below this package's layer (reports, scoring), is given
-the path by its caller. `tests/test_jobdir_names.py` scans `src/` for the literals.
+the path by its caller. `tests/unit/jobdir/test_jobdir_names.py` scans `src/` for the literals.
 """
 
 from __future__ import annotations

@@ -29,7 +29,12 @@ from retrieval_bench.config import DatasetConfig
 from retrieval_bench.data.hashes import CORPUS_FILES, hash_record, short
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io import atomic_write_json
-from retrieval_bench.job.runner import load_configured, load_labelled, score_job
+from retrieval_bench.job.runner import (
+    configured_variants,
+    load_configured,
+    load_labelled,
+    score_job,
+)
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import (
     JobFolderError,
@@ -103,7 +108,7 @@ def rescore_job(
     # Hashes first: a job whose corpus or queries changed is refused before its labels are
     # judged (judging another dataset's labels would log every query it excludes).
     data = load_configured(cfg)
-    after = hash_record(data, cfg.dataset.format)
+    after = hash_record(configured_variants(cfg, data), cfg.dataset.format)
     for key, what in (("corpus", "its corpus"), ("queries", "the queries retrieval reads")):
         old, new = before[key]["hash"], after[key]["hash"]
         if old != new:

@@ -1,10 +1,10 @@
 """A query's BM25 scores from the index's CSR rows: compiled when built, numpy otherwise.
 
 Both paths add each passage's contributions in query-token order starting from 0.0, the
-additions rank_bm25's `get_scores` makes, so both are bit-identical to it (tests/test_bm25.py
-runs both). The compiled one (`_bm25kernel.c`) reads each posting once and marks the matched
-passages as it goes, where numpy concatenates the rows, bincounts them and compares every
-passage's score: 2-3x less time per query (BENCHMARKS.md).
+additions rank_bm25's `get_scores` makes, so both are bit-identical to it
+(tests/unit/retrievers/test_bm25.py runs both). The compiled one (`_bm25kernel.c`) reads each
+posting once and marks the matched passages as it goes, where numpy concatenates the rows,
+bincounts them and compares every passage's score: 2-3x less time per query (BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """BGE-M3 arms: its dense, sparse (lexical weights) and multi-vector (ColBERT) outputs, one
 arm each, and `m3`, their weighted sum, all from one encode of the corpus.
 
-Every score is FlagEmbedding's own (tests/test_m3_arms.py checks them against
+Every score is FlagEmbedding's own (tests/unit/retrievers/test_m3_arms.py checks them against
 `BGEM3FlagModel.compute_score`, `compute_lexical_matching_score` and `colbert_score`), computed
 for all candidates at once instead of pair by pair:
 

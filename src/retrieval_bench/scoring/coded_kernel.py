@@ -1,10 +1,10 @@
 """The integer scorer's pass over the rankings, compiled (`_coded.c`), where it is built.
 
 `metrics.build_ranked_grades_coded` calls `match_rows`; None means "take the numpy path", which
-gives the same arrays (tests/test_scoring_coded.py runs both). The compiled pass checks each
-ranking for duplicate codes and early padding, counts its length within k and finds its labels
-in its top k, reading each ranked code once; in numpy these are four passes over the whole
-matrix with their temporaries, two thirds of scoring a job's full measure set.
+gives the same arrays (tests/unit/scoring/test_scoring_coded.py runs both). The compiled pass
+checks each ranking for duplicate codes and early padding, counts its length within k and finds
+its labels in its top k, reading each ranked code once; in numpy these are four passes over the
+whole matrix with their temporaries, two thirds of scoring a job's full measure set.
 """
 
 from __future__ import annotations

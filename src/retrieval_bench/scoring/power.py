@@ -17,7 +17,7 @@ the n on which a unanimous difference could reach a at all, `significance.min_p_
 Why not the normal approximation: at the per-test alpha of a family (0.05 / 48 on a sweep of
 48 tests) the normal tail misstates both the critical value and the spread of sd, and its MDE
 gave power 0.88 where 0.80 was stated at n = 30 (0.93 at n = 20); the noncentral t gives
-0.80 there, at alpha 0.05 and at n = 147 alike (tests/test_power.py runs the project's
+0.80 there, at alpha 0.05 and at n = 147 alike (tests/unit/scoring/test_power.py runs the project's
 sign-flip test on simulated differences).
 
 The alpha is the per-test level a test must reach whatever the rest of its family does:

@@ -17,7 +17,7 @@ change is computed once and reused by every trial that shares it:
 The combiners, stages and the pipeline are built for every trial from its config, and the
 records are scored by the scoring package's per-query core (`per_query_columns_coded`, the
 integer path a job scores with), so a replayed trial's per-query values are those of a fresh job
-of the same config (tests/test_tune.py checks it)."""
+of the same config (tests/unit/tune/test_tune.py checks it)."""
 
 from __future__ import annotations
 

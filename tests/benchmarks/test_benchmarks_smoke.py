@@ -1,0 +1,90 @@
+"""Each benchmark script runs end to end on a tiny size; its RESULT line's exactness figures
+(score and metric differences against the reference implementation) are checked, its timings
+never (they flake on shared machines). Subprocesses: marked slow."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from support.benchmarks import result_line, run_benchmark
+
+pytestmark = pytest.mark.slow
+
+
+def test_bm25_benchmark_quick() -> None:
+    out = run_benchmark("bench_bm25.py", "--quick", "--synthetic")
+    line = result_line(out, "bm25")
+    match = re.search(r"max \|score diff\| (\S+) \((\d+)/(\d+) queries bit-identical\)", line)
+    assert match, line
+    assert float(match[1]) == 0.0, "the sparse scorer must stay bit-identical to rank_bm25"
+    assert match[2] == match[3]
+    same = re.search(r"top-100 identical (\d+)/(\d+)", line)
+    assert same and same[1] == same[2], line
+
+
+def test_scorer_benchmark_quick() -> None:
+    out = run_benchmark("bench_scorer.py", "--quick", "--no-ranx")
+    match = re.search(r"max \|diff\| vs pytrec_eval (\S+)$", result_line(out, "scorer"))
+    assert match, out
+    assert float(match[1]) < 1e-9
+
+
+def test_scale_benchmark_quick() -> None:
+    out = run_benchmark("bench_scale.py", "--quick")
+    assert "RESULT scale bm25:" in out and "RESULT scale dense:" in out
+    assert "growth" in out
+
+
+def test_sweep_benchmark_quick() -> None:
+    out = run_benchmark(
+        "bench_sweep.py", "--quick", "--values", "10", "--no-compare-run", "--repeat", "1"
+    )
+    assert "RESULT sweep:" in out and "x one job" in out
+
+
+def test_m3_benchmark_quick() -> None:
+    out = run_benchmark("bench_m3.py", "--quick")
+    match = re.search(r"max \|score diff\| sparse (\S+) colbert (\S+)$", result_line(out, "m3"))
+    assert match, out
+    assert float(match[1]) < 1e-6 and float(match[2]) < 1e-6
+
+
+def test_fusion_benchmark_quick() -> None:
+    out = run_benchmark("bench_fusion.py", "--quick")
+    line = result_line(out, "fusion")
+    combiners = ("rrf", "rrf weighted", "score minmax combsum", "score zscore combmnz weighted")
+    for name in (*combiners, "fill"):
+        assert re.search(rf"{name} \d+\.\d+%", line), (name, line)
+
+
+def test_service_benchmark_quick() -> None:
+    line = result_line(run_benchmark("bench_service.py", "--quick"), "service")
+    match = re.search(r"ranked in full (\d+)/(\d+), failed (\d+), unknown ids (\d+)$", line)
+    assert match, line
+    assert match.groups() == ("100", "100", "0", "0")
+
+
+def test_tune_benchmark_quick() -> None:
+    out = run_benchmark("bench_tune.py", "--quick", "--synthetic")
+    line = result_line(out, "tune")
+    assert "single jobs' retrieval" in line and "pools searched" in line, line
+    assert "tuned" in result_line(out, "tune estimate")
+
+
+def test_dense_scale_benchmark_quick(tmp_path: Path) -> None:
+    out = run_benchmark("bench_dense_scale.py", "--quick", "--workdir", str(tmp_path))
+    line = [x for x in out.splitlines() if x.startswith("RESULT dense_scale passages=20000 index")]
+    assert line and "recall@10=" in line[0], out[-2000:]
+
+
+def test_tokenise_benchmark_quick() -> None:
+    out = run_benchmark("bench_tokenise.py", "--quick")
+    assert "RESULT tokenise:" in out and "token ids identical" in out
+
+
+def test_encode_benchmark_quick() -> None:
+    out = run_benchmark("bench_encode.py", "--quick")
+    assert "RESULT encode:" in out and "the ideal half" in out
+    assert "max |vector diff|" in out

@@ -1,0 +1,230 @@
+"""BM25: the sparse scorer must reproduce rank_bm25.BM25Okapi exactly."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from conftest import compiled_or_numpy
+from rank_bm25 import BM25Okapi
+from support.random_cases import random_corpus
+
+from retrieval_bench.config.text import TextConfig
+from retrieval_bench.retrievers import bm25_kernel
+from retrieval_bench.retrievers.bm25 import BM25Config, BM25Retriever, ReferenceBM25, SparseBM25
+from retrieval_bench.text.tokenizer import Tokenizer
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def scoring_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both of SparseBM25's scoring paths."""
+    return compiled_or_numpy(request, monkeypatch, bm25_kernel, "the compiled BM25 kernel")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("params", [(1.5, 0.75, 0.25), (1.2, 0.3, 0.5), (0.5, 0.9, 0.0)])
+def test_sparse_scores_equal_rank_bm25(seed: int, params: tuple[float, float, float]) -> None:
+    corpus = random_corpus(seed)
+    k1, b, epsilon = params
+    reference = BM25Okapi(corpus, k1=k1, b=b, epsilon=epsilon)
+    assert any(idf == epsilon * reference.average_idf for idf in reference.idf.values()), (
+        "the corpus must exercise the epsilon floor on negative IDF"
+    )
+    sparse = SparseBM25(corpus, BM25Config(k1=k1, b=b, epsilon=epsilon))
+    rng = random.Random(seed + 100)
+    for _ in range(100):
+        query = [f"w{rng.randint(0, 70)}" for _ in range(rng.randint(1, 8))]  # some unseen
+        expected = reference.get_scores(query)
+        scores, matched = sparse.scores(query)
+        np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-9)
+        present = {t for t in query if t in reference.idf}
+        expected_matched = [i for i, f in enumerate(reference.doc_freqs) if present & f.keys()]
+        assert matched.tolist() == expected_matched
+
+
+def test_rankings_identical_under_both_impls_with_ties() -> None:
+    filler = [["x", "y"], ["y", "z"], ["z", "x"], ["q"]]
+    corpus = [["a", "b"], ["a", "b"], ["b", "a"], ["c"], ["a", "c", "c", "d"], *filler]
+    ids = ["p1", "p3", "p2", "p4", "p5", "f1", "f2", "f3", "f4"]
+    results = {}
+    for impl in ("sparse", "rank_bm25"):
+        retriever = BM25Retriever(ids, corpus, str.split, BM25Config(impl=impl))
+        (ranked,) = retriever.search(["a b"], 10, [None])
+        results[impl] = [ids[i] for i in ranked.indices]
+    assert results["sparse"] == results["rank_bm25"]
+    # p1, p3, p2 tie on score: id descending breaks the tie, as trec_eval does.
+    assert results["sparse"][:3] == ["p3", "p2", "p1"]
+    assert "p4" not in results["sparse"], "a passage sharing no query term is not a candidate"
+
+
+def test_filter_applies_before_ranking() -> None:
+    corpus = [["a"] * 5, ["a"], ["a", "b"], ["b"], ["x"], ["y"], ["z"]]
+    ids = ["d0", "d1", "d2", "d3", "d4", "d5", "d6"]
+    retriever = BM25Retriever(ids, corpus, str.split, BM25Config())
+    mask = np.array([False, True, True, True, True, True, True])
+    (ranked,) = retriever.search(["a"], 2, [mask])
+    assert [ids[i] for i in ranked.indices] == ["d1", "d2"]
+    assert ranked.requested == 2 and ranked.returned == 2
+
+
+def test_reference_impl_is_rank_bm25() -> None:
+    corpus = random_corpus(5, n_docs=50)
+    ref = ReferenceBM25(corpus, BM25Config())
+    scores, _ = ref.scores(["w1", "w2"])
+    np.testing.assert_array_equal(scores, BM25Okapi(corpus).get_scores(["w1", "w2"]))
+
+
+def test_tokenizer_uses_lexicon_and_normalises() -> None:
+    plain = Tokenizer(TextConfig(use_lexicon=False))
+    with_lexicon = Tokenizer(TextConfig(), ["蜈支洲岛旅游区"])
+    text = "蜈支洲岛旅游区 门票，ABC Hotel"
+    assert "蜈支洲岛旅游区" in with_lexicon.tokenize(text)
+    assert "蜈支洲岛旅游区" not in plain.tokenize(text)
+    tokens = with_lexicon.tokenize(text)
+    assert "abc" in tokens and "hotel" in tokens
+    assert all(t.strip() for t in tokens) and "，" not in tokens
+    assert with_lexicon.identity() != plain.identity()
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_sparse_scores_are_bit_identical_to_rank_bm25(seed: int) -> None:
+    """Same weights, same IDFs, same additions in the same order: not just close, equal."""
+    corpus = random_corpus(seed, n_docs=300, vocab=80)
+    reference = BM25Okapi(corpus)
+    sparse = SparseBM25(corpus, BM25Config())
+    assert sparse.average_idf == reference.average_idf
+    rng = random.Random(seed)
+    for _ in range(50):
+        # Repeated tokens count twice, as rank_bm25 iterates the query list.
+        query = [f"w{rng.randint(0, 90)}" for _ in range(rng.randint(1, 10))]
+        query += query[:2]
+        scores, _ = sparse.scores(query)
+        np.testing.assert_array_equal(scores, reference.get_scores(query))
+
+
+def test_negative_average_idf_floor_and_matching() -> None:
+    """Most terms in most passages: the mean IDF is negative, so floored terms score < 0, and
+    passages sharing only such terms are still candidates (matched is not `score > 0`)."""
+    corpus = [["a", "b", "u1"], ["a", "b", "u2"], ["a", "b"], ["a", "c"]]
+    reference = BM25Okapi(corpus)
+    assert reference.average_idf < 0
+    sparse = SparseBM25(corpus, BM25Config())
+    for query in (["a"], ["b", "u1"], ["a", "a", "c"], ["zzz"], []):
+        scores, matched = sparse.scores(query)
+        np.testing.assert_array_equal(scores, reference.get_scores(query))
+        present = {t for t in query if t in reference.idf}
+        expected = [i for i, f in enumerate(reference.doc_freqs) if present & f.keys()]
+        assert matched.tolist() == expected
+    ids = ["p0", "p1", "p2", "p3"]
+    results = {}
+    for impl in ("sparse", "rank_bm25"):
+        retriever = BM25Retriever(ids, corpus, str.split, BM25Config(impl=impl))
+        (ranked,) = retriever.search(["a"], 10, [None])
+        results[impl] = (ranked.indices.tolist(), ranked.scores.tolist())
+    assert results["sparse"] == results["rank_bm25"]
+    assert len(results["sparse"][0]) == 4, "every passage holding 'a' is a candidate"
+
+
+def test_from_term_ids_equals_token_build() -> None:
+    corpus = random_corpus(7, n_docs=120)
+    built = SparseBM25(corpus, BM25Config())
+    vocab = list(built.vocab)
+    ids = np.array([built.vocab[t] for doc in corpus for t in doc], dtype=np.int32)
+    lengths = np.array([len(doc) for doc in corpus])
+    again = SparseBM25.from_term_ids(vocab, ids, lengths, BM25Config())
+    assert (again.matrix != built.matrix).nnz == 0
+    np.testing.assert_array_equal(again.idf, built.idf)
+    assert list(again.vocab) == vocab
+
+
+def test_empty_passages_and_unknown_terms() -> None:
+    corpus = [[], ["a"], ["a", "b"], []]
+    sparse = SparseBM25(corpus, BM25Config())
+    np.testing.assert_array_equal(sparse.scores(["a"])[0], BM25Okapi(corpus).get_scores(["a"]))
+    scores, matched = sparse.scores(["nope"])
+    assert not scores.any() and matched.size == 0
+    assert "nope" not in sparse.vocab, "a query lookup must not grow the vocabulary"
+
+
+def test_aliases_become_the_canonical_entity_token() -> None:
+    from retrieval_bench.records import Entity
+
+    entities = [Entity("蜈支洲岛旅游区", ("蜈支洲岛", "蜈支洲")), Entity("Hotel ABC", ("abc",))]
+    tokenizer = Tokenizer.for_entities(TextConfig(), entities)
+    assert "蜈支洲岛旅游区" in tokenizer.tokenize("蜈支洲门票")
+    assert "蜈支洲岛旅游区" in tokenizer.tokenize("去蜈支洲岛")
+    assert "hotel abc" in tokenizer.tokenize("住 ABC")
+    literal = Tokenizer.for_entities(TextConfig(canonical_entities=False), entities)
+    assert "蜈支洲" in literal.tokenize("蜈支洲门票")
+    assert literal.identity() != tokenizer.identity()
+
+
+@pytest.mark.parametrize("epsilon", [0.25, 0.5])
+def test_epsilon_floor_worked_by_hand(epsilon: float) -> None:
+    """'a' is in 3 of 4 passages: its IDF ln(1.5 / 3.5) is negative, so it is floored to
+    epsilon x the mean IDF over the vocabulary (BM25Okapi's rule)."""
+    corpus = [["a", "b"], ["a", "c"], ["a", "d"], ["e"]]
+    rare = math.log(3.5 / 1.5)
+    floor = epsilon * (math.log(1.5 / 3.5) + 4 * rare) / 5
+    k1, b = 1.5, 0.75
+    avgdl = 7 / 4
+
+    def term(idf: float, length: int) -> float:
+        return idf * (k1 + 1) / (1 + k1 * (1 - b + b * length / avgdl))
+
+    sparse = SparseBM25(corpus, BM25Config(k1=k1, b=b, epsilon=epsilon))
+    scores, matched = sparse.scores(["a", "b"])
+    assert matched.tolist() == [0, 1, 2]
+    expected = [term(floor, 2) + term(rare, 2), term(floor, 2), term(floor, 2), 0.0]
+    np.testing.assert_allclose(scores, expected, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_fused_top_equals_scores_then_tie_break(seed: int, scoring_path: str) -> None:
+    """SparseBM25.top (the compiled kernel: the sum, then only the passages at or above a
+    sampled floor) gives exactly what scores + TieBreak.top give: the same passages in the same
+    order, the same scores, and whether any passage matched / was allowed, with filters, ties,
+    negative IDFs and any k."""
+    from retrieval_bench.tiebreak import TieBreak
+
+    corpus = random_corpus(seed, n_docs=300, vocab=25)  # few terms: many tied scores
+    sparse = SparseBM25(corpus, BM25Config())
+    rng = np.random.default_rng(seed)
+    tie = TieBreak([f"p{i:05d}" for i in rng.permutation(len(corpus))])
+    queries = [rng.choice([f"w{i}" for i in range(30)], size=4).tolist() for _ in range(25)]
+    queries += [["w0"], ["absent"], []]
+    for query in queries:
+        mask = rng.random(len(corpus)) < 0.3 if rng.random() < 0.5 else None
+        for k in (0, 1, 7, 100, 1000):
+            fused = sparse.top(query, k, tie.id_order, mask)
+            if fused is None:  # the numpy path: the caller uses scores + TieBreak.top
+                assert scoring_path == "numpy"
+                continue
+            scores, matched = sparse.scores(query)
+            allowed = matched if mask is None else matched[mask[matched]]
+            indices, top = tie.top(allowed, scores[allowed], k)
+            assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
+            assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
+    assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
+
+
+def test_kernel_refuses_rows_outside_the_matrix(scoring_path: str) -> None:
+    if scoring_path == "numpy":
+        pytest.skip("the compiled kernel's own check")
+    kernel = bm25_kernel._kernel()
+    sparse = SparseBM25([["a", "b"], ["b"]], BM25Config())
+    m = sparse.matrix
+    with pytest.raises(IndexError):
+        kernel.score_rows(
+            sparse._indptr64, m.indices, m.data, sparse.idf, [5], np.zeros(2), np.empty(2, int)
+        )
+    with pytest.raises(ValueError, match="lengths"):
+        kernel.score_rows(
+            sparse._indptr64, m.indices, m.data[:-1], sparse.idf, [0], np.zeros(2), np.empty(2, int)
+        )
+    with pytest.raises(IndexError):  # a passage beyond the score vector
+        kernel.score_rows(
+            sparse._indptr64, m.indices, m.data, sparse.idf, [1], np.zeros(1), np.empty(1, int)
+        )

@@ -1,0 +1,85 @@
+"""Every job folder holds its metrics as one long table (results.csv, results.parquet) whose
+rows are exactly metrics.json's numbers."""
+
+from __future__ import annotations
+
+import builtins
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from retrieval_bench.job.result import JobResult
+from retrieval_bench.jobdir.write import write_results_table
+from retrieval_bench.scoring.table import COLUMNS, result_rows
+
+
+@pytest.fixture
+def job(mini_job: tuple[JobResult, Path]) -> Path:
+    """The session's mini job (hybrid: bm25, dense, fused and final stages)."""
+    return mini_job[1]
+
+
+def _expected(metrics: dict[str, Any]) -> dict[tuple[str, str, str, str, str], float | None]:
+    """(stage, scope, query_id, query_type, metric) -> value, read from metrics.json."""
+    out: dict[tuple[str, str, str, str, str], float | None] = {}
+    for stage, result in metrics["stages"].items():
+        for part in [result, *result.get("families", {}).values()]:
+            for qid, row in part["per_query"].items():
+                for metric, value in row.items():
+                    if "@" in metric and value is not None:
+                        out[(stage, "query", qid, row["query_type"], metric)] = float(value)
+        groups = [("overall", "", result["overall"])]
+        groups += [("type", t, g) for t, g in result["by_type"].items()]
+        for scope, qtype, group in groups:
+            for metric, value in group.items():
+                if "@" in metric:
+                    out[(stage, scope, "", qtype, metric)] = value
+    return out
+
+
+def test_csv_rows_are_metrics_json(job: Path) -> None:
+    metrics = json.loads((job / "metrics.json").read_text())
+    with (job / "results.csv").open() as handle:
+        rows = list(csv.reader(handle))
+    assert tuple(rows[0]) == COLUMNS
+    got = {}
+    for system, stage, scope, qid, qtype, metric, value in rows[1:]:
+        assert system == "hybrid"
+        got[(stage, scope, qid, qtype, metric)] = None if value == "" else float(value)
+    assert got == _expected(metrics)  # repr round-trip: the exact floats of metrics.json
+    assert ("final", "overall", "", "", "map@6") in got
+    families = metrics["stages"]["final"]["families"].values()
+    family_metrics = {m for f in families for row in f["per_query"].values() for m in row}
+    assert {m for m in family_metrics if "@" in m} <= {key[4] for key in got if key[1] == "query"}
+    assert any("@" in m for m in family_metrics)  # the families' rows are there too
+
+
+def test_parquet_holds_the_csv_rows(job: Path) -> None:
+    with (job / "results.csv").open() as handle:
+        rows = list(csv.reader(handle))[1:]
+    table = pq.read_table(job / "results.parquet").to_pylist()
+    assert [tuple(r[c] for c in COLUMNS) for r in table] == [
+        (*row[:-1], None if row[-1] == "" else float(row[-1])) for row in rows
+    ]
+
+
+def test_without_pyarrow_only_the_csv_is_written(
+    job: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_import = builtins.__import__
+
+    def no_pyarrow(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("pyarrow"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    metrics = json.loads((job / "metrics.json").read_text())
+    rows = list(result_rows(metrics, "hybrid"))
+    assert write_results_table(tmp_path, rows) == [tmp_path / "results.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
+    assert (tmp_path / "results.csv").read_bytes() == (job / "results.csv").read_bytes()

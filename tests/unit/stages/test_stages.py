@@ -1,0 +1,309 @@
+"""The stages after fusion: the context builder's budget rule, the cross-encoder reranker (a
+tiny random model built here, checked against FlagEmbedding's own scores), their config checks,
+and the where-was-it-lost count fed from recorded rankings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, compose_config, mini_overrides
+from support.random_models import build_random_cross_encoder
+
+from retrieval_bench.config.stages import ContextConfig, RerankerConfig
+from retrieval_bench.errors import ConfigError, EncoderUnavailable
+from retrieval_bench.job.build import build_stages, stage_specs
+from retrieval_bench.protocols import BuildContext
+from retrieval_bench.records import NO_QUERY_TERMS, EvalQuery, Passage, Ranked
+from retrieval_bench.scoring.labels import judge
+from retrieval_bench.scoring.refusal import choose_stage
+from retrieval_bench.scoring.stage_loss import stage_loss
+from retrieval_bench.stages.context import OVER_BUDGET, ContextBuilder
+from retrieval_bench.stages.rerank import CrossEncoderReranker
+from retrieval_bench.tiebreak import TieBreak
+
+# Text lengths 10, 4, 6, 3, 8 (no titles); documents d1 d1 d2 d1 (p4 is its own).
+PASSAGES = [
+    Passage("p0", "a" * 10, doc_id="d1"),
+    Passage("p1", "b" * 4, doc_id="d1"),
+    Passage("p2", "c" * 6, doc_id="d2"),
+    Passage("p3", "d" * 3, doc_id="d1"),
+    Passage("p4", "e" * 8),
+]
+TEXTS = [p.text for p in PASSAGES]
+
+
+def _ranked(indices: list[int], requested: int = 5) -> Ranked:
+    scores = np.linspace(1.0, 0.5, len(indices)) if indices else np.zeros(0)
+    return Ranked(np.asarray(indices, dtype=np.int64), scores, requested)
+
+
+def _query(qid: str = "q", text: str = "北京") -> EvalQuery:
+    return EvalQuery(qid, text, "fact", "reviewed", {"p0": 1})
+
+
+# --------------------------------------------------------------------------------------------
+# context
+# --------------------------------------------------------------------------------------------
+
+
+def test_context_skips_what_does_not_fit_and_keeps_walking() -> None:
+    builder = ContextBuilder(ContextConfig(budget_chars=13), PASSAGES, TEXTS)
+    final = _ranked([4, 0, 1, 2, 3])  # 8, 10, 4, 6, 3 characters
+    (context,) = builder.apply([_query()], [final])
+    # 8 fits (5 left); 10 skipped; 4 fits (1 left): 1 < shortest passage (3), the walk stops.
+    assert context.indices.tolist() == [4, 1]
+    assert context.scores.tolist() == [final.scores[0], final.scores[2]]
+    assert context.requested == 5
+    info = builder.info()
+    assert (info["skipped_over_budget"], info["chars_per_query"]) == (1, 12.0)
+
+
+def test_context_caps_passages_per_document() -> None:
+    builder = ContextBuilder(ContextConfig(budget_chars=100, max_per_doc=1), PASSAGES, TEXTS)
+    (context,) = builder.apply([_query()], [_ranked([0, 1, 2, 3, 4])])
+    # d1 takes p0 only; d2 takes p2; p4 (no doc_id) is its own document.
+    assert context.indices.tolist() == [0, 2, 4]
+    assert builder.info()["skipped_doc_cap"] == 2
+
+
+def test_context_empty_says_why() -> None:
+    builder = ContextBuilder(ContextConfig(budget_chars=3), PASSAGES, TEXTS)
+    empty = Ranked(np.zeros(0, np.int64), np.zeros(0), 5, NO_QUERY_TERMS)
+    over, passed_on = builder.apply([_query(), _query("q2")], [_ranked([0, 4]), empty])
+    assert (over.returned, over.empty_reason) == (0, OVER_BUDGET)
+    assert (passed_on.returned, passed_on.empty_reason) == (0, NO_QUERY_TERMS)
+
+
+def test_context_budget_below_the_shortest_passage_is_refused() -> None:
+    with pytest.raises(ConfigError) as refused:
+        ContextBuilder(ContextConfig(budget_chars=2), PASSAGES, TEXTS)
+    assert str(refused.value) == (
+        "config key 'context.budget_chars': 2 characters is smaller than the corpus's shortest "
+        "passage (3 characters): no context could hold a passage; set "
+        "context.budget_chars>=3, or 0 for no context stage"
+    )
+
+
+def test_context_budget_refused_at_start_on_the_mini_corpus(tmp_path: Path) -> None:
+    """Through the config and the stage specs, as a job does once its corpus is loaded."""
+    cfg = compose_config([*mini_overrides(tmp_path), "context.budget_chars=10"])
+    from retrieval_bench.data.loader import load_dataset
+
+    dataset = load_dataset(
+        "native", "mini", Path(cfg.dataset.corpus), Path(cfg.dataset.evalset), Path(), "test"
+    )
+    ctx = BuildContext(
+        dataset.passages,
+        dataset.queries,
+        cfg,
+        TieBreak([p.id for p in dataset.passages]),
+        tmp_path,
+    )
+    shortest = min(len(t) for t in ctx.texts)
+    with pytest.raises(ConfigError, match=rf"'context\.budget_chars': 10 .*\({shortest} char"):
+        build_stages([(n, spec) for n, spec in stage_specs(cfg) if spec.active(ctx)], ctx)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["context.budget_chars=-1"], "context.budget_chars"),
+        (["context.max_per_doc=2"], "context.max_per_doc"),  # the stage is off
+        (["reranker=cross_encoder"], "reranker.model"),
+        (["reranker=cross_encoder", "reranker.model=m", "reranker.depth=11"], "reranker.depth"),
+        (["reranker=cross_encoder", "reranker.model=m", "reranker.depth=5"], "reranker.depth"),
+        (["reranker.kind=colbert"], "reranker.kind"),
+        (["reranker.model=/models/bge-reranker-v2-m3"], "reranker.model"),  # stage is off
+    ],
+)
+def test_stage_config_refused_naming_the_key(
+    tmp_path: Path, overrides: list[str], key: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        compose_config([*mini_overrides(tmp_path), *overrides])
+    assert refused.value.key == key
+
+
+def test_rerank_depth_follows_the_pool_and_is_bounded_by_it(tmp_path: Path) -> None:
+    cfg = compose_config([*mini_overrides(tmp_path), "reranker=cross_encoder", "reranker.model=m"])
+    assert cfg.reranker.depth == cfg.retriever.pool_size == 10
+    with pytest.raises(ConfigError) as refused:
+        cfg.reranker.validate(pool_size=8, top_k=6)
+    assert str(refused.value) == (
+        "config key 'reranker.depth': 10 is larger than retriever.pool_size=8: the pool the "
+        "reranker reads holds at most 8 passages per arm; set reranker.depth<=8 or raise "
+        "retriever.pool_size"
+    )
+
+
+def test_stage_config_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, retrieval_bench.config.stages, retrieval_bench.stages; "
+        "print(sorted(m for m in ('torch', 'FlagEmbedding', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------------------------
+# rerank: a tiny random cross-encoder
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("tiny-reranker")
+    build_random_cross_encoder(target)
+    return target
+
+
+def test_rerank_scores_are_flag_rerankers_in_tie_break_order(tiny_reranker: Path) -> None:
+    from FlagEmbedding import FlagReranker
+
+    cfg = RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=3, batch_size=4)
+    texts = ["北京是中国的首都", "上海的交通非常方便。", "我喜欢吃苹果和香蕉。", "股市大跌。"]
+    reranker = CrossEncoderReranker(cfg, texts, TieBreak(["a", "b", "c", "d"]))
+    queries = [_query("q1", "北京"), _query("q2", "上海交通")]
+    fused = [_ranked([3, 2, 1, 0]), _ranked([0, 1])]
+    out = reranker.apply(queries, fused)
+    # The reference: FlagEmbedding on the same pairs in one call (only the top depth=3).
+    pairs = [("北京", texts[i]) for i in (3, 2, 1)] + [("上海交通", texts[i]) for i in (0, 1)]
+    reference = FlagReranker(str(tiny_reranker), devices=["cpu"], batch_size=4)
+    expected = np.asarray(reference.compute_score(pairs, batch_size=4, max_length=512))
+    heads = [[3, 2, 1], [0, 1]]
+    for ranked, head, scores in zip(out, heads, [expected[:3], expected[3:]], strict=True):
+        order = sorted(range(len(head)), key=lambda j: (-scores[j], -head[j]))
+        assert ranked.indices.tolist() == [head[j] for j in order]
+        assert ranked.scores.tolist() == [float(scores[j]) for j in order]
+        assert ranked.requested == 3
+    assert reranker.info()["pairs_scored"] == 5
+
+
+def test_rerank_ties_broken_by_id_descending(tiny_reranker: Path) -> None:
+    cfg = RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=4)
+    reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
+    reranker.score = lambda pairs: np.array([0.5, 0.9, 0.5, 0.5][: len(pairs)])  # type: ignore[method-assign]
+    (ranked,) = reranker.apply([_query()], [_ranked([0, 4, 2, 1, 3])])
+    assert ranked.indices.tolist() == [4, 2, 1, 0]  # 0.9, then the 0.5s by id descending
+
+
+def test_rerank_empty_ranking_loads_no_model(tiny_reranker: Path) -> None:
+    cfg = RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=4)
+    reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
+    empty = Ranked(np.zeros(0, np.int64), np.zeros(0), 5, NO_QUERY_TERMS)
+    (ranked,) = reranker.apply([_query()], [empty])
+    assert (ranked.returned, ranked.empty_reason) == (0, NO_QUERY_TERMS)
+
+
+def test_missing_reranker_model_names_the_ways_out(tmp_path: Path) -> None:
+    missing = tmp_path / "bge-reranker-v2-m3"
+    cfg = RerankerConfig(kind="cross_encoder", model=str(missing))
+    with pytest.raises(EncoderUnavailable) as refused:
+        CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
+    assert str(refused.value) == (
+        f"reranker model {str(missing)!r} cannot be loaded: no directory at {missing}. "
+        "Set reranker.model=/local/path/to/bge-reranker-v2-m3 to a downloaded copy of the "
+        "model, or run without a rerank stage with reranker=none."
+    )
+
+
+def test_hub_id_reranker_not_cached_offers_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
+    cfg = RerankerConfig(kind="cross_encoder", model="BAAI/bge-reranker-v2-m3")
+    with pytest.raises(EncoderUnavailable) as refused:
+        CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
+    message = str(refused.value)
+    assert "downloads are off (reranker.allow_download=false)" in message
+    assert "reranker=none" in message
+    assert message.endswith(
+        "(or reranker.allow_download=true to download it, where the Hugging Face hub is reachable)."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# where labelled passages were lost; refusal on the reranker's score
+# --------------------------------------------------------------------------------------------
+
+
+def test_stage_loss_counts_the_first_stage_lacking_each_passage() -> None:
+    queries = [
+        EvalQuery("q1", "t", "fact", "reviewed", {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}),
+        EvalQuery("q2", "t", "route", "reviewed", {"a": 2, "z": 0}),
+        EvalQuery("q3", "t", "fact", "unreviewed", {"a": 1}),
+        EvalQuery("q4", "t", "route", "reviewed", {"p": 1, "q": 1, "r": 1, "s": 1}),
+    ]
+    rankings = {
+        "q1": {
+            "bm25": ["a", "b", "x"],
+            "dense": ["c", "d", "e"],
+            "fused": ["a", "b", "c", "d", "e", "x"],
+            "rerank": ["a", "c", "d", "e"],  # b: lost by the reranker
+            "final": ["a", "c", "e"],  # d: below the cut
+            "context": ["a", "e"],  # c: over the budget
+        },
+        "q2": {"bm25": ["x"], "dense": ["y"], "fused": ["x", "y"], "final": ["x", "y"]},
+        "q3": {"bm25": ["a"], "final": ["a"]},
+        # One arm (no fused): the first stage is the pool; its rerank lost p, its final q.
+        "q4": {"dense": ["p", "q", "r"], "rerank": ["q", "r"], "final": ["r"]},
+    }
+    loss = stage_loss(rankings, judge(queries))
+    assert loss["checkpoints"] == ["pool", "fused", "rerank", "final", "context"]
+    zero = {"pool": 0, "fused": 0, "rerank": 0, "final": 0, "context": 0, "kept": 0}
+    assert loss["by_type"] == {
+        "fact": {
+            "queries": 1,
+            "labelled": 5,
+            "lost_at": {**zero, "rerank": 1, "final": 1, "context": 1, "kept": 2},
+        },
+        "route": {
+            "queries": 2,
+            "labelled": 5,
+            "lost_at": {**zero, "pool": 2, "rerank": 1, "final": 1, "kept": 1},
+        },
+    }
+    assert loss["overall"] == {
+        "queries": 3,
+        "labelled": 10,
+        "lost_at": {"pool": 2, "fused": 0, "rerank": 2, "final": 2, "context": 1, "kept": 3},
+    }
+    assert loss["per_query"] == {
+        "q1": {"rerank": ["b"], "final": ["d"], "context": ["c"]},
+        "q2": {"pool": ["a"]},
+        "q4": {"rerank": ["p"], "final": ["q"], "pool": ["s"]},
+    }
+
+
+def test_refusal_auto_prefers_the_rerankers_score() -> None:
+    recorded = [["bm25", "dense", "fused", "rerank", "final", "context"]] * 2
+    assert choose_stage("auto", recorded) == "rerank"
+    assert choose_stage("context", recorded) == "context"
+
+
+@pytest.mark.slow
+def test_rerank_on_two_workers_scores_as_one(tiny_reranker: Path) -> None:
+    """reranker.devices=[cpu,cpu]: FlagEmbedding's own worker pool, started before scoring."""
+    texts = ["北京是中国的首都", "上海的交通非常方便。", "我喜欢吃苹果和香蕉。", "股市大跌。"]
+    queries = [_query("q1", "北京"), _query("q2", "上海交通"), _query("q3", "苹果")]
+    results = []
+    for devices in (["cpu"], ["cpu", "cpu"]):
+        cfg = RerankerConfig(
+            kind="cross_encoder", model=str(tiny_reranker), depth=4, devices=devices
+        )
+        reranker = CrossEncoderReranker(cfg, texts, TieBreak(["a", "b", "c", "d"]))
+        results.append(reranker.apply(queries, [_ranked([0, 1, 2, 3])] * 3))
+    for one, two in zip(*results, strict=True):
+        # Each passage's score agrees to float noise (the workers batch the pairs differently).
+        by_passage = dict(zip(two.indices.tolist(), two.scores.tolist(), strict=True))
+        expected = [by_passage[i] for i in one.indices.tolist()]
+        np.testing.assert_allclose(expected, one.scores, rtol=0, atol=1e-6)
+        assert two.scores.tolist() == sorted(two.scores.tolist(), reverse=True)
