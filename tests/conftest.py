@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 from support.chromium import find_chromium
 
@@ -215,9 +214,7 @@ def judge_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     tmp = tmp_path_factory.mktemp("judge")
     evalset = tmp / "mini.jsonl"
     shutil.copy(FIXTURE / "evalsets" / "mini.jsonl", evalset)
-    register_configs()
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        for i, b in enumerate(("0.75", "0.1")):
-            run_mini(tmp / "sweep" / str(i), "bm25", evalset, tmp / "cache", f"bm25.b={b}")
+    for i, b in enumerate(("0.75", "0.1")):
+        run_mini(tmp / "sweep" / str(i), "bm25", evalset, tmp / "cache", f"bm25.b={b}")
     assert pool_main([str(tmp / "sweep"), "--depth", "6"]) == 0
     yield tmp / "sweep", evalset

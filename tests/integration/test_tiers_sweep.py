@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
-from conftest import compose_dict
-from omegaconf import OmegaConf
+from conftest import compose_config, config_record
 from support.chromium import chromium, embedded
 from support.synth_dataset import write_synthetic
 
 from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.config import RunConfig
 from retrieval_bench.config.compare import CompareConfig
-from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.write import write_job
 
@@ -47,12 +43,9 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
             f"top_k={top_k}",
             "cost.latency_queries=5",
         ]
-        dict_cfg = compose_dict(overrides)
-        cfg = cast(RunConfig, OmegaConf.to_object(dict_cfg))
-        check_config(cfg)
+        cfg = compose_config(overrides)
         job = folder / f"{num}-top_k={top_k}"
-        config = cast(dict[str, Any], OmegaConf.to_container(dict_cfg, resolve=True))
-        write_job(job, run_job(cfg), config)
+        write_job(job, run_job(cfg), config_record(cfg))
         (job / ".hydra").mkdir()
         (job / ".hydra" / "overrides.yaml").write_text(f"- top_k={top_k}\n- retriever=bm25\n")
     compare_dirs([folder], CompareConfig(), out_dir=folder)

@@ -239,7 +239,9 @@ class Pipeline:
             combiner = combiners[strategy.combine]
             pools = [item.pools[n] for n in strategy.arms]
             what = f"combiner '{strategy.combine}'"
+            start = time.perf_counter()
             raw.append(guarded_call(what, combiner, combiner.combine, pools, self.tie_break))
+            self.timing.add("combiners", strategy.combine, 1, start)
             given.append(np.concatenate([pool.indices for pool in pools]))
             by_combine.setdefault(strategy.combine, []).append(i)
         out = list(raw)

@@ -11,8 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, ROOT, run_mini
-from hydra import initialize_config_dir
+from conftest import FIXTURE, run_mini
 from support.judge_server import chat_model
 
 from retrieval_bench.benchmark.driver import gate_month
@@ -27,8 +26,7 @@ from retrieval_bench.errors import ConfigError
 
 def month(root: Path, name: str, evalset: Path, cache: Path, b: str) -> Path:
     folder = root / name
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        run_mini(folder / "mini" / "bm25", "bm25", evalset, cache, f"bm25.b={b}")
+    run_mini(folder / "mini" / "bm25", "bm25", evalset, cache, f"bm25.b={b}")
     (folder / "benchmark.json").write_text(json.dumps({"month": name, "status": "finished"}))
     return folder
 
@@ -63,7 +61,7 @@ def test_a_month_judges_its_pool_and_the_gate_says_what_rests_on_it(tmp_path: Pa
     )
 
     result = compare_dirs(
-        [folder], cfg.compare, out_dir=folder, baseline={}, judged_labels=snapshot
+        [folder], cfg.compare, out_dir=folder, baselines=[], judged_labels=snapshot
     )
     assert "judge_estimates" in result.record["datasets"]["mini"]
     assert "Estimates with the judge's labels" in (folder / "comparison.md").read_text("utf-8")
