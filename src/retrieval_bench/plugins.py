@@ -91,7 +91,9 @@ def instantiate_plugin(
             f"(a {kind} has {', '.join(f'{m}()' for m in methods)}; see retrieval_bench.protocols)",
         )
     try:
-        return instantiate(dict(node), _convert_="all")
+        # Not recursive: a nested node is the plug-in's own keyword (a dense arm's `encoder`
+        # overrides, `_target_` included), applied to its typed node by the plug-in itself.
+        return instantiate(dict(node), _convert_="all", _recursive_=False)
     except InstantiationException as error:
         cause = error.__cause__
         if isinstance(cause, ConfigError):

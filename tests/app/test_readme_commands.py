@@ -260,7 +260,7 @@ def _judge_url(ws: Workspace) -> str:
     """<JUDGE_URL>: a stand-in chat model on 127.0.0.1 (tests/support/judge_server.py, a
     deterministic rule), started once for the module, behind an OpenAI-compatible API's base URL."""
     if ws.judge_url is None:
-        from judge_server import chat_model
+        from support.judge_server import chat_model
 
         ws.judge_url, _ = ws.servers.enter_context(chat_model())
     return ws.judge_url

@@ -16,7 +16,6 @@ import pytest
 from support.random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
 from retrieval_bench.config import RunConfig
-from retrieval_bench.config.encoder import BGE_M3_ENCODER
 from retrieval_bench.config.m3 import M3Config
 from retrieval_bench.encoders.m3 import M3Cache, M3Encoder
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
@@ -171,7 +170,7 @@ def test_arms_share_one_encode_and_the_cache_is_plain_arrays(
     counts = {"m3_passages": {"encoded": 7, "cached": 0}, "m3_queries": {"encoded": 4, "cached": 0}}
     assert ctx.stats["embeddings"] == counts
     assert arms[3].info() == {
-        "_target_": BGE_M3_ENCODER,
+        "kind": "bge_m3",
         "mode": "all",
         "model": model_dir.name,
         "weights": {"dense": 0.4, "sparse": 0.2, "colbert": 0.4},
