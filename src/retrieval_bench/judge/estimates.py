@@ -45,7 +45,7 @@ from typing import Any
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.errors import BenchError
-from retrieval_bench.job.runner import load_labelled, score_job
+from retrieval_bench.job.runner import load_configured, load_labelled, score_job
 from retrieval_bench.jobdir.files import job_config, read_rankings
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.labels.rescore import stored_records
@@ -113,13 +113,16 @@ def _scored(job: FinishedJob, labels: Sequence[EvalQuery]) -> dict[str, Finished
 
 def _scored_variants(job: FinishedJob, labels: Sequence[EvalQuery]) -> dict[str, FinishedJob]:
     cfg = job_config(job.path)
-    base, _, _ = load_labelled(cfg)
-    known = {q.query_id: q.query for q in base.queries}
-    changed = [q.query_id for q in labels if known.get(q.query_id) != q.query]
-    if changed or len(known) != len(labels):
+    # The evaluation set as configured, without the perturbed variants a robustness job adds
+    # (load_labelled adds them again below, as the job did): the labels are the originals'.
+    base = load_configured(cfg)
+    known = {q.query_id: q.query for q in base.originals}
+    asked = [q for q in labels if q.perturbed_from is None]
+    changed = [q.query_id for q in asked if known.get(q.query_id) != q.query]
+    if changed or len(known) != len(asked):
         raise BenchError(
             f"{job.path}: the labels' queries are not the ones the job ran (e.g. "
-            f"{(changed or sorted(set(known) ^ {q.query_id for q in labels}))[:3]})"
+            f"{(changed or sorted(set(known) ^ {q.query_id for q in asked}))[:3]})"
         )
     ids = [p.id for p in base.passages]
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
@@ -127,7 +130,7 @@ def _scored_variants(job: FinishedJob, labels: Sequence[EvalQuery]) -> dict[str,
     for name, relabel in ((PEOPLE, people_labels), (MIXED, None), (PPI, judge_labels)):
         queries = tuple(relabel(q) if relabel else q for q in labels)
         data, judgements, groups = load_labelled(cfg, dataclasses.replace(base, queries=queries))
-        records = stored_records(job.path, queries, ids)
+        records = stored_records(job.path, data.queries, ids)
         metrics = score_job(cfg, data, judgements, groups, records, rule_set)
         out[name] = dataclasses.replace(job, metrics=metrics)
     return out

@@ -14,11 +14,13 @@ touch the repository.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import FIXTURE, run_mini
 from conftest import MINI_CORPUS as CORPUS
 from sklearn.metrics import cohen_kappa_score
 from support.datasets import read_jsonl
@@ -447,3 +449,27 @@ def test_three_estimates_agree_with_ppi_by_hand(
                 ids = row["stages"]["final"]["ids"][:6]
                 counted.append(sum(1 for p in ids if p in judge and judge[p].is_label) / 6)
         assert shares["by_judge"] == pytest.approx(np.mean(counted))
+
+
+def test_a_robustness_job_is_scored_under_each_label_variant(tmp_path: Path) -> None:
+    """A job that ran perturbed variants beside its queries: the estimates compare the labels
+    with its original queries (the variants are the job's, not the labels'), and the people-only
+    estimate of its stored rankings is the job's own metrics.json."""
+    from retrieval_bench.jobdir.files import read_rankings
+    from retrieval_bench.jobdir.read import load_jobs
+    from retrieval_bench.judge.estimates import PEOPLE, _scored
+
+    evalset = tmp_path / "mini.jsonl"
+    shutil.copy(FIXTURE / "evalsets" / "mini.jsonl", evalset)
+    job_dir = run_mini(
+        tmp_path / "job",
+        "bm25",
+        evalset,
+        tmp_path / "cache",
+        "robustness.kinds=[fullwidth,truncate]",
+    )
+    (job,) = load_jobs([job_dir])
+    assert any(r.query.perturbed_from for r in read_rankings(job_dir))
+    scored = _scored(job, load_evalset(evalset))
+    people = scored[PEOPLE].metrics["stages"]["final"]["overall"]
+    assert people == job.metrics["stages"]["final"]["overall"]
