@@ -52,11 +52,12 @@ METRICS = "src/retrieval_bench/scoring/metrics.py"
 PERMISSIONS = "src/retrieval_bench/scoring/permissions.py"
 TIEBREAK = "src/retrieval_bench/tiebreak.py"
 BM25 = "src/retrieval_bench/retrievers/bm25.py"
+BM25_BUILD = "src/retrieval_bench/retrievers/bm25_build.py"
+HTTP_JSON = "src/retrieval_bench/http_json.py"
 CUT = "src/retrieval_bench/stages/cut.py"
-SERVICE = "src/retrieval_bench/retrievers/service.py"
 RUN_FILE = "src/retrieval_bench/retrievers/run_file.py"
 M3 = "src/retrieval_bench/retrievers/m3.py"
-M3_TESTS = ("tests/test_m3_scoring.py",)
+M3_TESTS = ("tests/unit/retrievers/test_m3_scoring.py",)
 RUN_SCORES = "src/retrieval_bench/scoring/run_scores.py"
 JUDGMENTS = "src/retrieval_bench/data/judgments.py"
 ANSWERS = "src/retrieval_bench/answers/score.py"
@@ -230,15 +231,15 @@ MUTATIONS = [
     ),
     Mutation(
         "BM25 epsilon floor dropped",
-        BM25,
-        "idf[idf < 0] = config.epsilon * average_idf",
+        BM25_BUILD,
+        "idf[idf < 0] = epsilon * average_idf",
         "idf[idf < 0] = 0.0",
         ("tests/unit/retrievers/test_bm25.py",),
     ),
     # Issue 20: behaviour the fast tier did not pin.
     Mutation(
         "service arm does not retry HTTP 429",
-        SERVICE,
+        HTTP_JSON,
         "RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})",
         "RETRIED_STATUSES = frozenset({500, 502, 503, 504})",
         ("tests/unit/retrievers/test_service_arm.py",),
