@@ -295,32 +295,38 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 1; i < rank; i++)
             floor = samples[i].score < floor ? samples[i].score : floor;
     }
+    /* Each block is zeroed as soon as it is read (the scratch is left as it came without a
+     * second pass over it); a second attempt adds the rows again, the same sums bit for bit. */
     for (int attempt = 0; any_matched && attempt < 2; attempt++) {
         size = 0;
         for (Py_ssize_t start = 0; start < n_docs; start += BLOCK) {
             Py_ssize_t stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
-            if (!reaches(s + start, stop - start, floor)) continue;
-            for (Py_ssize_t i = start; i < stop; i++) {
-                if (!(s[i] >= floor) || !(positive ? s[i] > 0 : mk[i] != 0) || (ok && !ok[i]))
-                    continue;
-                if (size == cap) {
-                    cap = cap ? 2 * cap : 4 * want + 64;
-                    Entry *grown = PyMem_Realloc(pool, (size_t)cap * sizeof(Entry));
-                    if (!grown) {
-                        PyErr_NoMemory();
-                        goto done;
+            if (reaches(s + start, stop - start, floor)) {
+                for (Py_ssize_t i = start; i < stop; i++) {
+                    if (!(s[i] >= floor) || !(positive ? s[i] > 0 : mk[i] != 0) ||
+                        (ok && !ok[i]))
+                        continue;
+                    if (size == cap) {
+                        cap = cap ? 2 * cap : 4 * want + 64;
+                        Entry *grown = PyMem_Realloc(pool, (size_t)cap * sizeof(Entry));
+                        if (!grown) {
+                            memset(s, 0, (size_t)n_docs * sizeof(double));
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        pool = grown;
                     }
-                    pool = grown;
+                    Entry e = {s[i], key[i], i};
+                    pool[size++] = e;
                 }
-                Entry e = {s[i], key[i], i};
-                pool[size++] = e;
             }
+            memset(s + start, 0, (size_t)(stop - start) * sizeof(double));
         }
         if (size >= want || floor == -HUGE_VAL) break;
         floor = -HUGE_VAL;
+        add_rows(ip, ix, w, r, n_rows, s);
     }
     int any_allowed = size > 0;
-    memset(s, 0, (size_t)n_docs * sizeof(double)); /* the scratch, left as it came */
     if (size > k) {
         select_best(pool, size, k);
         size = k;
