@@ -48,7 +48,7 @@ from retrieval_bench.errors import BenchError
 from retrieval_bench.job.runner import load_configured, load_labelled, score_job
 from retrieval_bench.jobdir.files import job_config, read_rankings
 from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.labels.rescore import stored_records
+from retrieval_bench.labels.rescore import read_stored, stored_records
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.progress import progress
 from retrieval_bench.records import EvalQuery
@@ -124,13 +124,13 @@ def _scored_variants(job: FinishedJob, labels: Sequence[EvalQuery]) -> dict[str,
             f"{job.path}: the labels' queries are not the ones the job ran (e.g. "
             f"{(changed or sorted(set(known) ^ {q.query_id for q in asked}))[:3]})"
         )
-    ids = [p.id for p in base.passages]
+    stored = read_stored(job.path, [p.id for p in base.passages])  # once, for every variant
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
     out = {}
     for name, relabel in ((PEOPLE, people_labels), (MIXED, None), (PPI, judge_labels)):
         queries = tuple(relabel(q) if relabel else q for q in labels)
         data, judgements, groups = load_labelled(cfg, dataclasses.replace(base, queries=queries))
-        records = stored_records(job.path, data.queries, ids)
+        records = stored_records(stored, data.queries, job.path)
         metrics = score_job(cfg, data, judgements, groups, records, rule_set)
         out[name] = dataclasses.replace(job, metrics=metrics)
     return out

@@ -118,20 +118,26 @@ def rescore_job(
                 "re-run it instead"
             )
     data, judgements, groups = load_labelled(cfg, data)
-    records = stored_records(job_dir, data.queries, [p.id for p in data.passages])
+    stored = read_stored(job_dir, [p.id for p in data.passages])
+    records = stored_records(stored, data.queries, job_dir)
     rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
     metrics = score_job(cfg, data, judgements, groups, records, rule_set)
     return Rescored(job_dir, metrics, before, after, cfg.dataset, dict(data.hashes))
 
 
-def stored_records(
-    job_dir: Path, queries: Sequence[EvalQuery], passage_ids: Sequence[str]
-) -> list[QueryRecord]:
-    """The stored records, in the order a fresh job would rank the queries (the evaluation
-    set's), each with its query as the labels now describe it (also how the judge's estimates
-    re-score a job under other labels)."""
+def read_stored(job_dir: Path, passage_ids: Sequence[str]) -> dict[str, QueryRecord]:
+    """The job's stored records by query id, each stage with its passage indices in the
+    corpus order `passage_ids` (read once; `stored_records` orders them for any labels)."""
     positions = {pid: i for i, pid in enumerate(passage_ids)}
-    stored = {r.query.query_id: r for r in read_rankings(job_dir, positions)}
+    return {r.query.query_id: r for r in read_rankings(job_dir, positions)}
+
+
+def stored_records(
+    stored: Mapping[str, QueryRecord], queries: Sequence[EvalQuery], job_dir: Path
+) -> list[QueryRecord]:
+    """The stored records (`read_stored`), in the order a fresh job would rank the queries
+    (the evaluation set's), each with its query as the labels now describe it (also how the
+    judge's estimates re-score a job under other labels)."""
     absent = [q.query_id for q in queries if q.query_id not in stored]
     if absent:
         raise RescoreError(
