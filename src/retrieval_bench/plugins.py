@@ -38,7 +38,12 @@ def locate(key: str, target: object, known: Sequence[str] = ()) -> type:
         ) from exc
     found = getattr(module, attribute, None)
     if not isinstance(found, type):
-        classes = [name for name, value in vars(module).items() if isinstance(value, type)]
+        # The module's own classes, not the names it imports (Path, OrderedDict, ...).
+        classes = [
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, type) and value.__module__ == module_name
+        ]
         raise ConfigError(
             key,
             f"{module_name} has no class {attribute!r}; "

@@ -170,6 +170,32 @@ def test_an_encoder_is_built_by_its_class_path() -> None:
         build_encoder(EncoderConfig(_target_="usee"))
 
 
+def test_an_arms_own_encoder_is_refused_under_the_arms_key(tmp_path: Path) -> None:
+    """A class an arm's own `encoder` override names is refused under `arms.<name>`, with the
+    nearest class the module defines (not a name it merely imports, such as Path)."""
+    overrides = [
+        "retriever=dense",
+        "retriever.arms=[dense,minilm]",
+        "+arms.minilm._target_=retrieval_bench.retrievers.dense.DenseArmSpec",
+        "+arms.minilm.encoder._target_=retrieval_bench.encoders.flag.FlagModelEncodr",
+        f"cache_dir={tmp_path / 'cache'}",
+    ]
+    with pytest.raises(ConfigError) as caught:
+        run_in_process(overrides, tmp_path)
+    assert caught.value.key == "arms.minilm.encoder._target_"
+    assert "did you mean 'retrieval_bench.encoders.flag.FlagModelEncoder'" in caught.value.message
+    with pytest.raises(ConfigError) as unknown:
+        build_arm_encoder("retrieval_bench.encoders.flag.Nothing")
+    assert "Path" not in unknown.value.message and "FlagModelEncoder" in unknown.value.message
+
+
+def build_arm_encoder(target: str) -> None:
+    from retrieval_bench.config.encoder import EncoderConfig
+    from retrieval_bench.encoders import build_encoder
+
+    build_encoder(EncoderConfig(_target_=target))
+
+
 @pytest.mark.slow
 def test_two_dense_encoders_are_two_arms_fused(tmp_path: Path) -> None:
     """The same kind twice with different models: USE and all-MiniLM-L6-v2 (its wheel's copy),

@@ -219,6 +219,25 @@ class DenseArmSpec:
     def check(self, name: str, ctx: BuildContext) -> None:
         """Load precomputed vectors, or make the encoder, and refuse an index that cannot take
         this job's filters: before any arm tokenises or encodes."""
+        try:
+            self._check(ctx)
+        except ConfigError as error:
+            raise self._own_error(name, error) from error
+
+    def _own_error(self, name: str, error: ConfigError) -> ConfigError:
+        """A refused value this arm set itself is named under `arms.<name>` (`encoder.<key>`,
+        `index.<key>`), not under the job's `encoder`/`dense` node it overrides."""
+        node, _, rest = error.key.partition(".")
+        own = {
+            "encoder": ("encoder", self.encoder_overrides),
+            "dense": ("index", self.index_overrides),
+        }
+        keyword, overrides = own.get(node, ("", {}))
+        if rest.partition(".")[0] in overrides:
+            return ConfigError(f"arms.{name}.{keyword}.{rest}", error.message)
+        return error
+
+    def _check(self, ctx: BuildContext) -> None:
         from retrieval_bench.encoders import build_encoder, check_encoder_config, is_precomputed
         from retrieval_bench.encoders.precomputed import load_precomputed
 
