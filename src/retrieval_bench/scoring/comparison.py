@@ -38,13 +38,11 @@ from retrieval_bench.io import json_number
 from retrieval_bench.scoring.power import paired_counts, per_test_alpha, power_entry, summary
 from retrieval_bench.scoring.significance import (
     FamilyTest,
-    PairedResult,
     SignificanceSettings,
     at_floor,
     ci_json,
     family_tests,
     min_p_value,
-    paired_test,
 )
 
 WIN, SECOND, TIE, LOSE = "win", "second", "tie", "lose"
@@ -292,17 +290,6 @@ def verdict_cell(
 ) -> Cell:
     """Means, best configuration and verdicts for one group, Holm over the cell alone."""
     return verdict_cells({0: values}, settings, min_queries)[0]
-
-
-def paired_change(
-    before: Mapping[str, float],
-    after: Mapping[str, float],
-    settings: SignificanceSettings,
-) -> tuple[PairedResult, int]:
-    """`after` minus `before` on the queries both scored (`diff` = mean(after) - mean(before)),
-    and how many queries only one of them scored."""
-    _, arrays, unpaired = paired_values({"before": before, "after": after})
-    return paired_test(arrays["after"], arrays["before"], settings), unpaired
 
 
 @dataclass

@@ -41,11 +41,6 @@ def _engine_type() -> tuple[Any, str | None]:
     return (None, why) if module is None else (module.Engine, None)
 
 
-def fast_available() -> bool:
-    """Whether the compiled engine was built at install time."""
-    return _engine_type()[0] is not None
-
-
 @lru_cache(maxsize=1)
 def nfkc_table() -> dict[int, str]:
     """Every BMP character whose NFKC form is another string, mapped to that form.
