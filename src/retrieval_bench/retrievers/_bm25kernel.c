@@ -17,8 +17,9 @@
 #include <emmintrin.h>
 #endif
 
-#define STRIDE 32 /* top_rows samples every STRIDE-th passage for its floor */
-#define BLOCK 64   /* and looks one by one into blocks of BLOCK holding a score >= it */
+#define STRIDE 32 /* top_rows (with a mask) samples every STRIDE-th passage for its floor */
+#define BLOCK 64   /* and looks one by one into blocks of BLOCK holding a score >= it; without
+                    * a mask its floor is the k-th largest of these blocks' maxima */
 
 #include "../_buffers.h"
 
@@ -172,6 +173,63 @@ static inline int reaches(const double *s, Py_ssize_t n, double floor) {
     return hit != 0;
 }
 
+/* The largest of s[0:n] (n > 0; scores are never NaN). */
+static inline double block_max(const double *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    double best = s[0];
+#if defined(__SSE2__)
+    if (n >= 2) {
+        __m128d lanes = _mm_loadu_pd(s);
+        for (i = 2; i + 2 <= n; i += 2) lanes = _mm_max_pd(lanes, _mm_loadu_pd(s + i));
+        double pair[2];
+        _mm_storeu_pd(pair, lanes);
+        best = pair[0] > pair[1] ? pair[0] : pair[1];
+    }
+#endif
+    for (; i < n; i++) best = s[i] > best ? s[i] : best;
+    return best;
+}
+
+/* Bit i set where s[i] >= floor, for a block of n <= 64. */
+static inline uint64_t at_or_above(const double *s, Py_ssize_t n, double floor) {
+    uint64_t bits = 0;
+    Py_ssize_t i = 0;
+#if defined(__SSE2__)
+    __m128d bound = _mm_set1_pd(floor);
+    for (; i + 2 <= n; i += 2)
+        bits |= (uint64_t)_mm_movemask_pd(_mm_cmpge_pd(_mm_loadu_pd(s + i), bound)) << i;
+#endif
+    for (; i < n; i++) bits |= (uint64_t)(s[i] >= floor) << i;
+    return bits;
+}
+
+/* The k-th largest of x[0:n] (1 <= k <= n), reordering x: quickselect. */
+static double kth_largest(double *x, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
+    while (lo < hi) {
+        double pivot = x[lo + (hi - lo) / 2];
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] > pivot) i++;
+            while (x[j] < pivot) j--;
+            if (i <= j) {
+                double t = x[i];
+                x[i] = x[j];
+                x[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (want <= j)
+            hi = j;
+        else if (want >= i)
+            lo = i;
+        else
+            break;
+    }
+    return x[want];
+}
+
 /* Reorders entries so that the best k (by `worse`) come first, in any order: quickselect. */
 static void select_best(Entry *entries, Py_ssize_t n, Py_ssize_t k) {
     Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
@@ -267,7 +325,58 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * row). Counting them would cost a pass over every passage; the caller needs only this. */
     int any_matched = 0;
     for (Py_ssize_t q = 0; q < n_rows; q++) any_matched |= ip[r[q] + 1] > ip[r[q]];
-    /* A floor first, from every STRIDE-th eligible passage: the (2k / STRIDE + 2)-th best of
+    Py_ssize_t size = 0, n_samples, cap = 0;
+    /* With no mask and only positive weights (a passage is matched iff its score is > 0), the
+     * floor comes from the blocks themselves: the k-th largest of the blocks' maxima. At
+     * least k blocks reach it, each with a passage scoring its maximum, so at least k matched
+     * passages score >= floor and the whole top k (ties included) does, inside those blocks.
+     * One vectorised pass takes the maxima; a second keeps, from the blocks that reach the
+     * floor only (about k of them), the passages >= floor, read off a comparison mask, and
+     * zeroes every block. (Fewer than k matched blocks: floor 0, every matched passage kept.) */
+    if (any_matched && k > 0 && positive && !ok) {
+        Py_ssize_t n_blocks = (n_docs + BLOCK - 1) / BLOCK;
+        double *maxima = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * 2 * sizeof(double));
+        if (!maxima) {
+            memset(s, 0, (size_t)n_docs * sizeof(double));
+            PyErr_NoMemory();
+            goto done;
+        }
+        double *work = maxima + n_blocks;
+        for (Py_ssize_t b = 0; b < n_blocks; b++) {
+            Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
+            maxima[b] = work[b] = block_max(s + start, stop - start);
+        }
+        double bound = k <= n_blocks ? kth_largest(work, n_blocks, k) : 0.0;
+        size = 0;
+        for (Py_ssize_t b = 0; b < n_blocks; b++) {
+            Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
+            if (maxima[b] >= bound && maxima[b] > 0) {
+                uint64_t bits = at_or_above(s + start, stop - start, bound);
+                while (bits) {
+                    Py_ssize_t i = start + __builtin_ctzll(bits);
+                    bits &= bits - 1;
+                    if (!(s[i] > 0)) continue;
+                    if (size == cap) {
+                        cap = cap ? 2 * cap : 4 * k + 64;
+                        Entry *grown = PyMem_Realloc(pool, (size_t)cap * sizeof(Entry));
+                        if (!grown) {
+                            memset(s, 0, (size_t)n_docs * sizeof(double));
+                            PyMem_Free(maxima);
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        pool = grown;
+                    }
+                    Entry e = {s[i], key[i], i};
+                    pool[size++] = e;
+                }
+            }
+            memset(s + start, 0, (size_t)(stop - start) * sizeof(double));
+        }
+        PyMem_Free(maxima);
+        goto select;
+    }
+    /* Otherwise a floor first, from every STRIDE-th eligible passage: the (2k / STRIDE + 2)-th best of
      * those samples, so about 2k + 2 STRIDE passages score at or above it. One pass then
      * keeps the eligible passages at or above the floor, looking one by one only into blocks
      * of BLOCK that hold such a score (a test over the block the compiler vectorises; few
@@ -275,7 +384,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * is redone without it. Otherwise at least k eligible passages score >= floor, so the
      * k-th best does, and every member of the top k, ties included, was kept. The kept ones
      * are then partially sorted. */
-    Py_ssize_t size = 0, n_samples = 0, cap = 0;
+    n_samples = 0;
     double floor = -HUGE_VAL;
     Py_ssize_t want = k > 0 ? k : 1; /* k = 0 still asks whether any passage is eligible */
     samples = PyMem_Malloc((size_t)(n_docs / STRIDE + 1) * sizeof(Entry));
@@ -326,6 +435,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
         floor = -HUGE_VAL;
         add_rows(ip, ix, w, r, n_rows, s);
     }
+select:;
     int any_allowed = size > 0;
     if (size > k) {
         select_best(pool, size, k);

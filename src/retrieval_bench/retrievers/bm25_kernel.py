@@ -73,10 +73,11 @@ def top_rows(
 ) -> tuple[np.ndarray, np.ndarray, bool, bool] | None:
     """(the best k passages, their scores, whether any passage matched, whether any matched
     one is `allowed`), best first by score then `id_order` descending (TieBreak.top's order),
-    or None where the kernel is not built. One pass over the rows' postings and one over the
-    passages that keeps only those at or above a floor taken from a sample (exact: see
-    `_bm25kernel.c`), where scores + TieBreak.top gather, filter and partition every matched
-    passage's score. `scratch`: float64 zeros, one per passage; left zeroed."""
+    or None where the kernel is not built. One pass over the rows' postings, then only the
+    passages at or above a floor: the k-th largest of 64-passage blocks' maxima (no mask), or
+    taken from a sample (a mask, or a negative IDF), exact either way (`_bm25kernel.c`); where
+    scores + TieBreak.top gather, filter and partition every matched passage's score.
+    `scratch`: float64 zeros, one per passage; left zeroed."""
     kernel = _kernel()
     if kernel is None or not matrix.has_sorted_indices:
         return None

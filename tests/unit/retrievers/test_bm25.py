@@ -184,9 +184,9 @@ def test_epsilon_floor_worked_by_hand(epsilon: float) -> None:
 @pytest.mark.parametrize("seed", [0, 5])
 def test_fused_top_equals_scores_then_tie_break(seed: int, scoring_path: str) -> None:
     """SparseBM25.top (the compiled kernel: the sum, then only the passages at or above a
-    sampled floor) gives exactly what scores + TieBreak.top give: the same passages in the same
-    order, the same scores, and whether any passage matched / was allowed, with filters, ties,
-    negative IDFs and any k."""
+    floor from blocks' maxima or a sample) gives exactly what scores + TieBreak.top give: the
+    same passages in the same order, the same scores, and whether any passage matched / was
+    allowed, with filters, ties, negative IDFs and any k."""
     from retrieval_bench.tiebreak import TieBreak
 
     corpus = random_corpus(seed, n_docs=300, vocab=25)  # few terms: many tied scores
@@ -228,3 +228,33 @@ def test_kernel_refuses_rows_outside_the_matrix(scoring_path: str) -> None:
         kernel.score_rows(
             sparse._indptr64, m.indices, m.data, sparse.idf, [1], np.zeros(1), np.empty(1, int)
         )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fused_top_on_a_large_zipf_corpus(seed: int, scoring_path: str) -> None:
+    """Over more passages than the kernel's blocks times k, where its unmasked floor comes
+    from the blocks' maxima (and the masked one from its sample): exactly scores +
+    TieBreak.top, with common and rare terms, tied scores (duplicated passages) and several k."""
+    from retrieval_bench.tiebreak import TieBreak
+
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, 401) ** 1.1  # Zipf: a few terms in most passages
+    words = rng.choice(400, size=(4000, 12), p=weights / weights.sum())
+    corpus = [[f"w{i}" for i in row[: rng.integers(3, 13)]] for row in words]
+    corpus += corpus[:600]  # duplicated passages: tied scores
+    sparse = SparseBM25(corpus, BM25Config())
+    tie = TieBreak([f"p{i:05d}" for i in rng.permutation(len(corpus))])
+    for _ in range(40):
+        query = [f"w{i}" for i in rng.integers(0, 400, size=rng.integers(1, 8))]
+        mask = rng.random(len(corpus)) < 0.5 if rng.random() < 0.3 else None
+        for k in (1, 5, 10, 50, 100):
+            fused = sparse.top(query, k, tie.id_order, mask)
+            if fused is None:
+                assert scoring_path == "numpy"
+                return
+            scores, matched = sparse.scores(query)
+            allowed = matched if mask is None else matched[mask[matched]]
+            indices, top = tie.top(allowed, scores[allowed], k)
+            assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
+            assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
+    assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
