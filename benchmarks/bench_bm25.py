@@ -17,6 +17,8 @@ engines are interleaved query by query (`--rounds` passes, the fastest of each q
 load on a shared machine falls on all of them alike. `--million` (or `--no-reference`) leaves
 rank_bm25 out: its index of a million Python dicts takes gigabytes and each query seconds; the
 two scoring paths are then checked bit-identical to each other, and each to rank_bm25 at 50,000.
+`--million` (or `--no-memory`) also skips the traced-memory builds (nan in the table): under
+tracemalloc a million-passage build takes tens of minutes.
 """
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ OURS_NUMPY = "this project (numpy path)"
 Tokens = Sequence[Sequence[str]]
 
 
-def build_memory(build: Callable[[], Any]) -> tuple[float, float]:
-    """(peak, retained) MiB allocated while building (Python objects and numpy buffers)."""
+def build_memory(build: Callable[[], Any], measure: bool = True) -> tuple[float, float]:
+    """(peak, retained) MiB allocated while building (Python objects and numpy buffers); NaN
+    for both where not `measure`d."""
+    if not measure:
+        return float("nan"), float("nan")
     gc.collect()
     tracemalloc.start()
     index = build()
@@ -94,11 +99,18 @@ def main(argv: list[str] | None = None) -> int:
         "--synthetic", action="store_true", help="skip cmrc2018 (no jieba): Zipf text only"
     )
     parser.add_argument("--no-bm25s", action="store_true", help="leave bm25s out")
+    parser.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="skip the traced-memory builds (each engine built once more under tracemalloc: "
+        "tens of minutes at 1M); --million implies it",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.passages, args.queries, args.rounds = 3_000, 20, 1
     if args.million:
-        args.passages, args.no_reference = 1_000_000, True
+        args.passages, args.no_reference, args.no_memory = 1_000_000, True, True
+    measure_memory = not args.no_memory
     load = os.getloadavg()
     print(
         f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
@@ -126,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         from rank_bm25 import BM25Okapi
 
         reference, build_s = timed(lambda: BM25Okapi([list(p) for p in passages]))
-        peak, kept = build_memory(lambda: BM25Okapi([list(p) for p in passages]))
+        peak, kept = build_memory(lambda: BM25Okapi([list(p) for p in passages]), measure_memory)
         ref_scores = []
         score_times, top_times = [], []
         for query in queries:
@@ -150,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # --- this project: the compiled kernel and the numpy path --------------------------------
     ours, build_s = timed(lambda: SparseBM25(passages, config))
-    peak, kept = build_memory(lambda: SparseBM25(passages, config))
+    peak, kept = build_memory(lambda: SparseBM25(passages, config), measure_memory)
     numpy_path = SparseBM25(passages, config)
     numpy_path.compiled = False
     if not kernel_available():
@@ -215,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                     return model
 
                 other, build_s = timed(build_bm25s)
-                peak, kept = build_memory(build_bm25s)
+                peak, kept = build_memory(build_bm25s, measure_memory)
                 other.get_scores(list(queries[0]))  # numba compiles here, before any clock
                 other.retrieve([list(queries[0])], k=TOP, show_progress=False)
                 diffs_s, same_s = [], 0
