@@ -112,6 +112,10 @@ def _query_words(tokens: list[str], rng: np.random.Generator) -> list[str]:
     return [words[i] for i in keep]
 
 
+def _pid(i: int) -> str:
+    return f"p{i:07d}"
+
+
 def write_dataset(
     files: DatasetFiles, n: int, n_queries: int, dim: int, synthetic: bool, seed: int = 0
 ) -> dict[str, Any]:
@@ -123,22 +127,40 @@ def write_dataset(
         done = json.loads(files.marker.read_text())
         if done.get("settings") == settings:
             return done
-    from chinese_corpus import build_corpus
+    from chinese_corpus import corpus_stream
     from dense_vectors import VectorSpace, sample_around
 
     start = time.perf_counter()
-    corpus = build_corpus(n, 0, seed=seed, synthetic_only=synthetic)
+    # Streamed: the passages are written as they are generated; only the tokens the queries
+    # and the lexicon are drawn from are kept (10M passages would not fit in memory at once).
+    corpus = corpus_stream(n, 0, seed=seed, synthetic_only=synthetic)
     rng = np.random.default_rng(seed + 1)
-    ids = [f"p{i:07d}" for i in range(n)]
     targets = rng.choice(n, n_queries, replace=False)
+    keep = set(targets.tolist()) | set(range(min(n, 2000)))
+    kept: dict[int, list[str]] = {}
+    for path in (files.corpus, files.evalset.parent, files.vectors):
+        path.mkdir(parents=True, exist_ok=True)
+    with (files.corpus / "passages.jsonl").open("w", encoding="utf-8") as fh:
+        i = 0
+        for part in corpus.chunks():
+            for tokens in part:
+                text = json.dumps({"id": _pid(i), "text": "".join(tokens)}, ensure_ascii=False)
+                fh.write(text + "\n")
+                if i in keep:
+                    kept[i] = tokens
+                i += 1
+
+    def tokens_of(i: int) -> list[str]:
+        return kept[i] if i in kept else corpus.tokens(i)
+
     queries: list[dict[str, Any]] = []
     seen: set[str] = set()
     for qi, target in enumerate(targets.tolist()):
-        text = "".join(_query_words(corpus.passages[target], rng))
+        text = "".join(_query_words(tokens_of(target), rng))
         while text in seen or not text:  # query texts are unique (the dense arm keys on them)
             target = int(rng.integers(0, n))
             targets[qi] = target
-            text = "".join(_query_words(corpus.passages[target], rng))
+            text = "".join(_query_words(tokens_of(target), rng))
         seen.add(text)
         queries.append(
             {
@@ -146,32 +168,30 @@ def write_dataset(
                 "query": text,
                 "query_type": ("keywords", "phrase")[qi % 2],
                 "label_status": "reviewed",
-                "relevant_ids": [ids[target]],
+                "relevant_ids": [_pid(target)],
             }
         )
     # A lexicon of 100 two-character words of the corpus (entities the tokenizer keeps whole).
-    vocabulary = sorted({t for p in corpus.passages[:2000] for t in p if len(t) >= 2})
+    vocabulary = sorted({t for i in range(min(n, 2000)) for t in kept[i] if len(t) >= 2})
     names = [vocabulary[i] for i in rng.choice(len(vocabulary), 100, replace=False)]
-    for path in (files.corpus, files.evalset.parent, files.vectors):
-        path.mkdir(parents=True, exist_ok=True)
-    with (files.corpus / "passages.jsonl").open("w", encoding="utf-8") as fh:
-        for pid, tokens in zip(ids, corpus.passages, strict=True):
-            fh.write(json.dumps({"id": pid, "text": "".join(tokens)}, ensure_ascii=False) + "\n")
     with (files.corpus / "lexicon.jsonl").open("w", encoding="utf-8") as fh:
         for name in names:
             fh.write(json.dumps({"name": name, "type": "term"}, ensure_ascii=False) + "\n")
     with files.evalset.open("w", encoding="utf-8") as fh:
         for query in queries:
             fh.write(json.dumps(query, ensure_ascii=False) + "\n")
-    n_tokens = sum(map(len, corpus.passages))
+    n_tokens = corpus.n_tokens
     source = corpus.source
-    del corpus
+    kept.clear()
     space = VectorSpace.build(dim, seed)
     passages = sample_around(space.passages, n, 1.0, rng, space.basis)
     np.save(files.vectors / "passages.npy", passages)
     near = sample_around(passages, n_queries, 0.3, rng, space.basis, rows_of=targets)
     np.save(files.vectors / "queries.npy", near)
-    (files.vectors / "passage_ids.txt").write_text("\n".join(ids) + "\n")
+    del passages
+    with (files.vectors / "passage_ids.txt").open("w") as fh:
+        for lo in range(0, n, 100_000):
+            fh.write("".join(_pid(i) + "\n" for i in range(lo, min(n, lo + 100_000))))
     qids = "\n".join(q["query_id"] for q in queries) + "\n"
     (files.vectors / "query_ids.txt").write_text(qids)
     done = {

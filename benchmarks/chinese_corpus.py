@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -114,18 +116,17 @@ def load_real(tokenize) -> tuple[list[list[str]], list[list[str]], list[str], li
     return paras, [tokenize(c) for c in chunks], chunks, [tokenize(q) for q in queries]
 
 
-def build_corpus(
+def corpus_stream(
     n_passages: int,
     n_queries: int = 200,
     seed: int = 0,
     real: tuple | None = None,
     synthetic_only: bool = False,
-) -> TokenCorpus:
-    """`n_passages` token lists: cmrc2018's real chunks, then synthetic ones (module docstring).
-
-    `real` is `load_real`'s result when the caller already has it; `synthetic_only` skips
-    cmrc2018 (and jieba) altogether, for smoke runs.
-    """
+    chunk: int = 100_000,
+) -> CorpusStream:
+    """build_corpus's passages without holding them: the same token lists in the same order
+    (the same seed draws the same numbers), generated `chunk` passages at a time, so that 10M
+    passages take the memory of one chunk (CorpusStream)."""
     rng = np.random.default_rng(seed)
     if real is None and not synthetic_only:
         from retrieval_bench.config.text import TextConfig
@@ -147,29 +148,137 @@ def build_corpus(
         source = "cmrc2018 chunks + synthetic from cmrc2018 token statistics"
     chunk_lengths = np.array([len(c) for c in chunks], dtype=np.int64)
     stats = _stats_from(paras, chunk_lengths, rng)
-    real_part = chunks[:n_passages]
-    n_synth = n_passages - len(real_part)
-    passages = list(real_part) + _synthesise(stats, n_synth, rng)
+    real_part = list(chunks[:n_passages])
+    synthesis = _Synthesis(stats, n_passages - len(real_part), rng, chunk)
     n_real = 0 if texts is None else len(real_part)
-    return TokenCorpus(passages, queries[:n_queries], source, n_real, texts)
+    return CorpusStream(real_part, synthesis, queries[:n_queries], source, n_real, texts)
 
 
-def _synthesise(stats: _Stats, n: int, rng: np.random.Generator) -> list[list[str]]:
-    if n <= 0:
-        return []
-    lengths = rng.choice(stats.lengths, n)
-    total = int(lengths.sum())
-    doc_of = np.repeat(np.arange(n), lengths)
-    ids = rng.choice(len(stats.vocab), total, p=stats.unigram)
-    # Topic half: tokens drawn from one real paragraph per passage.
-    topic_of_doc = rng.integers(0, len(stats.topics), n)
-    topic_sizes = np.array([len(t) for t in stats.topics])
-    topic_flat = np.concatenate(stats.topics)
-    topic_start = np.cumsum(topic_sizes) - topic_sizes
-    from_topic = rng.random(total) < 0.5
-    t = topic_of_doc[doc_of[from_topic]]
-    pick = topic_start[t] + (rng.random(int(from_topic.sum())) * topic_sizes[t]).astype(np.int64)
-    ids[from_topic] = topic_flat[pick]
-    words = stats.vocab[ids]
-    bounds = np.cumsum(lengths)[:-1]
-    return [part.tolist() for part in np.split(words, bounds)]
+def build_corpus(
+    n_passages: int,
+    n_queries: int = 200,
+    seed: int = 0,
+    real: tuple | None = None,
+    synthetic_only: bool = False,
+) -> TokenCorpus:
+    """`n_passages` token lists: cmrc2018's real chunks, then synthetic ones (module docstring).
+
+    `real` is `load_real`'s result when the caller already has it; `synthetic_only` skips
+    cmrc2018 (and jieba) altogether, for smoke runs.
+    """
+    stream = corpus_stream(n_passages, n_queries, seed, real, synthetic_only)
+    passages = [p for part in stream.chunks() for p in part]
+    return TokenCorpus(passages, stream.queries, stream.source, stream.n_real, stream.texts)
+
+
+def _skip(rng: np.random.Generator, draws: int) -> None:
+    """Move `rng` past `draws` doubles (what `rng.random(draws)` would consume) without
+    drawing them. PCG64 steps once per double; `advance` also clears the buffered 32-bit half
+    that bounded integers leave behind, which the skipped doubles would not have touched, so it
+    is put back."""
+    state = rng.bit_generator.state
+    assert state["bit_generator"] == "PCG64", state["bit_generator"]
+    rng.bit_generator.advance(draws)
+    after = rng.bit_generator.state
+    after["has_uint32"], after["uinteger"] = state["has_uint32"], state["uinteger"]
+    rng.bit_generator.state = after
+
+
+def _generator(state: dict[str, Any]) -> np.random.Generator:
+    rng = np.random.Generator(np.random.PCG64())
+    rng.bit_generator.state = state
+    return rng
+
+
+class _Synthesis:
+    """The synthetic passages, chunk by chunk. The whole-corpus version drew, in this order:
+    every passage's length, a uniform per token (its unigram word), a topic per passage, a
+    uniform per token (topic half or not) and a uniform per topic token (its place in the
+    topic). Here the per-passage draws are made up front (n numbers) and each per-token stream
+    is a generator of its own started where the whole-corpus draw would have started (`_skip`),
+    read one chunk at a time: the same numbers, so the same tokens."""
+
+    def __init__(self, stats: _Stats, n: int, rng: np.random.Generator, chunk: int) -> None:
+        self.stats, self.n, self.chunk = stats, max(n, 0), chunk
+        self.lengths = np.zeros(0, np.int64)
+        self.topic_of_doc = np.zeros(0, np.int64)
+        self._starts: list[tuple[dict, dict, dict]] = []
+        if n <= 0:
+            return
+        self.lengths = rng.choice(stats.lengths, n)
+        total = int(self.lengths.sum())
+        words = rng.bit_generator.state
+        _skip(rng, total)
+        self.topic_of_doc = rng.integers(0, len(stats.topics), n)
+        halves = rng.bit_generator.state
+        _skip(rng, total)
+        self._starts = [(words, halves, rng.bit_generator.state)]
+        # Generator.choice(p=...) draws against this cdf.
+        self.cdf = stats.unigram.cumsum()
+        self.cdf /= self.cdf[-1]
+        self.topic_sizes = np.array([len(t) for t in stats.topics])
+        self.topic_flat = np.concatenate(stats.topics)
+        self.topic_start = np.cumsum(self.topic_sizes) - self.topic_sizes
+
+    @property
+    def n_chunks(self) -> int:
+        return -(-self.n // self.chunk)
+
+    def part(self, c: int) -> list[list[str]]:
+        """Chunk `c`'s passages (the chunks before it are generated first if they never were:
+        each chunk's draws start where the previous chunk's ended)."""
+        while len(self._starts) <= c:
+            self.part(len(self._starts) - 1)
+        word_rng, half_rng, place_rng = (_generator(s) for s in self._starts[c])
+        a, b = c * self.chunk, min(self.n, (c + 1) * self.chunk)
+        lengths = self.lengths[a:b]
+        total = int(lengths.sum())
+        ids = self.cdf.searchsorted(word_rng.random(total), side="right")
+        from_topic = half_rng.random(total) < 0.5
+        doc_of = np.repeat(np.arange(a, b), lengths)
+        t = self.topic_of_doc[doc_of[from_topic]]
+        place = place_rng.random(int(from_topic.sum()))
+        ids[from_topic] = self.topic_flat[
+            self.topic_start[t] + (place * self.topic_sizes[t]).astype(np.int64)
+        ]
+        if len(self._starts) == c + 1:
+            self._starts.append(
+                tuple(g.bit_generator.state for g in (word_rng, half_rng, place_rng))
+            )
+        words = self.stats.vocab[ids]
+        return [part.tolist() for part in np.split(words, np.cumsum(lengths)[:-1])]
+
+
+@dataclass
+class CorpusStream:
+    """A corpus read chunk by chunk: cmrc2018's real chunks (held: a few thousand), then the
+    synthetic passages (generated as read)."""
+
+    real: list[list[str]]
+    synthesis: _Synthesis
+    queries: list[list[str]]
+    source: str
+    n_real: int
+    texts: list[str] | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.real) + self.synthesis.n
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(map(len, self.real)) + int(self.synthesis.lengths.sum())
+
+    def chunks(self) -> Iterator[list[list[str]]]:
+        """Every passage's tokens, in order, a chunk at a time."""
+        if self.real:
+            yield self.real
+        for c in range(self.synthesis.n_chunks):
+            yield self.synthesis.part(c)
+
+    def tokens(self, i: int) -> list[str]:
+        """Passage `i`'s tokens (regenerates its chunk)."""
+        if i < len(self.real):
+            return self.real[i]
+        i -= len(self.real)
+        return self.synthesis.part(i // self.synthesis.chunk)[i % self.synthesis.chunk]

@@ -26,13 +26,38 @@ NO_QRELS = "no_qrels"
 OTHER_SPLIT = "other_split"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Passage:
+    """One passage of the corpus. A corpus holds millions of them, so they are slotted (no
+    `__dict__`), and the passages a loader read without `meta` share `NO_META` instead of an
+    empty dict each: 48 + 64 bytes less a passage, 1.1 GB at 10M passages."""
+
     id: str
     text: str
     title: str = ""
     doc_id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+class _NoMeta(dict[str, Any]):
+    """An empty dict that refuses to be filled (it is shared), and unpickles as `NO_META`."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("NO_META is shared by every passage without meta: it cannot be changed")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = setdefault = pop = popitem = clear = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_no_meta, ())
+
+
+def _no_meta() -> dict[str, Any]:
+    return NO_META
+
+
+NO_META: dict[str, Any] = _NoMeta()
+"""The `meta` of every passage a loader read without one: one shared, read-only empty dict."""
 
 
 @dataclass(frozen=True)

@@ -116,8 +116,10 @@ def test_each_role_is_allowed_exactly_the_public_passages_and_its_documents(
     assert allowed == expected
     assert len(allowed) == decision.allowed == READABLE_COUNTS[role]
     # Scoring (readable recall, leak) reads the same ACLs the same way.
+    # Its lookup lists the passages with an ACL; a passage absent from it is public.
     acl = ScoringContext.from_dataset(dataset).passage_acl
-    assert {pid for pid, a in acl.items() if may_read(role, a)} == expected
+    assert set(acl) == {p.id for p in passages if "acl" in p.meta}
+    assert {p.id for p in passages if may_read(role, acl.get(p.id))} == expected
 
 
 def test_every_acl_in_the_corpus_is_the_readmes(dataset: Dataset) -> None:

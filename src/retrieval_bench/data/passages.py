@@ -14,7 +14,7 @@ from retrieval_bench.data.jsonl import (
     require_str,
 )
 from retrieval_bench.errors import DataError
-from retrieval_bench.records import Entity, Passage
+from retrieval_bench.records import NO_META, Entity, Passage
 
 # Record fields (corpus/README.md); any other is refused naming the nearest of these.
 PASSAGE_FIELDS = ("id", "text", "title", "doc_id", *FREE_FORM)
@@ -50,7 +50,7 @@ def load_passages(path: Path, known_entities: Collection[str] = ()) -> tuple[Pas
                 text=text,
                 title=title,
                 doc_id=None if doc_id is None else str(doc_id),
-                meta=meta,
+                meta=meta or NO_META,  # one shared empty mapping, not a dict per passage
             )
         )
     if not passages:

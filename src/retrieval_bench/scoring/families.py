@@ -40,7 +40,11 @@ FAMILIES = ("readable", "leak", "entities", "negative_entities", "evidence")
 
 @dataclass(frozen=True)
 class ScoringContext:
-    """Query fields and passage metadata the families read, as lookups by id."""
+    """Query fields and passage metadata the families read, as lookups by id. The passage
+    lookups hold only the passages that have the field: a passage absent from `passage_acl` is
+    public and one absent from `entity_index` names no entity, as a passage whose `meta` lacks
+    `acl` or `entities` does (a corpus of 10M passages, most without either, then costs no
+    10M-entry dicts to score)."""
 
     queries: Mapping[str, EvalQuery]
     passage_acl: Mapping[str, Acl]
@@ -50,15 +54,17 @@ class ScoringContext:
     @classmethod
     def from_dataset(cls, dataset: Dataset) -> ScoringContext:
         queries = {q.query_id: q for q in dataset.queries}
-        acl = {
-            p.id: None if p.meta.get("acl") is None else frozenset(p.meta["acl"])
+        acl: dict[str, Acl] = {
+            p.id: frozenset(p.meta["acl"])
             for p in dataset.passages
+            if p.meta.get("acl") is not None
         }
         labelled = {
             e for q in dataset.queries for e in (*q.expected_entities, *q.negative_entities)
         }
         index = EntityIndex(
-            {p.id: tuple(p.meta.get("entities") or ()) for p in dataset.passages}, labelled
+            {p.id: tuple(p.meta["entities"]) for p in dataset.passages if p.meta.get("entities")},
+            labelled,
         )
         return cls(queries, acl, index, frozenset(p.id for p in dataset.passages))
 

@@ -69,6 +69,13 @@ class TokenizedCorpus:
     def __len__(self) -> int:
         return len(self.lengths)
 
+    def without_tokens(self) -> TokenizedCorpus:
+        """Where this corpus came from and what it cost (`cached`, `cold_seconds`,
+        `disk_bytes`) without its tokens (no vocabulary, ids or lengths): what an index keeps
+        of it once built."""
+        empty = np.zeros(0, dtype=np.int64)
+        return replace(self, vocab=[], ids=np.zeros(0, dtype=np.int32), lengths=empty)
+
     def token_lists(self) -> list[list[str]]:
         """The token lists themselves (what rank_bm25 takes)."""
         words = np.asarray(self.vocab, dtype=object)

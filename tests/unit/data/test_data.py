@@ -120,3 +120,32 @@ def test_ids_with_whitespace_are_refused_at_load_with_their_line(tmp_path: Path)
     )
     with pytest.raises(DataError, match=r"e\.jsonl:1: query_id 'q 1' contains whitespace"):
         load_evalset(evalset)
+
+
+def test_passages_without_meta_share_one_read_only_empty_dict(tmp_path: Path) -> None:
+    """A corpus of millions of passages holds one empty `meta`, not one each; it cannot be
+    filled (every passage would see it), and it survives pickling and copying as itself."""
+    import copy
+    import json
+    import pickle
+
+    from retrieval_bench.records import NO_META
+
+    path = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"id": "a", "text": "x"},
+            {"id": "b", "text": "y", "meta": {}},
+            {"id": "c", "text": "z", "meta": {"city": "三亚"}},
+        ],
+    )
+    a, b, c = load_passages(path)
+    assert a.meta is NO_META and b.meta is NO_META and a.meta == {} and not a.meta
+    assert c.meta == {"city": "三亚"} and c.meta is not NO_META
+    with pytest.raises(TypeError):
+        a.meta["city"] = "海口"
+    with pytest.raises(TypeError):
+        a.meta.update(city="海口")
+    assert NO_META == {} and json.dumps(a.meta) == "{}"
+    assert pickle.loads(pickle.dumps(a)) == a and pickle.loads(pickle.dumps(a)).meta is NO_META
+    assert copy.deepcopy(a).meta is NO_META

@@ -258,3 +258,30 @@ def test_fused_top_on_a_large_zipf_corpus(seed: int, scoring_path: str) -> None:
             assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
             assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
     assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
+
+
+def test_the_built_index_keeps_what_its_tokens_cost_not_the_tokens() -> None:
+    """The term ids are read by the build only: the retriever keeps where they came from
+    (cache or computed, cold seconds, bytes on disk) for its cost record, not the ids."""
+    from dataclasses import replace
+
+    from retrieval_bench.text.token_cache import TokenizedCorpus
+
+    corpus = random_corpus(0)
+    tokens = TokenizedCorpus.from_tokens(corpus)
+    tokens = replace(tokens, cached=True, cold_seconds=2.5, disk_bytes=123)
+    ids = [f"p{i}" for i in range(len(corpus))]
+    retriever = BM25Retriever(ids, tokens, str.split, BM25Config())
+    kept = retriever.tokens
+    assert kept is not None and len(kept.ids) == 0 and kept.vocab == [] and len(kept) == 0
+    cost = retriever.cost()
+    assert (cost["prepare_source"], cost["prepare_cold_s"], cost["disk_bytes"]) == (
+        "cache",
+        2.5,
+        123,
+    )
+    assert cost["passages"] == len(corpus)
+    reference = BM25Retriever(ids, corpus, str.split, BM25Config())
+    query = " ".join(corpus[3][:3])
+    got, want = retriever.search([query], 5, [None]), reference.search([query], 5, [None])
+    assert got[0].indices.tolist() == want[0].indices.tolist()

@@ -105,3 +105,33 @@ def test_negative_entity_rate() -> None:
     assert result["per_query"]["b"]["negative_entity_rate@2"] == 0.0  # empty top K
     assert result["excluded_queries"] == {"c": NO_NEGATIVE_ENTITIES}
     assert result["overall"]["negative_entity_rate_pooled@2"] == pytest.approx(1 / 3)
+
+
+def test_lookups_of_only_the_passages_with_the_field_score_the_same() -> None:
+    """ScoringContext lists only the passages that have `acl` / `entities` (a 10M corpus has
+    mostly neither): a passage absent from the lookups is public and names no entity, so every
+    entity and leak figure is the one the full lookups give."""
+    from retrieval_bench.scoring.permissions import unreadable_matrix
+
+    queries = {
+        "a": q("a", ("A", "S"), ("C",), user_role="hr"),
+        "b": q("b", ("D", "S"), ("B",), user_role="intern"),
+        "c": q("c", ("B",), ("D",)),
+    }
+    rankings = {"a": ["p4", "secret", "p2"], "b": ["secret", "p4", "p3"], "c": ["p4", "p1"]}
+    types = dict.fromkeys(queries, "t")
+    sparse_acl = {pid: acl for pid, acl in ACL.items() if acl is not None}
+    sparse_index = EntityIndex({p: e for p, e in PASSAGE_ENTITIES.items() if e}, ("Z",))
+    full = (index("Z"), ACL)
+    for entities, acl in (full, (sparse_index, sparse_acl)):
+        got = (
+            score_entities(rankings, queries, entities, acl, [1, 2, 3], types),
+            score_negative_entities(rankings, queries, entities, [1, 3], types),
+            [
+                m.tolist()
+                for m in unreadable_matrix(list(rankings.values()), ["hr", "intern", None], acl, 3)
+            ],
+        )
+        if acl is ACL:
+            expected = got
+    assert got == expected
