@@ -18,12 +18,7 @@ import io
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from typing import TYPE_CHECKING, Any
 
 from retrieval_bench.benchmark.history import (
     FAILED,
@@ -38,6 +33,9 @@ from retrieval_bench.jobdir import names
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.scoring.comparison import ordered_types
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def collect(root: Path, metrics: Sequence[str], stage: str = "final") -> list[dict[str, Any]]:
@@ -149,6 +147,11 @@ def _plot(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]
 
 def trend_figure(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequence[str]) -> Figure:
     """The grid of one dataset's trend; draw and save it inside `reports.fonts.cjk_fonts`."""
+    # matplotlib is imported where a figure is drawn, not at an app's start.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     ds_points = [p for p in points if p["dataset"] == dataset]
     months = sorted({p["month"] for p in ds_points})

@@ -18,9 +18,6 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-import matplotlib
-from matplotlib import font_manager
-
 # The font file inside the manimgx_fonts_cjk package.
 PACKAGED_FONT = "NotoSansCJK-VF.otf.ttc"
 # The face for Chinese (the file holds JP, KR, SC, TC and HK faces of the same glyphs).
@@ -44,6 +41,8 @@ def packaged_font_path() -> Path | None:
 def cjk_family() -> str | None:
     """Register the packaged font with matplotlib (once) and name the CJK family to draw with;
     None when neither the package nor a system CJK font is installed."""
+    from matplotlib import font_manager  # imported where a figure is drawn, not at start
+
     path = packaged_font_path()
     if path is not None:
         font_manager.fontManager.addfont(str(path))
@@ -66,6 +65,8 @@ def cjk_fonts() -> Iterator[None]:
     if family is None:
         yield
         return
+    import matplotlib
+
     # Glyph fallback runs along font.family itself (a generic name there resolves to one font).
     with matplotlib.rc_context({"font.family": [LATIN_FAMILY, family]}):
         yield

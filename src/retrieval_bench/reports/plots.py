@@ -13,15 +13,15 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from retrieval_bench.io import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.robustness import heatmap_figure, job_view
 from retrieval_bench.scoring.registry import lower_is_better
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # The figures a job may have, by kind: the refusal curve, per-type bars of the final stage,
 # evidence completeness curves, the robustness heatmap (a job that ran perturbed variants).
@@ -35,6 +35,8 @@ _MARGINS = {"left": 0.1, "right": 0.97, "top": 0.9, "bottom": 0.13}
 
 
 def _save(fig: Figure, path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     fig.savefig(
@@ -52,6 +54,8 @@ def refusal_figure(refusal: Mapping[str, Any]) -> Figure | None:
         or not table.get("refused_rate")
     ):
         return None
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(6.4, 4.0))
     ax = fig.add_subplot()
     x = table["threshold"]
@@ -134,6 +138,8 @@ def per_type_figure(stage: Mapping[str, Any], k: int) -> Figure | None:
         [s for s in series if lower_is_better(s[2])],
     ]
     panels = [panel for panel in panels if panel]
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(max(6.4, 1.1 * len(types) + 2), 2.0 + 2.4 * len(panels)))
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     for ax, panel in zip(axes, panels, strict=True):
@@ -155,6 +161,8 @@ def evidence_figure(curves: Mapping[str, Any]) -> Figure | None:
     # Without any multi-hop chain the curve is plain hit@k, already in the report's tables.
     if not any(str(hops) != "1" for hops in by_hops):
         return None
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(6.4, 4.0))
     ax = fig.add_subplot()
     for hops, curve in sorted(by_hops.items(), key=lambda item: int(item[0])):

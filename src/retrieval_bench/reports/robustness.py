@@ -16,16 +16,16 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE
 from retrieval_bench.io import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.scoring.comparison import ALL
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Verdict marks in the tables.
 MARKS = {"degrades": "▼", "improves": "▲", "holds": "=", "": "?"}
@@ -163,6 +163,8 @@ def heatmap_figure(view: Mapping[str, Any], metric: str) -> Figure | None:
     if not types or not arms or not kinds:
         return None
     width = max(6.0, 1.1 * len(kinds) + 2.5)
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, (0.45 * len(arms) + 1.1) * len(types) + 0.4))
     diffs = [
         abs(cell["diff"])
@@ -206,6 +208,8 @@ def write_heatmap(view: Mapping[str, Any], path: Path) -> Path | None:
         fig = heatmap_figure(view, view["metrics"][0])
         if fig is None:
             return None
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         FigureCanvasAgg(fig)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=96, metadata={"Software": None})

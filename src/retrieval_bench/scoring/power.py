@@ -34,7 +34,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
 
 from retrieval_bench.scoring.significance import min_p_value
 
@@ -50,6 +49,8 @@ def t_test_power(delta: float, sd: float, n: int, alpha_test: float) -> float:
     """The power of the two-sided level-`alpha_test` test on `n` paired differences of mean
     `delta` and standard deviation `sd` (module docstring: the sign-flip test's, through the
     t statistic it is a monotone function of)."""
+    from scipy import stats  # imported here: scipy.stats costs most of an app's start
+
     df = n - 1
     critical = stats.t.ppf(1.0 - alpha_test / 2.0, df)
     shift = delta * math.sqrt(n) / sd
@@ -67,6 +68,8 @@ def minimum_detectable_effect(sd: float, n: int, alpha_test: float, power: float
     be significant on `n` queries (even a unanimous one: 2 / 2**n >= alpha)."""
     if n < 2 or min_p_value(n, 1 << 62) >= alpha_test:
         return None
+    from scipy import optimize  # as scipy.stats above
+
     high = sd / math.sqrt(n)
     while t_test_power(high, sd, n, alpha_test) < power:
         high *= 2.0

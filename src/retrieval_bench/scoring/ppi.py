@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,8 @@ class Estimate:
         """Two-sided normal p-value of "the true mean is 0"."""
         if self.se == 0:
             return 1.0 if self.mean == 0 else 0.0
+        from scipy.stats import norm  # imported here: scipy.stats costs most of an app's start
+
         return float(2 * norm.sf(abs(self.mean) / self.se))
 
     def at(self, confidence: float) -> Estimate:
@@ -79,6 +80,8 @@ class Estimate:
 def _z(confidence: float) -> float:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    from scipy.stats import norm  # as in Estimate.p_value
+
     return float(norm.ppf(1 - (1 - confidence) / 2))
 
 
