@@ -39,7 +39,8 @@ def _m3(path: Path, **overrides: Any) -> Any:
 
 @pytest.mark.slow  # starts FlagEmbedding's pool: two processes each load the model
 def test_two_cpu_processes_give_the_vectors_of_one(tiny_m3_dir: Path) -> None:
-    one = _m3(tiny_m3_dir).encode_passages(VARIED)
+    one_encoder = _m3(tiny_m3_dir)
+    one = one_encoder.encode_passages(VARIED)
     two_encoder = _m3(tiny_m3_dir, devices=["cpu", "cpu"])
     two = two_encoder.encode_passages(VARIED)
     np.testing.assert_allclose(two, one, atol=1e-5)
@@ -48,7 +49,7 @@ def test_two_cpu_processes_give_the_vectors_of_one(tiny_m3_dir: Path) -> None:
     assert len(two_encoder.model.pool["processes"]) == 2
     # queries through the same pool, with their instruction
     np.testing.assert_allclose(
-        two_encoder.encode_queries(VARIED[:5]), _m3(tiny_m3_dir).encode_queries(VARIED[:5]), 1e-5
+        two_encoder.encode_queries(VARIED[:5]), one_encoder.encode_queries(VARIED[:5]), 1e-5
     )
 
 
