@@ -389,7 +389,10 @@ def test_readme_command_runs(cmd: ReadmeCommand, workspace: Workspace) -> None:
         assert months, "the monthly job wrote no benchmark.json"
         for month in months:
             assert (month / "gate.json").is_file(), f"{month}: no gate.json"
-        assert (outputs / "benchmarks" / "trend.md").is_file()
+        # The trend is written in the month's root: benchmark.root, outputs/benchmarks unless given.
+        root = re.search(r"benchmark\.root=(\S+)", command)
+        trend = ws.repo / (root[1] if root else "outputs/benchmarks") / "trend.md"
+        assert trend.is_file(), f"no {trend.relative_to(ws.repo)}"
         if "cron.log" in command:
             log = outputs / "benchmarks" / "cron.log"
             assert log.is_file() and log.stat().st_size > 0, "cron.log is empty"
