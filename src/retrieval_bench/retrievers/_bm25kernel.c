@@ -203,33 +203,6 @@ static inline uint64_t at_or_above(const double *s, Py_ssize_t n, double floor) 
     return bits;
 }
 
-/* The k-th largest of x[0:n] (1 <= k <= n), reordering x: quickselect. */
-static double kth_largest(double *x, Py_ssize_t n, Py_ssize_t k) {
-    Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
-    while (lo < hi) {
-        double pivot = x[lo + (hi - lo) / 2];
-        Py_ssize_t i = lo, j = hi;
-        while (i <= j) {
-            while (x[i] > pivot) i++;
-            while (x[j] < pivot) j--;
-            if (i <= j) {
-                double t = x[i];
-                x[i] = x[j];
-                x[j] = t;
-                i++;
-                j--;
-            }
-        }
-        if (want <= j)
-            hi = j;
-        else if (want >= i)
-            lo = i;
-        else
-            break;
-    }
-    return x[want];
-}
-
 /* Reorders entries so that the best k (by `worse`) come first, in any order: quickselect. */
 static void select_best(Entry *entries, Py_ssize_t n, Py_ssize_t k) {
     Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
@@ -254,6 +227,23 @@ static void select_best(Entry *entries, Py_ssize_t n, Py_ssize_t k) {
         else
             return;
     }
+}
+
+/* Appends e to the pool, growing it (first to 4 want + 64 entries, then doubling); -1 with
+ * MemoryError set where it cannot grow. */
+static int keep(Entry **pool, Py_ssize_t *size, Py_ssize_t *cap, Py_ssize_t want, Entry e) {
+    if (*size == *cap) {
+        Py_ssize_t grown_cap = *cap ? 2 * *cap : 4 * want + 64;
+        Entry *grown = PyMem_Realloc(*pool, (size_t)grown_cap * sizeof(Entry));
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *pool = grown;
+        *cap = grown_cap;
+    }
+    (*pool)[(*size)++] = e;
+    return 0;
 }
 
 static int best_first(const void *x, const void *y) {
@@ -335,18 +325,28 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * zeroes every block. (Fewer than k matched blocks: floor 0, every matched passage kept.) */
     if (any_matched && k > 0 && positive && !ok) {
         Py_ssize_t n_blocks = (n_docs + BLOCK - 1) / BLOCK;
-        double *maxima = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * 2 * sizeof(double));
-        if (!maxima) {
+        double *maxima = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * sizeof(double));
+        Entry *ranked = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * sizeof(Entry));
+        if (!maxima || !ranked) {
             memset(s, 0, (size_t)n_docs * sizeof(double));
+            PyMem_Free(maxima);
+            PyMem_Free(ranked);
             PyErr_NoMemory();
             goto done;
         }
-        double *work = maxima + n_blocks;
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
             Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
-            maxima[b] = work[b] = block_max(s + start, stop - start);
+            maxima[b] = block_max(s + start, stop - start);
+            Entry e = {maxima[b], 0, b};
+            ranked[b] = e;
         }
-        double bound = k <= n_blocks ? kth_largest(work, n_blocks, k) : 0.0;
+        double bound = 0.0; /* the k-th largest maximum: the worst of the best k */
+        if (k <= n_blocks) {
+            select_best(ranked, n_blocks, k);
+            bound = ranked[0].score;
+            for (Py_ssize_t i = 1; i < k; i++) bound = fmin(bound, ranked[i].score);
+        }
+        PyMem_Free(ranked);
         size = 0;
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
             Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
@@ -356,19 +356,12 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
                     Py_ssize_t i = start + __builtin_ctzll(bits);
                     bits &= bits - 1;
                     if (!(s[i] > 0)) continue;
-                    if (size == cap) {
-                        cap = cap ? 2 * cap : 4 * k + 64;
-                        Entry *grown = PyMem_Realloc(pool, (size_t)cap * sizeof(Entry));
-                        if (!grown) {
-                            memset(s, 0, (size_t)n_docs * sizeof(double));
-                            PyMem_Free(maxima);
-                            PyErr_NoMemory();
-                            goto done;
-                        }
-                        pool = grown;
-                    }
                     Entry e = {s[i], key[i], i};
-                    pool[size++] = e;
+                    if (keep(&pool, &size, &cap, k, e) < 0) {
+                        memset(s, 0, (size_t)n_docs * sizeof(double));
+                        PyMem_Free(maxima);
+                        goto done;
+                    }
                 }
             }
             memset(s + start, 0, (size_t)(stop - start) * sizeof(double));
@@ -415,18 +408,11 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
                     if (!(s[i] >= floor) || !(positive ? s[i] > 0 : mk[i] != 0) ||
                         (ok && !ok[i]))
                         continue;
-                    if (size == cap) {
-                        cap = cap ? 2 * cap : 4 * want + 64;
-                        Entry *grown = PyMem_Realloc(pool, (size_t)cap * sizeof(Entry));
-                        if (!grown) {
-                            memset(s, 0, (size_t)n_docs * sizeof(double));
-                            PyErr_NoMemory();
-                            goto done;
-                        }
-                        pool = grown;
-                    }
                     Entry e = {s[i], key[i], i};
-                    pool[size++] = e;
+                    if (keep(&pool, &size, &cap, want, e) < 0) {
+                        memset(s, 0, (size_t)n_docs * sizeof(double));
+                        goto done;
+                    }
                 }
             }
             memset(s + start, 0, (size_t)(stop - start) * sizeof(double));

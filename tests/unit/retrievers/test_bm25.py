@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -198,16 +199,29 @@ def test_fused_top_equals_scores_then_tie_break(seed: int, scoring_path: str) ->
     for query in queries:
         mask = rng.random(len(corpus)) < 0.3 if rng.random() < 0.5 else None
         for k in (0, 1, 7, 100, 1000):
-            fused = sparse.top(query, k, tie.id_order, mask)
-            if fused is None:  # the numpy path: the caller uses scores + TieBreak.top
-                assert scoring_path == "numpy"
-                continue
-            scores, matched = sparse.scores(query)
-            allowed = matched if mask is None else matched[mask[matched]]
-            indices, top = tie.top(allowed, scores[allowed], k)
-            assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
-            assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
+            _check_fused_top(sparse, query, k, tie, mask, scoring_path)
     assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
+
+
+def _check_fused_top(
+    sparse: SparseBM25,
+    query: list[str],
+    k: int,
+    tie: Any,
+    mask: np.ndarray | None,
+    scoring_path: str,
+) -> None:
+    """SparseBM25.top for one query equals scores + TieBreak.top over the allowed matched
+    passages: passages, order, scores and the two flags (the numpy path has no fused top)."""
+    fused = sparse.top(query, k, tie.id_order, mask)
+    if fused is None:  # the numpy path: the caller uses scores + TieBreak.top
+        assert scoring_path == "numpy"
+        return
+    scores, matched = sparse.scores(query)
+    allowed = matched if mask is None else matched[mask[matched]]
+    indices, top = tie.top(allowed, scores[allowed], k)
+    assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
+    assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
 
 
 def test_kernel_refuses_rows_outside_the_matrix(scoring_path: str) -> None:
@@ -248,15 +262,7 @@ def test_fused_top_on_a_large_zipf_corpus(seed: int, scoring_path: str) -> None:
         query = [f"w{i}" for i in rng.integers(0, 400, size=rng.integers(1, 8))]
         mask = rng.random(len(corpus)) < 0.5 if rng.random() < 0.3 else None
         for k in (1, 5, 10, 50, 100):
-            fused = sparse.top(query, k, tie.id_order, mask)
-            if fused is None:
-                assert scoring_path == "numpy"
-                return
-            scores, matched = sparse.scores(query)
-            allowed = matched if mask is None else matched[mask[matched]]
-            indices, top = tie.top(allowed, scores[allowed], k)
-            assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
-            assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
+            _check_fused_top(sparse, query, k, tie, mask, scoring_path)
     assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
 
 
