@@ -293,6 +293,18 @@ def report(records: list[dict[str, Any]], args: argparse.Namespace) -> int:
     return status
 
 
+def positive_ints(text: str) -> list[int]:
+    """A comma-separated list of positive integers (`--nprobe 8,16`, `--rerank 200,1000`),
+    refused by argparse with the option's name otherwise."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers >= 1")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000000,10000000")
@@ -303,10 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pq-m", type=int, default=96, help="PQ sub-quantizers ({m})")
     parser.add_argument(
         "--rerank",
+        type=positive_ints,
         default="200,1000,2000",
         help="PQ candidates re-ranked by exact inner products: depths tried in order",
     )
-    parser.add_argument("--nprobe", default="8,16,32,64,128,256")
+    parser.add_argument("--nprobe", type=positive_ints, default="8,16,32,64,128,256")
     parser.add_argument("--min-recall", type=float, default=TARGET_RECALL)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/retrieval-bench-dense"))
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="FAISS threads")
@@ -314,8 +327,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.dim, args.queries, args.sample, args.pq_m = "20000", 64, 100, 50, 32
-    args.nprobe = [int(x) for x in args.nprobe.split(",")]
-    args.rerank = [int(x) for x in args.rerank.split(",")]
     load = os.getloadavg()
     print(
         f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} "

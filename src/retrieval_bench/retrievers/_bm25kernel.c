@@ -315,7 +315,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * row). Counting them would cost a pass over every passage; the caller needs only this. */
     int any_matched = 0;
     for (Py_ssize_t q = 0; q < n_rows; q++) any_matched |= ip[r[q] + 1] > ip[r[q]];
-    Py_ssize_t size = 0, n_samples, cap = 0;
+    Py_ssize_t size = 0, cap = 0;
     /* With no mask and only positive weights (a passage is matched iff its score is > 0), the
      * floor comes from the blocks themselves: the k-th largest of the blocks' maxima. At
      * least k blocks reach it, each with a passage scoring its maximum, so at least k matched
@@ -377,7 +377,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * is redone without it. Otherwise at least k eligible passages score >= floor, so the
      * k-th best does, and every member of the top k, ties included, was kept. The kept ones
      * are then partially sorted. */
-    n_samples = 0;
+    Py_ssize_t n_samples = 0;
     double floor = -HUGE_VAL;
     Py_ssize_t want = k > 0 ? k : 1; /* k = 0 still asks whether any passage is eligible */
     samples = PyMem_Malloc((size_t)(n_docs / STRIDE + 1) * sizeof(Entry));
