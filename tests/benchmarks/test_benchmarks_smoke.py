@@ -88,3 +88,10 @@ def test_encode_benchmark_quick() -> None:
     out = run_benchmark("bench_encode.py", "--quick")
     assert "RESULT encode:" in out and "the ideal half" in out
     assert "max |vector diff|" in out
+
+
+def test_use_threads_benchmark_quick() -> None:
+    # The script asserts the two thread counts' vectors are identical before it prints.
+    line = result_line(run_benchmark("bench_use_threads.py", "--quick"), "use_threads")
+    for case in ("alone, passages", "alone, queries", "beside a busy core, passages"):
+        assert re.search(rf"{case}[^;]* \d+\.\d+x", line), (case, line)

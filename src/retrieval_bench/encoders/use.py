@@ -9,7 +9,6 @@ every fresh checkout, CI job and test can use; BGE-M3 is the stronger, heavier a
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from importlib import metadata
 from typing import Any
@@ -77,7 +76,11 @@ class USEEncoder:
 
     def __init__(self, cfg: EncoderConfig) -> None:
         self.cfg = cfg
-        self.threads = max(1, min(4, os.cpu_count() or 1))
+        # One BLAS thread: the model's micro-batches are at most 384 tokens, GEMMs too small to
+        # split, and OpenBLAS's threads spin while they wait: with a second process on the cores
+        # (a sweep's workers, the test suite's, any other job) two threads encoded 12-36x slower
+        # than one (benchmarks/bench_encode.py --use-threads). One thread gives the same vectors.
+        self.threads = 1
         if list(cfg.devices) != ["cpu"]:
             logger.warning(
                 "encoder.devices=%s ignored: the USE encoder runs on CPU", list(cfg.devices)
