@@ -48,6 +48,7 @@ def job(
     return run_in_process(overrides, tmp)
 
 
+@pytest.mark.slow  # the job loads a (tiny) cross-encoder: torch and FlagEmbedding
 def test_every_stage_is_recorded_in_pipeline_order(job: tuple[Any, Path]) -> None:
     result, _ = job
     assert list(result.metrics["stages"]) == [
@@ -73,6 +74,7 @@ def test_every_stage_is_recorded_in_pipeline_order(job: tuple[Any, Path]) -> Non
         assert len(set(documents)) == len(documents)
 
 
+@pytest.mark.slow  # the job loads a (tiny) cross-encoder: torch and FlagEmbedding
 def test_rerank_and_context_are_exported_as_trec_runs(job: tuple[Any, Path]) -> None:
     result, job_dir = job
     for stage in ("rerank", "context"):
@@ -85,6 +87,7 @@ def test_rerank_and_context_are_exported_as_trec_runs(job: tuple[Any, Path]) -> 
         assert {qid: dict(docs) for qid, docs in run.items()} == expected
 
 
+@pytest.mark.slow  # the job loads a (tiny) cross-encoder: torch and FlagEmbedding
 def test_refusal_thresholds_the_rerankers_score(job: tuple[Any, Path]) -> None:
     result, _ = job
     refusal = result.metrics["refusal"]
@@ -94,6 +97,7 @@ def test_refusal_thresholds_the_rerankers_score(job: tuple[Any, Path]) -> None:
         assert row["top_score"] == tops[qid]
 
 
+@pytest.mark.slow  # the job loads a (tiny) cross-encoder: torch and FlagEmbedding
 def test_lost_at_table_in_metrics_and_report(job: tuple[Any, Path]) -> None:
     result, job_dir = job
     loss = result.metrics["stage_loss"]
@@ -125,6 +129,7 @@ def test_lost_at_table_in_metrics_and_report(job: tuple[Any, Path]) -> None:
     assert f"| {row} |" in report
 
 
+@pytest.mark.slow  # the job loads a (tiny) cross-encoder: torch and FlagEmbedding
 def test_manifest_records_each_later_stage(job: tuple[Any, Path], tiny_reranker: Path) -> None:
     _, job_dir = job
     stages = json.loads((job_dir / "manifest.json").read_text())["stages"]

@@ -53,6 +53,7 @@ def test_two_cpu_processes_give_the_vectors_of_one(tiny_m3_dir: Path) -> None:
     )
 
 
+@pytest.mark.slow  # loads the (tiny) model: torch and FlagEmbedding
 def test_length_sorted_batches_keep_the_input_order(tiny_m3_dir: Path) -> None:
     """FlagEmbedding encodes each call's texts longest first (less padding) and puts the rows
     back in input order: each row equals that text encoded alone."""
@@ -62,7 +63,12 @@ def test_length_sorted_batches_keep_the_input_order(tiny_m3_dir: Path) -> None:
     np.testing.assert_allclose(together, alone, atol=1e-5)
 
 
-def test_devices_leave_the_cache_key_precision_enters_it(tiny_m3_dir: Path) -> None:
+def test_devices_leave_the_cache_key_precision_enters_it(tmp_path: Path) -> None:
+    # The identity reads the folder, never loads the model: a folder none loads from will do.
+    tiny_m3_dir = tmp_path / "model"
+    tiny_m3_dir.mkdir()
+    (tiny_m3_dir / "config.json").write_text("{}", encoding="utf-8")
+    (tiny_m3_dir / "model.safetensors").write_bytes(b"")
     base = _m3(tiny_m3_dir).identity()
     assert _m3(tiny_m3_dir, devices=["cpu", "cpu"]).identity() == base
     # (built without validate: this machine has no GPU for fp16, the identity needs none)
@@ -95,6 +101,7 @@ def test_bad_devices_and_precision_name_their_key(
     assert words in str(err.value)
 
 
+@pytest.mark.slow  # asks torch which devices there are (its import)
 def test_a_device_this_machine_lacks_is_refused_at_start() -> None:
     absent = next(f"cuda:{i}" for i in range(16) if not device_present(f"cuda:{i}"))
     cfg = EncoderConfig(_target_=BGE_M3_ENCODER, devices=["cpu", absent], model="/nowhere")

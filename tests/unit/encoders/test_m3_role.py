@@ -23,6 +23,7 @@ def test_a_model_not_found_names_the_m3_node(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # the load is tried: torch and FlagEmbedding
 def test_a_model_that_does_not_load_names_the_m3_node(tmp_path: Path) -> None:
     broken = tmp_path / "broken-m3"
     broken.mkdir()

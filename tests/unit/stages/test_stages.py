@@ -163,6 +163,16 @@ def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+def _unloadable_model(folder: Path) -> str:
+    """A model folder the reranker accepts at start (a config.json, a weights file) but no model
+    loads from (both empty): a test that uses it shows the stage never loaded one, without
+    torch's import."""
+    (folder / "config.json").write_text("{}", encoding="utf-8")
+    (folder / "model.safetensors").write_bytes(b"")
+    return str(folder)
+
+
+@pytest.mark.slow  # a (tiny) cross-encoder: torch and FlagEmbedding
 def test_rerank_scores_are_flag_rerankers_in_tie_break_order(tiny_reranker: Path) -> None:
     from FlagEmbedding import FlagReranker
 
@@ -185,16 +195,17 @@ def test_rerank_scores_are_flag_rerankers_in_tie_break_order(tiny_reranker: Path
     assert reranker.info()["pairs_scored"] == 5
 
 
-def test_rerank_ties_broken_by_id_descending(tiny_reranker: Path) -> None:
-    cfg = RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=4)
+def test_rerank_ties_broken_by_id_descending(tmp_path: Path) -> None:
+    # The scores are given, so no model is loaded (none could be from this folder).
+    cfg = RerankerConfig(kind="cross_encoder", model=_unloadable_model(tmp_path), depth=4)
     reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     reranker.score = lambda pairs: np.array([0.5, 0.9, 0.5, 0.5][: len(pairs)])  # type: ignore[method-assign]
     (ranked,) = reranker.apply([_query()], [_ranked([0, 4, 2, 1, 3])])
     assert ranked.indices.tolist() == [4, 2, 1, 0]  # 0.9, then the 0.5s by id descending
 
 
-def test_rerank_empty_ranking_loads_no_model(tiny_reranker: Path) -> None:
-    cfg = RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=4)
+def test_rerank_empty_ranking_loads_no_model(tmp_path: Path) -> None:
+    cfg = RerankerConfig(kind="cross_encoder", model=_unloadable_model(tmp_path), depth=4)
     reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     empty = Ranked(np.zeros(0, np.int64), np.zeros(0), 5, NO_QUERY_TERMS)
     (ranked,) = reranker.apply([_query()], [empty])
