@@ -6,6 +6,11 @@
  * a one-byte mark per passage. The additions are the same as bincount's, in the same order
  * (row by row, i.e. query-token order, each passage starting from 0.0), so the scores are
  * bit-identical to rank_bm25's, as the numpy path's are; compiled without fp contraction.
+ *
+ * A posting holds a uint16 code into a table of saturated tfs (bm25_build.py: 6 bytes a posting
+ * to stream instead of 12, which at 1M passages is what a query costs), and its weight is formed
+ * here as idf[row] * table[code], the very product the build would have stored; or, where the
+ * index has no table (more distinct values than codes), the float64 weight itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,17 +25,54 @@
 #define STRIDE 32 /* top_rows (with a mask) samples every STRIDE-th passage for its floor */
 #define BLOCK 64   /* and looks one by one into blocks of BLOCK holding a score >= it; without
                     * a mask its floor is the k-th largest of these blocks' maxima */
+#define CODES 65536 /* a code table's entries (bm25_build.CODES): one per uint16, so no code
+                     * reads past it */
 
 #include "../_buffers.h"
 
-/* The sum itself: row by row (query order), each passage from 0.0, as bincount adds. */
-static void add_rows(const int64_t *restrict ip, const int32_t *restrict ix,
-                     const double *restrict w, const int64_t *restrict r, Py_ssize_t n_rows,
-                     double *restrict s) {
+/* The postings' values: uint16 codes into `table` (CODES float64), or float64 weights where
+ * `table` is NULL. */
+typedef struct {
+    const void *values;
+    const double *table;
+} Weights;
+
+/* The sum itself: row by row (query order), each passage from 0.0, as bincount adds; a coded
+ * posting adds idf[row] * table[code], the product the build would have stored. */
+static void add_rows(const int64_t *restrict ip, const int32_t *restrict ix, Weights wt,
+                     const double *restrict term_idf, const int64_t *restrict r,
+                     Py_ssize_t n_rows, double *restrict s) {
+    if (!wt.table) {
+        const double *restrict w = wt.values;
+        for (Py_ssize_t q = 0; q < n_rows; q++) {
+            const int64_t end = ip[r[q] + 1];
+            for (int64_t j = ip[r[q]]; j < end; j++) s[ix[j]] += w[j];
+        }
+        return;
+    }
+    const uint16_t *restrict c = wt.values;
+    const double *restrict t = wt.table;
     for (Py_ssize_t q = 0; q < n_rows; q++) {
         const int64_t end = ip[r[q] + 1];
-        for (int64_t j = ip[r[q]]; j < end; j++) s[ix[j]] += w[j];
+        const double f = term_idf[r[q]];
+        for (int64_t j = ip[r[q]]; j < end; j++) s[ix[j]] += f * t[c[j]];
     }
+}
+
+/* The postings' values from `values` and `table` (None: float64 weights), checked against the
+ * number of postings; -1 with an exception set otherwise. */
+static int get_weights(PyObject *values, PyObject *table, Buf *v, Buf *t, Py_ssize_t n_post,
+                       Weights *wt) {
+    int coded = table != Py_None;
+    if (get(values, v, 0, "data", coded ? 2 : 8) < 0) return -1;
+    if (coded && get(table, t, 0, "table", 8) < 0) return -1;
+    if (v->view.len / v->view.itemsize != n_post || (coded && t->view.len / 8 != CODES)) {
+        PyErr_SetString(PyExc_ValueError, "data or table: lengths do not agree");
+        return -1;
+    }
+    wt->values = v->view.buf;
+    wt->table = coded ? t->view.buf : NULL;
+    return 0;
 }
 
 static void mark_rows(const int64_t *restrict ip, const int32_t *restrict ix,
@@ -73,45 +115,48 @@ fail:
     return NULL;
 }
 
-/* score_rows(indptr, indices, data, idf, rows, scores, matched) -> count
+/* score_rows(indptr, indices, data, table, idf, rows, scores, matched) -> count
  *   indptr: int64 row starts; indices: int32 passage of each posting, ascending within a row;
- *   data: float64 weight; idf: float64 per row (a row whose IDF is > 0 has only positive
+ *   data: uint16 code of each posting into table (float64, CODES entries), or, with table
+ *   None, float64 weight; idf: float64 per row (a row whose IDF is > 0 has only positive
  *   weights); rows: a list of term rows in query order (a repeated term repeated)
  *   scores: float64, zeros, one per passage (filled)
  *   matched: int64, one per passage at least; its first `count` entries are set to the
  *   passages sharing a row, ascending. */
 static PyObject *score_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO:score_rows", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6]))
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3], &o[4],
+                          &o[5], &o[6]))
         return NULL;
-    Buf indptr = {0}, indices = {0}, data = {0}, idf = {0}, scores = {0}, matched = {0};
+    Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, scores = {0},
+        matched = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
+    Weights wt;
     if (get(o[0], &indptr, 0, "indptr", 8) < 0 || get(o[1], &indices, 0, "indices", 4) < 0 ||
-        get(o[2], &data, 0, "data", 8) < 0 || get(o[3], &idf, 0, "idf", 8) < 0 ||
-        get(o[5], &scores, 1, "scores", 8) < 0 || get(o[6], &matched, 1, "matched", 8) < 0)
+        get_weights(o[2], o[7], &data, &table, indices.view.len / 4, &wt) < 0 ||
+        get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &scores, 1, "scores", 8) < 0 ||
+        get(o[6], &matched, 1, "matched", 8) < 0)
         goto done;
     row_list = PySequence_Fast(o[4], "rows must be a sequence of ints");
     if (!row_list) goto done;
     const int64_t *ip = indptr.view.buf;
     const int32_t *ix = indices.view.buf;
-    const double *w = data.view.buf, *term_idf = idf.view.buf;
+    const double *term_idf = idf.view.buf;
     double *s = scores.view.buf;
     int64_t *out = matched.view.buf;
     Py_ssize_t n_rows = PySequence_Fast_GET_SIZE(row_list), n_ptr = indptr.view.len / 8;
     Py_ssize_t n_docs = scores.view.len / 8, n_post = indices.view.len / 4;
-    if (matched.view.len / 8 < n_docs || data.view.len / 8 != n_post ||
-        idf.view.len / 8 != n_ptr - 1) {
+    if (matched.view.len / 8 < n_docs || idf.view.len / 8 != n_ptr - 1) {
         PyErr_SetString(PyExc_ValueError, "score_rows: array lengths do not agree");
         goto done;
     }
     int positive;
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
-    add_rows(ip, ix, w, r, n_rows, s);
+    add_rows(ip, ix, wt, term_idf, r, n_rows, s);
     Py_ssize_t count = 0;
     /* Branch-free: about half the passages match a query with a common term, so a branch on
      * each would be mispredicted half the time (3.5x slower, measured). */
@@ -140,6 +185,7 @@ done:
     release(&indptr);
     release(&indices);
     release(&data);
+    release(&table);
     release(&idf);
     release(&scores);
     release(&matched);
@@ -253,8 +299,9 @@ static int best_first(const void *x, const void *y) {
     return 0;
 }
 
-/* top_rows(indptr, indices, data, idf, rows, id_order, k, allowed, scratch, out_index,
+/* top_rows(indptr, indices, data, table, idf, rows, id_order, k, allowed, scratch, out_index,
  *          out_score) -> (count, any_matched, any_allowed)
+ *   indptr, indices, data, table, idf, rows: as score_rows.
  *   The same sum as score_rows into `scratch` (float64 zeros, one per passage; left zeroed),
  *   then the best k matched passages that `allowed` (uint8 per passage, or None) lets through,
  *   by score descending then id_order descending (TieBreak.top's order), written best first
@@ -262,22 +309,23 @@ static int best_first(const void *x, const void *y) {
  *   a row; any_allowed: one of those is allowed. */
 static PyObject *top_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[11];
+    PyObject *o[12];
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOOOOOnOOOO:top_rows", &o[0], &o[1], &o[2], &o[3], &o[4],
-                          &o[5], &k, &o[7], &o[8], &o[9], &o[10]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
+                          &o[4], &o[5], &k, &o[7], &o[8], &o[9], &o[10]))
         return NULL;
-    Buf indptr = {0}, indices = {0}, data = {0}, idf = {0}, order = {0}, allowed = {0},
-        scratch = {0}, out_index = {0}, out_score = {0};
+    Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, order = {0},
+        allowed = {0}, scratch = {0}, out_index = {0}, out_score = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
     Entry *pool = NULL;
     Entry *samples = NULL;
     int use_allowed = o[7] != Py_None;
+    Weights wt;
     if (get(o[0], &indptr, 0, "indptr", 8) < 0 || get(o[1], &indices, 0, "indices", 4) < 0 ||
-        get(o[2], &data, 0, "data", 8) < 0 || get(o[3], &idf, 0, "idf", 8) < 0 ||
-        get(o[5], &order, 0, "id_order", 8) < 0 ||
+        get_weights(o[2], o[11], &data, &table, indices.view.len / 4, &wt) < 0 ||
+        get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &order, 0, "id_order", 8) < 0 ||
         (use_allowed && get(o[7], &allowed, 0, "allowed", 1) < 0) ||
         get(o[8], &scratch, 1, "scratch", 8) < 0 || get(o[9], &out_index, 1, "out_index", 8) < 0 ||
         get(o[10], &out_score, 1, "out_score", 8) < 0)
@@ -286,7 +334,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     if (!row_list) goto done;
     const int64_t *ip = indptr.view.buf, *key = order.view.buf;
     const int32_t *ix = indices.view.buf;
-    const double *w = data.view.buf, *term_idf = idf.view.buf;
+    const double *term_idf = idf.view.buf;
     const uint8_t *ok = use_allowed ? allowed.view.buf : NULL;
     double *s = scratch.view.buf;
     int64_t *top_index = out_index.view.buf;
@@ -295,14 +343,14 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     Py_ssize_t n_docs = scratch.view.len / 8, n_post = indices.view.len / 4;
     if (k < 0 || order.view.len / 8 != n_docs || (use_allowed && allowed.view.len != n_docs) ||
         out_index.view.len / 8 < k || out_score.view.len / 8 < k ||
-        data.view.len / 8 != n_post || idf.view.len / 8 != n_ptr - 1) {
+        idf.view.len / 8 != n_ptr - 1) {
         PyErr_SetString(PyExc_ValueError, "top_rows: array lengths do not agree");
         goto done;
     }
     int positive;
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
-    add_rows(ip, ix, w, r, n_rows, s);
+    add_rows(ip, ix, wt, term_idf, r, n_rows, s);
     if (!positive) {
         mk = PyMem_Calloc((size_t)(n_docs ? n_docs : 1), 1);
         if (!mk) {
@@ -419,7 +467,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
         }
         if (size >= want || floor == -HUGE_VAL) break;
         floor = -HUGE_VAL;
-        add_rows(ip, ix, w, r, n_rows, s);
+        add_rows(ip, ix, wt, term_idf, r, n_rows, s);
     }
 select:;
     int any_allowed = size > 0;
@@ -442,6 +490,7 @@ done:
     release(&indptr);
     release(&indices);
     release(&data);
+    release(&table);
     release(&idf);
     release(&order);
     release(&allowed);
@@ -453,11 +502,11 @@ done:
 
 static PyMethodDef methods[] = {
     {"score_rows", score_rows, METH_VARARGS,
-     "score_rows(indptr, indices, data, idf, rows, scores, matched) -> count of matched "
-     "passages"},
+     "score_rows(indptr, indices, data, table, idf, rows, scores, matched) -> count of "
+     "matched passages"},
     {"top_rows", top_rows, METH_VARARGS,
-     "top_rows(indptr, indices, data, idf, rows, id_order, k, allowed, scratch, out_index, "
-     "out_score) -> (count, any_matched, any_allowed)"},
+     "top_rows(indptr, indices, data, table, idf, rows, id_order, k, allowed, scratch, "
+     "out_index, out_score) -> (count, any_matched, any_allowed)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {
