@@ -47,7 +47,7 @@ def score_rows(
     n_docs = matrix.shape[1]
     kernel = _kernel() if compiled else None
     if kernel is not None and matrix.has_sorted_indices:
-        scores = np.zeros(n_docs)
+        scores = np.empty(n_docs)  # the kernel zeroes it tile by tile, as it sums
         matched = np.empty(n_docs, dtype=np.int64)
         arrays = (indptr64, matrix.indices, matrix.data, table, idf)
         count = kernel.score_rows(*arrays, rows, scores, matched)

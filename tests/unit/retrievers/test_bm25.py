@@ -321,3 +321,34 @@ def test_an_index_without_codes_scores_the_same(
         mask = rng.random(len(corpus)) < 0.3 if rng.random() < 0.5 else None
         for k in (1, 10, 1000):
             _check_fused_top(sparse, query, k, tie, mask, scoring_path)
+
+
+@pytest.mark.parametrize("common", [False, True])
+def test_scores_over_several_tiles_of_passages(common: bool, scoring_path: str) -> None:
+    """Past the kernel's tiles of 32,768 passages (it sums, zeroes and reads the matched
+    passages tile by tile; a row's postings cross the tiles' edges) the scores are still
+    rank_bm25's bit for bit, the matched passages and the fused top still exact; `common`: three
+    terms in every passage, so the mean IDF is negative and matched is not `score > 0`."""
+    from retrieval_bench.tiebreak import TieBreak
+
+    rng = np.random.default_rng(7)
+    n = 70_001  # three tiles, the last a partial one of an odd length
+    weights = 1.0 / np.arange(1, 201) ** 1.1
+    words = rng.choice(200, size=(n, 6), p=weights / weights.sum())
+    lengths = rng.integers(1, 7, size=n)
+    corpus = [[f"w{i}" for i in row[:length]] for row, length in zip(words, lengths, strict=True)]
+    if common:
+        corpus = [["a", "b", "c", f"x{j % 3}"] for j in range(n)]
+    reference = BM25Okapi(corpus)
+    assert (reference.average_idf < 0) == common
+    sparse = SparseBM25(corpus, BM25Config())
+    tie = TieBreak([f"p{i:06d}" for i in rng.permutation(n)])
+    queries = [["x1", "a"], ["b", "x2", "b"]] if common else [["w0", "w1", "w5"], ["w2", "w150"]]
+    for query in queries:
+        scores, matched = sparse.scores(query)
+        np.testing.assert_array_equal(scores, reference.get_scores(query))
+        terms = set(query)
+        expected = [i for i, f in enumerate(reference.doc_freqs) if terms & f.keys()]
+        assert matched.tolist() == expected
+        for mask in (None, rng.random(n) < 0.5):
+            _check_fused_top(sparse, query, 100, tie, mask, scoring_path)
