@@ -310,6 +310,30 @@ static inline uint64_t at_or_above(const double *s, Py_ssize_t n, double floor) 
     return bits;
 }
 
+/* A min-heap of doubles, its least at h[0]: push v onto the n held (n grows by one). */
+static void heap_push(double *h, Py_ssize_t *n, double v) {
+    Py_ssize_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+/* The heap's least of the n replaced by v. */
+static void heap_replace_least(double *h, Py_ssize_t n, double v) {
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+}
+
 /* Reorders entries so that the best k (by `worse`) come first, in any order: quickselect. */
 static void select_best(Entry *entries, Py_ssize_t n, Py_ssize_t k) {
     Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
@@ -411,15 +435,6 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     int positive;
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
-    add_rows(ip, ix, wt, term_idf, r, n_rows, n_docs, s);
-    if (!positive) {
-        mk = PyMem_Calloc((size_t)(n_docs ? n_docs : 1), 1);
-        if (!mk) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        mark_rows(ip, ix, r, n_rows, mk);
-    }
     /* Whether any passage matched: any posting at all (each posting's passage shares a
      * row). Counting them would cost a pass over every passage; the caller needs only this. */
     int any_matched = 0;
@@ -429,37 +444,42 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * floor comes from the blocks themselves: the k-th largest of the blocks' maxima. At
      * least k blocks reach it, each with a passage scoring its maximum, so at least k matched
      * passages score >= floor and the whole top k (ties included) does, inside those blocks.
-     * One vectorised pass takes the maxima; a second keeps, from the blocks that reach the
-     * floor only (about k of them), the passages >= floor, read off a comparison mask, and
-     * zeroes every block. (Fewer than k matched blocks: floor 0, every matched passage kept.) */
+     * All of it tile by tile, while the tile is in cache: the tile's sum, its blocks' maxima
+     * (a vectorised pass) into a heap of the k largest maxima so far, whose least is a running
+     * floor, never above the final one (the k-th largest of some maxima is at most the k-th
+     * largest of all); then, from the tile's blocks that reach the running floor only, the
+     * passages >= it, read off a comparison mask; then the tile is zeroed. Every passage >= the
+     * final floor is >= the running floor of its tile, so it is kept; the pool may hold a few
+     * more, cut by the partial sort. (Fewer than k matched blocks: floor 0, every matched
+     * passage kept.) */
     if (any_matched && k > 0 && positive && !ok) {
         Py_ssize_t n_blocks = (n_docs + BLOCK - 1) / BLOCK;
-        double *maxima = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * sizeof(double));
-        Entry *ranked = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * sizeof(Entry));
-        if (!maxima || !ranked) {
-            memset(s, 0, (size_t)n_docs * sizeof(double));
-            PyMem_Free(maxima);
-            PyMem_Free(ranked);
+        Py_ssize_t held = 0, want = k <= n_blocks ? k : 0; /* 0: the floor stays 0 */
+        double *heap = PyMem_Malloc((size_t)(want ? want : 1) * sizeof(double));
+        if (!heap) {
             PyErr_NoMemory();
             goto done;
         }
-        for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
-            maxima[b] = block_max(s + start, stop - start);
-            Entry e = {maxima[b], 0, b};
-            ranked[b] = e;
-        }
-        double bound = 0.0; /* the k-th largest maximum: the worst of the best k */
-        if (k <= n_blocks) {
-            select_best(ranked, n_blocks, k);
-            bound = ranked[0].score;
-            for (Py_ssize_t i = 1; i < k; i++) bound = fmin(bound, ranked[i].score);
-        }
-        PyMem_Free(ranked);
-        size = 0;
-        for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
-            if (maxima[b] >= bound && maxima[b] > 0) {
+        double maxima[TILE / BLOCK], bound = 0.0;
+        for (int64_t t0 = 0; t0 < n_docs; t0 += TILE) {
+            const int64_t t1 = t0 + TILE < n_docs ? t0 + TILE : n_docs;
+            add_tile(ip, ix, wt, term_idf, r, n_rows, t0, t1, s);
+            const Py_ssize_t n_tile = (t1 - t0 + BLOCK - 1) / BLOCK;
+            for (Py_ssize_t b = 0; b < n_tile; b++) {
+                const int64_t start = t0 + b * BLOCK, stop = b + 1 < n_tile ? start + BLOCK : t1;
+                const double m = block_max(s + start, stop - start);
+                maxima[b] = m;
+                if (!want || !(m > 0)) continue;
+                if (held < want)
+                    heap_push(heap, &held, m);
+                else if (m > heap[0])
+                    heap_replace_least(heap, held, m);
+            }
+            if (want && held == want) bound = heap[0];
+            for (Py_ssize_t b = 0; b < n_tile; b++) {
+                if (!(maxima[b] >= bound && maxima[b] > 0)) continue;
+                const int64_t start = t0 + b * BLOCK;
+                const int64_t stop = b + 1 < n_tile ? start + BLOCK : t1;
                 uint64_t bits = at_or_above(s + start, stop - start, bound);
                 while (bits) {
                     Py_ssize_t i = start + __builtin_ctzll(bits);
@@ -468,15 +488,25 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
                     Entry e = {s[i], key[i], i};
                     if (keep(&pool, &size, &cap, k, e) < 0) {
                         memset(s, 0, (size_t)n_docs * sizeof(double));
-                        PyMem_Free(maxima);
+                        PyMem_Free(heap);
                         goto done;
                     }
                 }
             }
-            memset(s + start, 0, (size_t)(stop - start) * sizeof(double));
+            memset(s + t0, 0, (size_t)(t1 - t0) * sizeof(double));
         }
-        PyMem_Free(maxima);
+        PyMem_Free(heap);
         goto select;
+    }
+    add_rows(ip, ix, wt, term_idf, r, n_rows, n_docs, s);
+    if (!positive) {
+        mk = PyMem_Calloc((size_t)(n_docs ? n_docs : 1), 1);
+        if (!mk) {
+            PyErr_NoMemory();
+            memset(s, 0, (size_t)n_docs * sizeof(double));
+            goto done;
+        }
+        mark_rows(ip, ix, r, n_rows, mk);
     }
     /* Otherwise a floor first, from every STRIDE-th eligible passage: the (2k / STRIDE + 2)-th best of
      * those samples, so about 2k + 2 STRIDE passages score at or above it. One pass then
