@@ -87,8 +87,9 @@ def top_rows(
     """(the best k passages, their scores, whether any passage matched, whether any matched
     one is `allowed`), best first by score then `id_order` descending (TieBreak.top's order),
     or None where the kernel is not built. One pass over the rows' postings, then only the
-    passages at or above a floor: the k-th largest of 64-passage blocks' maxima (no mask), or
-    taken from a sample (a mask, or a negative IDF), exact either way (`_bm25kernel.c`); where
+    passages at or above a floor: the k-th largest of 64-passage blocks' maxima (no mask; kept
+    as it rises, tile by tile), or taken from a sample (a mask, or a negative IDF), exact
+    either way (`_bm25kernel.c`); where
     scores + TieBreak.top gather, filter and partition every matched passage's score.
     `matrix`, `table`, `indptr64`, `idf`: as score_rows; `scratch`: float64 zeros, one per
     passage; left zeroed."""
