@@ -6,12 +6,13 @@ one, an int32 row and an int32 column, then the CSR copy and the weight temporar
 chunks of `chunk_passages` passages, twice:
 
 1. count: each chunk's distinct (term, passage) pairs per term, summed into the document
-   frequency of every term. The IDFs, the epsilon floor and the final row starts follow from
-   those counts alone, before any weight exists.
-2. fill: each chunk's (term, passage, tf) postings again, their weights computed with
-   rank_bm25's expression, each written into its term's row right after the postings of the
-   chunks before it. Chunks come in passage order, so every row's passages stay ascending: a
-   row by row merge that needs no sort and no copy of the index.
+   frequency of every term, and its postings per (tf, passage length) pair. The IDFs, the
+   epsilon floor, the final row starts and the code table (below) follow from those counts
+   alone, before any weight exists.
+2. fill: each chunk's (term, passage, tf) postings again, each posting's code (or, without a
+   table, its weight computed with rank_bm25's expression) written into its term's row right
+   after the postings of the chunks before it. Chunks come in passage order, so every row's
+   passages stay ascending: a row by row merge that needs no sort and no copy of the index.
 
 The peak is the final index (a uint16 code and an int32 passage per posting, int64 row starts)
 plus one chunk's postings and temporaries; a chunk is re-derived in the second pass instead of
@@ -225,7 +226,7 @@ def build_index(
     cursor = indptr[:-1].copy()  # where each row's next posting goes
     doc_len = lengths.astype(np.float64)
     k1, b = config.k1, config.b
-    # Pass 2: each chunk's postings, weighted, appended to their rows.
+    # Pass 2: each chunk's postings, coded (or weighted), appended to their rows.
     with progress("indexing passages (bm25): weighting postings", n_docs, "passage") as bar:
         for start, stop in bounds:
             tf = kept if kept is not None else chunk(start, stop)
