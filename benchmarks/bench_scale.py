@@ -101,7 +101,7 @@ def bm25_at(n: int, real: tuple | None, n_queries: int, chars_per_passage: float
     matrix = index.matrix
     vocab_bytes = sum(sys.getsizeof(t) for t in index.vocab) + sys.getsizeof(index.vocab)
     array_bytes = matrix.data.nbytes + matrix.indices.nbytes + matrix.indptr.nbytes
-    array_bytes += index.idf.nbytes
+    array_bytes += index.idf.nbytes + (0 if index.table is None else index.table.nbytes)
     del index
     gc.collect()
     tracemalloc.start()

@@ -3,9 +3,18 @@
  * Why: numpy needs three passes and two temporaries for it (concatenate the rows' postings,
  * bincount them with weights, a comparison over every passage for the matched set); here each
  * posting is read once and added into the score vector, and the matched passages are read off
- * a one-byte mark per passage. The additions are the same as bincount's, in the same order
- * (row by row, i.e. query-token order, each passage starting from 0.0), so the scores are
- * bit-identical to rank_bm25's, as the numpy path's are; compiled without fp contraction.
+ * the scores (or, where an IDF is not > 0, a one-byte mark per passage). The additions are the
+ * same as bincount's, in the same order (row by row, i.e. query-token order, each passage
+ * starting from 0.0), so the scores are bit-identical to rank_bm25's, as the numpy path's are;
+ * compiled without fp contraction. The sum goes tile by tile of TILE passages, every row's
+ * postings in the tile before the next tile's: a passage's additions keep their order, and a
+ * tile's scores stay in cache while each common term's row adds to it, where row by row would
+ * sweep the whole vector (8 MB at 1M passages) once per term.
+ *
+ * A posting holds a uint16 code into a table of saturated tfs (bm25_build.py: 6 bytes a posting
+ * to stream instead of 12, which at 1M passages is what a query costs), and its weight is formed
+ * here as idf[row] * table[code], the very product the build would have stored; or, where the
+ * index has no table (more distinct values than codes), the float64 weight itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,17 +29,111 @@
 #define STRIDE 32 /* top_rows (with a mask) samples every STRIDE-th passage for its floor */
 #define BLOCK 64   /* and looks one by one into blocks of BLOCK holding a score >= it; without
                     * a mask its floor is the k-th largest of these blocks' maxima */
+#define TILE 32768 /* passages a tile: the sum runs tile by tile (add_tile), so a tile's 256 KiB
+                    * of scores stay in the core's cache across the query's rows */
+#define CODES 65536 /* a code table's entries (bm25_build.CODES): one per uint16, so no code
+                     * reads past it */
 
 #include "../_buffers.h"
 
-/* The sum itself: row by row (query order), each passage from 0.0, as bincount adds. */
-static void add_rows(const int64_t *restrict ip, const int32_t *restrict ix,
-                     const double *restrict w, const int64_t *restrict r, Py_ssize_t n_rows,
-                     double *restrict s) {
-    for (Py_ssize_t q = 0; q < n_rows; q++) {
-        const int64_t end = ip[r[q] + 1];
-        for (int64_t j = ip[r[q]]; j < end; j++) s[ix[j]] += w[j];
+/* The postings' values: uint16 codes into `table` (CODES float64), or float64 weights where
+ * `table` is NULL. */
+typedef struct {
+    const void *values;
+    const double *table;
+} Weights;
+
+/* The first j in [lo, hi) with ix[j] >= doc (ix ascending there), hi where there is none. */
+static inline int64_t first_at(const int32_t *ix, int64_t lo, int64_t hi, int64_t doc) {
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ix[mid] < doc)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    return lo;
+}
+
+/* The sum over the passages [t0, t1): row by row (query order), each passage from 0.0, as
+ * bincount adds; a coded posting adds idf[row] * table[code], the product the build would
+ * have stored. A passage's contributions are added in the same order whatever the tiles. */
+static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Weights wt,
+                     const double *restrict term_idf, const int64_t *restrict r,
+                     Py_ssize_t n_rows, int64_t t0, int64_t t1, double *restrict s) {
+    for (Py_ssize_t q = 0; q < n_rows; q++) {
+        const int64_t from = first_at(ix, ip[r[q]], ip[r[q] + 1], t0);
+        const int64_t end = first_at(ix, from, ip[r[q] + 1], t1);
+        if (!wt.table) {
+            const double *restrict w = wt.values;
+            for (int64_t j = from; j < end; j++) s[ix[j]] += w[j];
+        } else {
+            const uint16_t *restrict c = wt.values;
+            const double *restrict t = wt.table;
+            const double f = term_idf[r[q]];
+            for (int64_t j = from; j < end; j++) s[ix[j]] += f * t[c[j]];
+        }
+    }
+}
+
+/* The whole sum, tile by tile: each tile's scores stay in cache across the rows, where a row
+ * at a time would sweep the whole score vector once per common term. */
+static void add_rows(const int64_t *restrict ip, const int32_t *restrict ix, Weights wt,
+                     const double *restrict term_idf, const int64_t *restrict r,
+                     Py_ssize_t n_rows, Py_ssize_t n_docs, double *restrict s) {
+    for (int64_t t0 = 0; t0 < n_docs; t0 += TILE)
+        add_tile(ip, ix, wt, term_idf, r, n_rows, t0, t0 + TILE < n_docs ? t0 + TILE : n_docs, s);
+}
+
+/* Appends to out[count...] the passages of [t0, t1) whose score is > 0, ascending; returns the
+ * new count. Branch-free (about half the passages match a query with a common term, so a
+ * branch on each would be mispredicted half the time: 3.5x slower, measured): with SSE2, four
+ * passages a step, their offsets read from a table by the comparison's mask and stored four at
+ * a time (out has a slot per passage, so the ones past the count land in slots not yet
+ * written): 0.48-0.77 ms against 0.70-1.06 ms over 1M scores for storing every passage and
+ * advancing the count by its comparison (a standalone loop, BENCHMARKS.md). */
+static Py_ssize_t positives(const double *restrict s, int64_t t0, int64_t t1,
+                            int64_t *restrict out, Py_ssize_t count) {
+    int64_t i = t0;
+#if defined(__SSE2__)
+    static const int64_t offsets[16][4] = {
+        {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0}, {2, 0, 0, 0}, {0, 2, 0, 0},
+        {1, 2, 0, 0}, {0, 1, 2, 0}, {3, 0, 0, 0}, {0, 3, 0, 0}, {1, 3, 0, 0}, {0, 1, 3, 0},
+        {2, 3, 0, 0}, {0, 2, 3, 0}, {1, 2, 3, 0}, {0, 1, 2, 3}};
+    static const uint8_t bits[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+    const __m128d zero = _mm_setzero_pd();
+    for (; i + 4 <= t1; i += 4) {
+        int m = _mm_movemask_pd(_mm_cmpgt_pd(_mm_loadu_pd(s + i), zero)) |
+                _mm_movemask_pd(_mm_cmpgt_pd(_mm_loadu_pd(s + i + 2), zero)) << 2;
+        __m128i base = _mm_set1_epi64x(i);
+        const __m128i *at = (const __m128i *)offsets[m];
+        _mm_storeu_si128((__m128i *)(out + count), _mm_add_epi64(base, _mm_loadu_si128(at)));
+        _mm_storeu_si128((__m128i *)(out + count + 2),
+                         _mm_add_epi64(base, _mm_loadu_si128(at + 1)));
+        count += bits[m];
+    }
+#endif
+    for (; i < t1; i++) {
+        out[count] = i;
+        count += s[i] > 0;
+    }
+    return count;
+}
+
+/* The postings' values from `values` and `table` (None: float64 weights), checked against the
+ * number of postings; -1 with an exception set otherwise. */
+static int get_weights(PyObject *values, PyObject *table, Buf *v, Buf *t, Py_ssize_t n_post,
+                       Weights *wt) {
+    int coded = table != Py_None;
+    if (get(values, v, 0, "data", coded ? 2 : 8) < 0) return -1;
+    if (coded && get(table, t, 0, "table", 8) < 0) return -1;
+    if (v->view.len / v->view.itemsize != n_post || (coded && t->view.len / 8 != CODES)) {
+        PyErr_SetString(PyExc_ValueError, "data or table: lengths do not agree");
+        return -1;
+    }
+    wt->values = v->view.buf;
+    wt->table = coded ? t->view.buf : NULL;
+    return 0;
 }
 
 static void mark_rows(const int64_t *restrict ip, const int32_t *restrict ix,
@@ -73,54 +176,57 @@ fail:
     return NULL;
 }
 
-/* score_rows(indptr, indices, data, idf, rows, scores, matched) -> count
+/* score_rows(indptr, indices, data, table, idf, rows, scores, matched) -> count
  *   indptr: int64 row starts; indices: int32 passage of each posting, ascending within a row;
- *   data: float64 weight; idf: float64 per row (a row whose IDF is > 0 has only positive
+ *   data: uint16 code of each posting into table (float64, CODES entries), or, with table
+ *   None, float64 weight; idf: float64 per row (a row whose IDF is > 0 has only positive
  *   weights); rows: a list of term rows in query order (a repeated term repeated)
- *   scores: float64, zeros, one per passage (filled)
+ *   scores: float64, one per passage, whatever it holds (each is set)
  *   matched: int64, one per passage at least; its first `count` entries are set to the
  *   passages sharing a row, ascending. */
 static PyObject *score_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO:score_rows", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6]))
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3], &o[4],
+                          &o[5], &o[6]))
         return NULL;
-    Buf indptr = {0}, indices = {0}, data = {0}, idf = {0}, scores = {0}, matched = {0};
+    Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, scores = {0},
+        matched = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
+    Weights wt;
     if (get(o[0], &indptr, 0, "indptr", 8) < 0 || get(o[1], &indices, 0, "indices", 4) < 0 ||
-        get(o[2], &data, 0, "data", 8) < 0 || get(o[3], &idf, 0, "idf", 8) < 0 ||
-        get(o[5], &scores, 1, "scores", 8) < 0 || get(o[6], &matched, 1, "matched", 8) < 0)
+        get_weights(o[2], o[7], &data, &table, indices.view.len / 4, &wt) < 0 ||
+        get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &scores, 1, "scores", 8) < 0 ||
+        get(o[6], &matched, 1, "matched", 8) < 0)
         goto done;
     row_list = PySequence_Fast(o[4], "rows must be a sequence of ints");
     if (!row_list) goto done;
     const int64_t *ip = indptr.view.buf;
     const int32_t *ix = indices.view.buf;
-    const double *w = data.view.buf, *term_idf = idf.view.buf;
+    const double *term_idf = idf.view.buf;
     double *s = scores.view.buf;
     int64_t *out = matched.view.buf;
     Py_ssize_t n_rows = PySequence_Fast_GET_SIZE(row_list), n_ptr = indptr.view.len / 8;
     Py_ssize_t n_docs = scores.view.len / 8, n_post = indices.view.len / 4;
-    if (matched.view.len / 8 < n_docs || data.view.len / 8 != n_post ||
-        idf.view.len / 8 != n_ptr - 1) {
+    if (matched.view.len / 8 < n_docs || idf.view.len / 8 != n_ptr - 1) {
         PyErr_SetString(PyExc_ValueError, "score_rows: array lengths do not agree");
         goto done;
     }
     int positive;
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
-    add_rows(ip, ix, w, r, n_rows, s);
     Py_ssize_t count = 0;
-    /* Branch-free: about half the passages match a query with a common term, so a branch on
-     * each would be mispredicted half the time (3.5x slower, measured). */
-    if (positive) { /* every contribution > 0: matched iff the score is > 0 */
-        for (Py_ssize_t i = 0; i < n_docs; i++) {
-            out[count] = i;
-            count += s[i] > 0;
-        }
-    } else {
+    /* Tile by tile: zeroed, summed, and (every contribution > 0: matched iff the score is > 0)
+     * read for the matched passages while in cache, instead of three passes over the scores. */
+    for (int64_t t0 = 0; t0 < n_docs; t0 += TILE) {
+        const int64_t t1 = t0 + TILE < n_docs ? t0 + TILE : n_docs;
+        memset(s + t0, 0, (size_t)(t1 - t0) * sizeof(double));
+        add_tile(ip, ix, wt, term_idf, r, n_rows, t0, t1, s);
+        if (positive) count = positives(s, t0, t1, out, count);
+    }
+    if (!positive) {
         mk = PyMem_Calloc((size_t)(n_docs ? n_docs : 1), 1);
         if (!mk) {
             PyErr_NoMemory();
@@ -140,6 +246,7 @@ done:
     release(&indptr);
     release(&indices);
     release(&data);
+    release(&table);
     release(&idf);
     release(&scores);
     release(&matched);
@@ -203,6 +310,30 @@ static inline uint64_t at_or_above(const double *s, Py_ssize_t n, double floor) 
     return bits;
 }
 
+/* A min-heap of doubles, its least at h[0]: push v onto the n held (n grows by one). */
+static void heap_push(double *h, Py_ssize_t *n, double v) {
+    Py_ssize_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+/* The heap's least of the n replaced by v. */
+static void heap_replace_least(double *h, Py_ssize_t n, double v) {
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+}
+
 /* Reorders entries so that the best k (by `worse`) come first, in any order: quickselect. */
 static void select_best(Entry *entries, Py_ssize_t n, Py_ssize_t k) {
     Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
@@ -253,8 +384,9 @@ static int best_first(const void *x, const void *y) {
     return 0;
 }
 
-/* top_rows(indptr, indices, data, idf, rows, id_order, k, allowed, scratch, out_index,
+/* top_rows(indptr, indices, data, table, idf, rows, id_order, k, allowed, scratch, out_index,
  *          out_score) -> (count, any_matched, any_allowed)
+ *   indptr, indices, data, table, idf, rows: as score_rows.
  *   The same sum as score_rows into `scratch` (float64 zeros, one per passage; left zeroed),
  *   then the best k matched passages that `allowed` (uint8 per passage, or None) lets through,
  *   by score descending then id_order descending (TieBreak.top's order), written best first
@@ -262,22 +394,23 @@ static int best_first(const void *x, const void *y) {
  *   a row; any_allowed: one of those is allowed. */
 static PyObject *top_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[11];
+    PyObject *o[12];
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOOOOOnOOOO:top_rows", &o[0], &o[1], &o[2], &o[3], &o[4],
-                          &o[5], &k, &o[7], &o[8], &o[9], &o[10]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
+                          &o[4], &o[5], &k, &o[7], &o[8], &o[9], &o[10]))
         return NULL;
-    Buf indptr = {0}, indices = {0}, data = {0}, idf = {0}, order = {0}, allowed = {0},
-        scratch = {0}, out_index = {0}, out_score = {0};
+    Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, order = {0},
+        allowed = {0}, scratch = {0}, out_index = {0}, out_score = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
     Entry *pool = NULL;
     Entry *samples = NULL;
     int use_allowed = o[7] != Py_None;
+    Weights wt;
     if (get(o[0], &indptr, 0, "indptr", 8) < 0 || get(o[1], &indices, 0, "indices", 4) < 0 ||
-        get(o[2], &data, 0, "data", 8) < 0 || get(o[3], &idf, 0, "idf", 8) < 0 ||
-        get(o[5], &order, 0, "id_order", 8) < 0 ||
+        get_weights(o[2], o[11], &data, &table, indices.view.len / 4, &wt) < 0 ||
+        get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &order, 0, "id_order", 8) < 0 ||
         (use_allowed && get(o[7], &allowed, 0, "allowed", 1) < 0) ||
         get(o[8], &scratch, 1, "scratch", 8) < 0 || get(o[9], &out_index, 1, "out_index", 8) < 0 ||
         get(o[10], &out_score, 1, "out_score", 8) < 0)
@@ -286,7 +419,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     if (!row_list) goto done;
     const int64_t *ip = indptr.view.buf, *key = order.view.buf;
     const int32_t *ix = indices.view.buf;
-    const double *w = data.view.buf, *term_idf = idf.view.buf;
+    const double *term_idf = idf.view.buf;
     const uint8_t *ok = use_allowed ? allowed.view.buf : NULL;
     double *s = scratch.view.buf;
     int64_t *top_index = out_index.view.buf;
@@ -295,22 +428,13 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     Py_ssize_t n_docs = scratch.view.len / 8, n_post = indices.view.len / 4;
     if (k < 0 || order.view.len / 8 != n_docs || (use_allowed && allowed.view.len != n_docs) ||
         out_index.view.len / 8 < k || out_score.view.len / 8 < k ||
-        data.view.len / 8 != n_post || idf.view.len / 8 != n_ptr - 1) {
+        idf.view.len / 8 != n_ptr - 1) {
         PyErr_SetString(PyExc_ValueError, "top_rows: array lengths do not agree");
         goto done;
     }
     int positive;
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
-    add_rows(ip, ix, w, r, n_rows, s);
-    if (!positive) {
-        mk = PyMem_Calloc((size_t)(n_docs ? n_docs : 1), 1);
-        if (!mk) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        mark_rows(ip, ix, r, n_rows, mk);
-    }
     /* Whether any passage matched: any posting at all (each posting's passage shares a
      * row). Counting them would cost a pass over every passage; the caller needs only this. */
     int any_matched = 0;
@@ -320,37 +444,42 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * floor comes from the blocks themselves: the k-th largest of the blocks' maxima. At
      * least k blocks reach it, each with a passage scoring its maximum, so at least k matched
      * passages score >= floor and the whole top k (ties included) does, inside those blocks.
-     * One vectorised pass takes the maxima; a second keeps, from the blocks that reach the
-     * floor only (about k of them), the passages >= floor, read off a comparison mask, and
-     * zeroes every block. (Fewer than k matched blocks: floor 0, every matched passage kept.) */
+     * All of it tile by tile, while the tile is in cache: the tile's sum, its blocks' maxima
+     * (a vectorised pass) into a heap of the k largest maxima so far, whose least is a running
+     * floor, never above the final one (the k-th largest of some maxima is at most the k-th
+     * largest of all); then, from the tile's blocks that reach the running floor only, the
+     * passages >= it, read off a comparison mask; then the tile is zeroed. Every passage >= the
+     * final floor is >= the running floor of its tile, so it is kept; the pool may hold a few
+     * more, cut by the partial sort. (Fewer than k matched blocks: floor 0, every matched
+     * passage kept.) */
     if (any_matched && k > 0 && positive && !ok) {
         Py_ssize_t n_blocks = (n_docs + BLOCK - 1) / BLOCK;
-        double *maxima = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * sizeof(double));
-        Entry *ranked = PyMem_Malloc((size_t)(n_blocks ? n_blocks : 1) * sizeof(Entry));
-        if (!maxima || !ranked) {
-            memset(s, 0, (size_t)n_docs * sizeof(double));
-            PyMem_Free(maxima);
-            PyMem_Free(ranked);
+        Py_ssize_t held = 0, want = k <= n_blocks ? k : 0; /* 0: the floor stays 0 */
+        double *heap = PyMem_Malloc((size_t)(want ? want : 1) * sizeof(double));
+        if (!heap) {
             PyErr_NoMemory();
             goto done;
         }
-        for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
-            maxima[b] = block_max(s + start, stop - start);
-            Entry e = {maxima[b], 0, b};
-            ranked[b] = e;
-        }
-        double bound = 0.0; /* the k-th largest maximum: the worst of the best k */
-        if (k <= n_blocks) {
-            select_best(ranked, n_blocks, k);
-            bound = ranked[0].score;
-            for (Py_ssize_t i = 1; i < k; i++) bound = fmin(bound, ranked[i].score);
-        }
-        PyMem_Free(ranked);
-        size = 0;
-        for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            Py_ssize_t start = b * BLOCK, stop = start + BLOCK < n_docs ? start + BLOCK : n_docs;
-            if (maxima[b] >= bound && maxima[b] > 0) {
+        double maxima[TILE / BLOCK], bound = 0.0;
+        for (int64_t t0 = 0; t0 < n_docs; t0 += TILE) {
+            const int64_t t1 = t0 + TILE < n_docs ? t0 + TILE : n_docs;
+            add_tile(ip, ix, wt, term_idf, r, n_rows, t0, t1, s);
+            const Py_ssize_t n_tile = (t1 - t0 + BLOCK - 1) / BLOCK;
+            for (Py_ssize_t b = 0; b < n_tile; b++) {
+                const int64_t start = t0 + b * BLOCK, stop = b + 1 < n_tile ? start + BLOCK : t1;
+                const double m = block_max(s + start, stop - start);
+                maxima[b] = m;
+                if (!want || !(m > 0)) continue;
+                if (held < want)
+                    heap_push(heap, &held, m);
+                else if (m > heap[0])
+                    heap_replace_least(heap, held, m);
+            }
+            if (want && held == want) bound = heap[0];
+            for (Py_ssize_t b = 0; b < n_tile; b++) {
+                if (!(maxima[b] >= bound && maxima[b] > 0)) continue;
+                const int64_t start = t0 + b * BLOCK;
+                const int64_t stop = b + 1 < n_tile ? start + BLOCK : t1;
                 uint64_t bits = at_or_above(s + start, stop - start, bound);
                 while (bits) {
                     Py_ssize_t i = start + __builtin_ctzll(bits);
@@ -359,15 +488,25 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
                     Entry e = {s[i], key[i], i};
                     if (keep(&pool, &size, &cap, k, e) < 0) {
                         memset(s, 0, (size_t)n_docs * sizeof(double));
-                        PyMem_Free(maxima);
+                        PyMem_Free(heap);
                         goto done;
                     }
                 }
             }
-            memset(s + start, 0, (size_t)(stop - start) * sizeof(double));
+            memset(s + t0, 0, (size_t)(t1 - t0) * sizeof(double));
         }
-        PyMem_Free(maxima);
+        PyMem_Free(heap);
         goto select;
+    }
+    add_rows(ip, ix, wt, term_idf, r, n_rows, n_docs, s);
+    if (!positive) {
+        mk = PyMem_Calloc((size_t)(n_docs ? n_docs : 1), 1);
+        if (!mk) {
+            PyErr_NoMemory();
+            memset(s, 0, (size_t)n_docs * sizeof(double));
+            goto done;
+        }
+        mark_rows(ip, ix, r, n_rows, mk);
     }
     /* Otherwise a floor first, from every STRIDE-th eligible passage: the (2k / STRIDE + 2)-th best of
      * those samples, so about 2k + 2 STRIDE passages score at or above it. One pass then
@@ -419,7 +558,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
         }
         if (size >= want || floor == -HUGE_VAL) break;
         floor = -HUGE_VAL;
-        add_rows(ip, ix, w, r, n_rows, s);
+        add_rows(ip, ix, wt, term_idf, r, n_rows, n_docs, s);
     }
 select:;
     int any_allowed = size > 0;
@@ -442,6 +581,7 @@ done:
     release(&indptr);
     release(&indices);
     release(&data);
+    release(&table);
     release(&idf);
     release(&order);
     release(&allowed);
@@ -453,11 +593,11 @@ done:
 
 static PyMethodDef methods[] = {
     {"score_rows", score_rows, METH_VARARGS,
-     "score_rows(indptr, indices, data, idf, rows, scores, matched) -> count of matched "
-     "passages"},
+     "score_rows(indptr, indices, data, table, idf, rows, scores, matched) -> count of "
+     "matched passages"},
     {"top_rows", top_rows, METH_VARARGS,
-     "top_rows(indptr, indices, data, idf, rows, id_order, k, allowed, scratch, out_index, "
-     "out_score) -> (count, any_matched, any_allowed)"},
+     "top_rows(indptr, indices, data, table, idf, rows, id_order, k, allowed, scratch, "
+     "out_index, out_score) -> (count, any_matched, any_allowed)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

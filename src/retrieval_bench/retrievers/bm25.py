@@ -1,7 +1,8 @@
 """BM25 with rank_bm25's BM25Okapi semantics, scored as a sparse matrix product.
 
 rank_bm25 walks every document in Python for every query term; here the per-(term, passage)
-weights are precomputed once, so a query costs one sparse row gather. Scores equal
+weights are precomputed once (each as a code into a table of saturated tfs, times the term's
+IDF when read: bm25_build), so a query costs one sparse row gather. Scores equal
 rank_bm25's (tests compare them to 1e-9), including the epsilon floor: a term whose IDF is
 negative gets `epsilon * mean(IDF over the vocabulary)`. `impl="rank_bm25"` runs the reference
 itself.
@@ -34,9 +35,10 @@ from retrieval_bench.tiebreak import shared_tie_break
 
 
 class SparseBM25:
-    """Exact BM25Okapi over a term x passage CSR matrix of idf x saturated, normalised tf.
+    """Exact BM25Okapi over a term x passage CSR matrix of idf x saturated, normalised tf (each
+    posting a code into `table`, its weight idf x table[code]; bm25_build).
 
-    Bit-for-bit rank_bm25: each stored weight is computed with rank_bm25's expression and
+    Bit-for-bit rank_bm25: each weight is computed with rank_bm25's expression and
     operation order, IDFs with `math.log` in rank_bm25's vocabulary order (the epsilon floor
     uses the same sequential mean), and a query's per-term contributions are added per passage
     in query-token order starting from 0.0, as `get_scores` adds them.
@@ -79,7 +81,10 @@ class SparseBM25:
         index = build_index(term_ids, lengths, len(vocab), config, chunk_passages)
         self.idf = index.idf
         self.average_idf = index.average_idf  # rank_bm25's attribute, for parity checks
+        # Codes into `table` per posting (None: the weights themselves): 6 bytes a posting
+        # instead of 12, which a query at 1M passages streams (bm25_build).
         self.matrix = index.matrix
+        self.table = index.table
         self.n_docs = n_docs
         self._indptr64 = self.matrix.indptr.astype(np.int64)  # the compiled kernel's layout
         self.compiled = True  # False: the numpy path (tests compare both with rank_bm25)
@@ -93,7 +98,7 @@ class SparseBM25:
         rows = [row for row in map(vocab.get, query_tokens) if row is not None]
         if not rows:
             return np.zeros(self.n_docs), np.empty(0, dtype=np.int64)
-        return score_rows(self.matrix, self._indptr64, self.idf, rows, self.compiled)
+        return score_rows(self.matrix, self.table, self._indptr64, self.idf, rows, self.compiled)
 
     def top(
         self,
@@ -118,6 +123,7 @@ class SparseBM25:
             try:
                 return top_rows(
                     self.matrix,
+                    self.table,
                     self._indptr64,
                     self.idf,
                     rows,
@@ -129,7 +135,9 @@ class SparseBM25:
             finally:
                 self._scratch_lock.release()
         scratch = np.zeros(self.n_docs)
-        return top_rows(self.matrix, self._indptr64, self.idf, rows, id_order, k, allowed, scratch)
+        return top_rows(
+            self.matrix, self.table, self._indptr64, self.idf, rows, id_order, k, allowed, scratch
+        )
 
 
 class ReferenceBM25:
@@ -232,8 +240,8 @@ class BM25Retriever:
         if not isinstance(self.scorer, SparseBM25):
             return None
         matrix = self.scorer.matrix
-        parts = (matrix.data, matrix.indices, matrix.indptr, self.scorer.idf)
-        return int(sum(part.nbytes for part in parts))
+        parts = (matrix.data, matrix.indices, matrix.indptr, self.scorer.idf, self.scorer.table)
+        return int(sum(part.nbytes for part in parts if part is not None))
 
     def search(
         self, queries: Sequence[str], k: int, allowed: Sequence[np.ndarray | None]

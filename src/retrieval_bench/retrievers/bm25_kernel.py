@@ -5,6 +5,10 @@ additions rank_bm25's `get_scores` makes, so both are bit-identical to it
 (tests/unit/retrievers/test_bm25.py runs both). The compiled one (`_bm25kernel.c`) reads each
 posting once and marks the matched passages as it goes, where numpy concatenates the rows,
 bincounts them and compares every passage's score: 2-3x less time per query (BENCHMARKS.md).
+
+A posting's weight is `idf[row] * table[code]` where the index codes its postings (bm25_build:
+the product the build would otherwise have stored, so the same double), or `matrix.data` itself
+where it has no table.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ def kernel_available() -> bool:
 
 def score_rows(
     matrix: sparse.csr_matrix,
+    table: np.ndarray | None,
     indptr64: np.ndarray,
     idf: np.ndarray,
     rows: Sequence[int],
@@ -36,22 +41,29 @@ def score_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(scores over every passage, passages sharing at least one of the rows, ascending).
 
+    `matrix.data` holds codes into `table` (None: the weights themselves; bm25_build.BM25Index),
     `indptr64` is `matrix.indptr` as int64 (the kernel's layout), `idf` each row's IDF;
     `compiled=False` takes the numpy path even where the kernel is built."""
     n_docs = matrix.shape[1]
     kernel = _kernel() if compiled else None
     if kernel is not None and matrix.has_sorted_indices:
-        scores = np.zeros(n_docs)
+        scores = np.empty(n_docs)  # the kernel zeroes it tile by tile, as it sums
         matched = np.empty(n_docs, dtype=np.int64)
-        count = kernel.score_rows(indptr64, matrix.indices, matrix.data, idf, rows, scores, matched)
+        arrays = (indptr64, matrix.indices, matrix.data, table, idf)
+        count = kernel.score_rows(*arrays, rows, scores, matched)
         return scores, matched[:count]
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+
+    def row_weights(r: int) -> np.ndarray:
+        values = data[indptr[r] : indptr[r + 1]]
+        return values if table is None else idf[r] * table[values]
+
     if len(rows) == 1:
-        start, end = indptr[rows[0]], indptr[rows[0] + 1]
-        docs, contributions = indices[start:end], data[start:end]
+        docs = indices[indptr[rows[0]] : indptr[rows[0] + 1]]
+        contributions = row_weights(rows[0])
     else:
         docs = np.concatenate([indices[indptr[r] : indptr[r + 1]] for r in rows])
-        contributions = np.concatenate([data[indptr[r] : indptr[r + 1]] for r in rows])
+        contributions = np.concatenate([row_weights(r) for r in rows])
     # bincount adds each passage's contributions in array order, i.e. query-token order,
     # from 0.0: the same additions, in the same order, as rank_bm25's `score +=`.
     scores = np.bincount(docs, weights=contributions, minlength=n_docs)
@@ -63,6 +75,7 @@ def score_rows(
 
 def top_rows(
     matrix: sparse.csr_matrix,
+    table: np.ndarray | None,
     indptr64: np.ndarray,
     idf: np.ndarray,
     rows: Sequence[int],
@@ -74,17 +87,19 @@ def top_rows(
     """(the best k passages, their scores, whether any passage matched, whether any matched
     one is `allowed`), best first by score then `id_order` descending (TieBreak.top's order),
     or None where the kernel is not built. One pass over the rows' postings, then only the
-    passages at or above a floor: the k-th largest of 64-passage blocks' maxima (no mask), or
-    taken from a sample (a mask, or a negative IDF), exact either way (`_bm25kernel.c`); where
+    passages at or above a floor: the k-th largest of 64-passage blocks' maxima (no mask; kept
+    as it rises, tile by tile), or taken from a sample (a mask, or a negative IDF), exact
+    either way (`_bm25kernel.c`); where
     scores + TieBreak.top gather, filter and partition every matched passage's score.
-    `scratch`: float64 zeros, one per passage; left zeroed."""
+    `matrix`, `table`, `indptr64`, `idf`: as score_rows; `scratch`: float64 zeros, one per
+    passage; left zeroed."""
     kernel = _kernel()
     if kernel is None or not matrix.has_sorted_indices:
         return None
     index = np.empty(k, dtype=np.int64)
     score = np.empty(k, dtype=np.float64)
     mask = None if allowed is None else allowed.view(np.uint8)
-    arrays = (indptr64, matrix.indices, matrix.data, idf)
+    arrays = (indptr64, matrix.indices, matrix.data, table, idf)
     count, matched, passed = kernel.top_rows(
         *arrays, rows, id_order, k, mask, scratch, index, score
     )

@@ -229,19 +229,24 @@ def test_kernel_refuses_rows_outside_the_matrix(scoring_path: str) -> None:
         pytest.skip("the compiled kernel's own check")
     kernel = bm25_kernel._kernel()
     sparse = SparseBM25([["a", "b"], ["b"]], BM25Config())
-    m = sparse.matrix
+    m, table, idf = sparse.matrix, sparse.table, sparse.idf
+
+    def call(data: np.ndarray, table: Any, rows: list[int], n_docs: int = 2) -> Any:
+        out = np.zeros(n_docs), np.empty(n_docs, int)
+        return kernel.score_rows(sparse._indptr64, m.indices, data, table, idf, rows, *out)
+
     with pytest.raises(IndexError):
-        kernel.score_rows(
-            sparse._indptr64, m.indices, m.data, sparse.idf, [5], np.zeros(2), np.empty(2, int)
-        )
+        call(m.data, table, [5])
     with pytest.raises(ValueError, match="lengths"):
-        kernel.score_rows(
-            sparse._indptr64, m.indices, m.data[:-1], sparse.idf, [0], np.zeros(2), np.empty(2, int)
-        )
+        call(m.data[:-1], table, [0])
+    with pytest.raises(ValueError, match="lengths"):  # a table shorter than the codes reach
+        call(m.data, table[:-1], [0])
+    with pytest.raises(TypeError, match="2-byte"):  # weights where codes are expected
+        call(m.data.astype(np.float64), table, [0])
+    with pytest.raises(TypeError, match="8-byte"):  # codes where weights are expected
+        call(m.data, None, [0])
     with pytest.raises(IndexError):  # a passage beyond the score vector
-        kernel.score_rows(
-            sparse._indptr64, m.indices, m.data, sparse.idf, [1], np.zeros(1), np.empty(1, int)
-        )
+        call(m.data, table, [1], n_docs=1)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -291,3 +296,59 @@ def test_the_built_index_keeps_what_its_tokens_cost_not_the_tokens() -> None:
     query = " ".join(corpus[3][:3])
     got, want = retriever.search([query], 5, [None]), reference.search([query], 5, [None])
     assert got[0].indices.tolist() == want[0].indices.tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_an_index_without_codes_scores_the_same(
+    seed: int, scoring_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a corpus has more distinct saturated tfs than codes (here: the limit lowered to
+    0), the postings hold float64 weights: scores still bit-identical to rank_bm25, the fused
+    top still scores + TieBreak.top."""
+    from retrieval_bench.retrievers import bm25_build
+    from retrieval_bench.tiebreak import TieBreak
+
+    monkeypatch.setattr(bm25_build, "MAX_CODES", 0)
+    corpus = random_corpus(seed, n_docs=300, vocab=25)
+    sparse = SparseBM25(corpus, BM25Config())
+    assert sparse.table is None and sparse.matrix.data.dtype == np.float64
+    reference = BM25Okapi(corpus)
+    rng = np.random.default_rng(seed)
+    tie = TieBreak([f"p{i:05d}" for i in rng.permutation(len(corpus))])
+    for _ in range(20):
+        query = rng.choice([f"w{i}" for i in range(30)], size=rng.integers(1, 6)).tolist()
+        np.testing.assert_array_equal(sparse.scores(query)[0], reference.get_scores(query))
+        mask = rng.random(len(corpus)) < 0.3 if rng.random() < 0.5 else None
+        for k in (1, 10, 1000):
+            _check_fused_top(sparse, query, k, tie, mask, scoring_path)
+
+
+@pytest.mark.parametrize("common", [False, True])
+def test_scores_over_several_tiles_of_passages(common: bool, scoring_path: str) -> None:
+    """Past the kernel's tiles of 32,768 passages (it sums, zeroes and reads the matched
+    passages tile by tile; a row's postings cross the tiles' edges) the scores are still
+    rank_bm25's bit for bit, the matched passages and the fused top still exact; `common`: three
+    terms in every passage, so the mean IDF is negative and matched is not `score > 0`."""
+    from retrieval_bench.tiebreak import TieBreak
+
+    rng = np.random.default_rng(7)
+    n = 70_001  # three tiles, the last a partial one of an odd length
+    weights = 1.0 / np.arange(1, 201) ** 1.1
+    words = rng.choice(200, size=(n, 6), p=weights / weights.sum())
+    lengths = rng.integers(1, 7, size=n)
+    corpus = [[f"w{i}" for i in row[:length]] for row, length in zip(words, lengths, strict=True)]
+    if common:
+        corpus = [["a", "b", "c", f"x{j % 3}"] for j in range(n)]
+    reference = BM25Okapi(corpus)
+    assert (reference.average_idf < 0) == common
+    sparse = SparseBM25(corpus, BM25Config())
+    tie = TieBreak([f"p{i:06d}" for i in rng.permutation(n)])
+    queries = [["x1", "a"], ["b", "x2", "b"]] if common else [["w0", "w1", "w5"], ["w2", "w150"]]
+    for query in queries:
+        scores, matched = sparse.scores(query)
+        np.testing.assert_array_equal(scores, reference.get_scores(query))
+        terms = set(query)
+        expected = [i for i, f in enumerate(reference.doc_freqs) if terms & f.keys()]
+        assert matched.tolist() == expected
+        for mask in (None, rng.random(n) < 0.5):
+            _check_fused_top(sparse, query, 100, tie, mask, scoring_path)

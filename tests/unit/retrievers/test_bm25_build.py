@@ -21,6 +21,9 @@ def _same_index(a: SparseBM25, b: SparseBM25) -> None:
         left, right = getattr(a.matrix, name), getattr(b.matrix, name)
         assert left.dtype == right.dtype, name
         np.testing.assert_array_equal(left, right, err_msg=name)
+    assert (a.table is None) == (b.table is None)
+    if a.table is not None:
+        np.testing.assert_array_equal(a.table, b.table)  # NaN after the values, in both
     assert a.matrix.shape == b.matrix.shape
     np.testing.assert_array_equal(a.idf, b.idf)
     assert a.average_idf == b.average_idf
@@ -67,7 +70,8 @@ def test_each_row_is_rank_bm25s_weight_per_term() -> None:
     tokens = TokenizedCorpus.from_tokens(corpus)
     index = build_index(tokens.ids, tokens.lengths, len(tokens.vocab), BM25Config(), 4)
     reference = BM25Okapi(corpus)
-    dense = index.matrix.toarray()
+    assert index.table is not None and index.matrix.data.dtype == np.uint16
+    dense = index.weights().toarray()
     for row, term in enumerate(tokens.vocab):
         np.testing.assert_array_equal(dense[row], reference.get_scores([term]))
     assert index.matrix.has_sorted_indices
@@ -100,3 +104,65 @@ def test_refuses_an_empty_corpus_and_a_chunk_of_zero() -> None:
         build_index(np.zeros(0, np.int32), np.zeros(0, np.int64), 0, BM25Config())
     with pytest.raises(ValueError, match="chunk_passages"):
         build_index(np.zeros(1, np.int32), np.ones(1, np.int64), 1, BM25Config(), 0)
+
+
+def test_the_code_table_holds_each_saturated_tf_once_most_used_first() -> None:
+    """The table: rank_bm25's distinct per-posting weights over IDF (the saturated tfs), each
+    once, ordered by how many postings use it, then NaN up to one entry per uint16 code."""
+    import retrieval_bench.retrievers.bm25_build as bm25_build
+
+    corpus = random_corpus(2, n_docs=200, vocab=40)
+    tokens = TokenizedCorpus.from_tokens(corpus)
+    index = build_index(tokens.ids, tokens.lengths, len(tokens.vocab), BM25Config(), 7)
+    table = index.table
+    assert table is not None and len(table) == bm25_build.CODES
+    reference = BM25Okapi(corpus)
+    k1, b, avgdl = 1.5, 0.75, reference.avgdl
+    saturated = [
+        tf * (k1 + 1) / (tf + k1 * (1 - b + b * reference.doc_len[j] / avgdl))
+        for j, freqs in enumerate(reference.doc_freqs)
+        for tf in freqs.values()
+    ]
+    distinct = set(saturated)
+    n = len(distinct)
+    assert set(table[:n].tolist()) == distinct
+    assert np.isnan(table[n:]).all()
+    uses = np.bincount(index.matrix.data, minlength=n)
+    assert len(uses) == n and (np.diff(uses) <= 0).all(), "the most used codes come first"
+    assert sorted(uses.tolist()) == sorted(saturated.count(v) for v in distinct)
+
+
+def test_more_distinct_weights_than_codes_keep_the_float64_weights() -> None:
+    """Over `max_codes` distinct saturated tfs, the postings hold the float64 weights: the very
+    values the coded index stands for; at exactly `max_codes`, still codes."""
+    corpus = random_corpus(6, n_docs=120, vocab=30)
+    tokens = TokenizedCorpus.from_tokens(corpus)
+    args = (tokens.ids, tokens.lengths, len(tokens.vocab), BM25Config(), 11)
+    coded = build_index(*args)
+    assert coded.table is not None
+    n = int(np.count_nonzero(~np.isnan(coded.table)))
+    assert build_index(*args, max_codes=n).table is not None
+    plain = build_index(*args, max_codes=n - 1)
+    assert plain.table is None and plain.matrix.data.dtype == np.float64
+    for name in ("indices", "indptr"):
+        np.testing.assert_array_equal(getattr(plain.matrix, name), getattr(coded.matrix, name))
+    np.testing.assert_array_equal(plain.matrix.data, coded.weights().data)
+    assert plain.weights() is plain.matrix
+    with pytest.raises(ValueError, match="max_codes"):
+        build_index(*args, max_codes=65_537)
+
+
+def test_long_passages_count_their_pairs_by_sorting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys past DENSE_KEYS (long passages) are counted with a sort, not bincount: the same
+    index."""
+    import retrieval_bench.retrievers.bm25_build as bm25_build
+
+    corpus = random_corpus(9, n_docs=90, vocab=35)
+    tokens = TokenizedCorpus.from_tokens(corpus)
+    args = (tokens.ids, tokens.lengths, len(tokens.vocab), BM25Config(), 8)
+    dense = build_index(*args)
+    monkeypatch.setattr(bm25_build, "DENSE_KEYS", 0)
+    sorted_ = build_index(*args)
+    assert dense.table is not None and sorted_.table is not None
+    np.testing.assert_array_equal(dense.table, sorted_.table)
+    np.testing.assert_array_equal(dense.matrix.data, sorted_.matrix.data)
