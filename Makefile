@@ -4,6 +4,10 @@
 # ARCHITECTURE.md, Tests).
 # Each creates .venv and installs what it needs on first use.
 PYTHON ?= python3
+# Python writes its bytecode caches (gitignored __pycache__/) even where the environment says not
+# to: otherwise every xdist worker recompiles and re-rewrites every test module at collection
+# (~3.5 s each) and every process a test starts recompiles the package.
+unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_WORKERS ?= -n 2 --dist loadscope

@@ -228,6 +228,7 @@ def _job(tmp_path: Path, name: str, *overrides: str, recorded: list[str] | None 
     return job
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_jobs_scored_in_different_units_labels_or_k_are_never_one_table(tmp_path: Path) -> None:
     _job(tmp_path, "passage")
     _job(tmp_path, "doc", "scoring.unit=doc")
@@ -249,6 +250,7 @@ def test_jobs_scored_in_different_units_labels_or_k_are_never_one_table(tmp_path
         assert ds["separated"].startswith("mini's jobs differ in what their values measure (")
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_top_k_ablation_still_compares_its_ks_in_one_table(tmp_path: Path) -> None:
     _job(tmp_path, "k3", "top_k=3", recorded=["top_k=3"])
     _job(tmp_path, "k5", "top_k=5", recorded=["top_k=5"])

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from conftest import MINI_CORPUS as CORPUS
 from conftest import ROOT
-from sklearn.metrics import cohen_kappa_score
 from support.datasets import read_jsonl
 from support.judge_server import pair_of
 from support.judging import TRAVEL_CORPUS, expected_grade, with_people_zeros
 from support.random_models import build_random_cross_encoder
+from support.references import cohen_kappa_score
 from support.service_server import Reply, serve
 
 from retrieval_bench.data.evalset import load_evalset

@@ -39,6 +39,7 @@ def test_json_writers_write_non_finite_floats_as_null(tmp_path: Path) -> None:
     assert strict_load(line) == {"score": None}
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_nan_in_config_leaves_manifest_json_strict(tmp_path: Path) -> None:
     overrides = [*mini_overrides(tmp_path), "retriever=bm25", "bm25.epsilon=nan"]
     _, job = run_in_process(overrides, tmp_path)
@@ -84,6 +85,7 @@ def test_an_app_output_folder_under_a_file_exits_2_naming_the_key(
     assert f"{a_file} is a file, not a folder" in err
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_cli_output_folders_under_a_file_exit_2_naming_the_flag(
     a_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -27,6 +27,7 @@ def outside_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     sys.modules.pop("char_bigram_arm", None)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_an_arm_from_outside_the_package_runs_fuses_and_is_reported(
     outside_module: None, tmp_path: Path
 ) -> None:
@@ -69,6 +70,7 @@ def test_a_bad_key_of_an_outside_arm_names_the_arm(outside_module: None) -> None
         arm_spec("bigram", cfg.arms["bigram"])
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_the_same_kind_twice_is_two_arms(tmp_path: Path) -> None:
     overrides = [
         "+arms.bm25_flat._target_=retrieval_bench.retrievers.bm25.BM25ArmSpec",

@@ -31,6 +31,7 @@ def outside(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         sys.modules.pop(module, None)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_an_outside_stage_runs_in_its_place_and_is_recorded(outside: None, tmp_path: Path) -> None:
     result, job = run_in_process(
         [searchpath("outside_stage"), "experiment=doc_dedupe", "retriever=bm25"], tmp_path
@@ -51,6 +52,7 @@ def test_an_outside_stage_runs_in_its_place_and_is_recorded(outside: None, tmp_p
     assert "dedupe" in result.metrics["stage_loss"]["checkpoints"]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_an_outside_stage_placed_after_the_cut_is_refused(outside: None) -> None:
     with pytest.raises(ConfigError) as refused:
         compose_config(
@@ -68,6 +70,7 @@ def test_an_outside_stage_placed_after_the_cut_is_refused(outside: None) -> None
         )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_an_outside_combiner_fuses_by_its_own_formula(outside: None, tmp_path: Path) -> None:
     result, job = run_in_process(
         [searchpath("outside_combiner"), "retriever=borda_hybrid"], tmp_path
@@ -97,6 +100,7 @@ def test_an_outside_combiner_that_does_not_exist_gets_the_nearest_class(outside:
     assert "did you mean 'borda_fusion.BordaFusion'" in str(refused.value)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_an_outside_encoder_is_the_dense_arm(outside: None, tmp_path: Path) -> None:
     from hashed_ngrams import HashedNgramEncoder
 

@@ -35,6 +35,7 @@ def jobs(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict[s
     return {"plain": plain, "robust": robust, "folder": folder, "root": root, "cache": cache}
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_originals_score_as_without_variants(jobs: dict[str, Any]) -> None:
     plain, robust = jobs["plain"].metrics, jobs["robust"].metrics
     assert robust["stages"] == plain["stages"]
@@ -51,6 +52,7 @@ def test_originals_score_as_without_variants(jobs: dict[str, Any]) -> None:
     )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_each_cell_is_the_paired_difference_with_its_test(jobs: dict[str, Any]) -> None:
     metrics = jobs["robust"].metrics
     robustness = metrics["robustness"]
@@ -76,6 +78,7 @@ def test_each_cell_is_the_paired_difference_with_its_test(jobs: dict[str, Any]) 
     assert robustness["cells"]["ndcg@10"]["all"]["traditional"]["verdict"] == "degrades"
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_kind_that_changed_nothing_is_counted(jobs: dict[str, Any]) -> None:
     kinds = {k["kind"]: k for k in jobs["robust"].metrics["robustness"]["kinds"]}
     assert kinds["unspacing"]["variants"] == 0
@@ -86,6 +89,7 @@ def test_a_kind_that_changed_nothing_is_counted(jobs: dict[str, Any]) -> None:
     assert (jobs["folder"] / "plots" / "robustness.png").is_file()
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_stored_rankings_rescore_to_the_same_robustness(jobs: dict[str, Any]) -> None:
     import yaml
 
@@ -97,6 +101,7 @@ def test_stored_rankings_rescore_to_the_same_robustness(jobs: dict[str, Any]) ->
     assert rescored.metrics["robustness"] == jobs["robust"].metrics["robustness"]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_perturbed_set_runs_as_the_same_variants(jobs: dict[str, Any], tmp_path: Path) -> None:
     out = tmp_path / "travel.perturbed.jsonl"
     evalset = ROOT / "evalsets" / "travel.jsonl"

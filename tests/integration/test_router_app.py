@@ -40,6 +40,7 @@ def rankings(job: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (job / "rankings.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_every_query_records_its_parse_route_and_rule(sweep: dict[str, Path]) -> None:
     records = {r["query_id"]: r for r in rankings(sweep["rules"])}
     assert records["m01"]["route"] == "entity_exact"
@@ -57,6 +58,7 @@ def test_every_query_records_its_parse_route_and_rule(sweep: dict[str, Path]) ->
             assert stage["scores"] == sorted(stage["scores"], reverse=True)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_excluded_entity_never_appears_in_any_stage_of_a_negation_query(
     sweep: dict[str, Path],
 ) -> None:
@@ -76,6 +78,7 @@ def test_excluded_entity_never_appears_in_any_stage_of_a_negation_query(
             assert "wn-ryw-surf" in baseline["ids"]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_router_none_records_no_route_and_no_baselines(sweep: dict[str, Path]) -> None:
     for record in rankings(sweep["none"]):
         assert record["route"] is None and record["baselines"] == {}
@@ -83,6 +86,7 @@ def test_router_none_records_no_route_and_no_baselines(sweep: dict[str, Path]) -
     assert "router" not in json.loads((sweep["none"] / "metrics.json").read_text())
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_baselines_equal_router_none_jobs(sweep: dict[str, Path]) -> None:
     """The hybrid baseline of a routed job is exactly the unrouted hybrid job's final stage."""
     routed = sweep["rules"] / "trec" / "baselines"
@@ -99,6 +103,7 @@ def test_baselines_equal_router_none_jobs(sweep: dict[str, Path]) -> None:
         assert group == {m: unrouted[qtype][m] for m in doc_metrics if m in unrouted[qtype]}
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_routed_job_encodes_each_query_once(sweep: dict[str, Path]) -> None:
     # Routed pools and the baselines' re-ranking of excluding queries share one dense batch.
     manifest = json.loads((sweep["rules"] / "manifest.json").read_text())
@@ -107,6 +112,7 @@ def test_routed_job_encodes_each_query_once(sweep: dict[str, Path]) -> None:
     assert counts["encoded"] + counts["cached"] == len(texts)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_metrics_hold_the_router_measurement(sweep: dict[str, Path]) -> None:
     router = json.loads((sweep["rules"] / "metrics.json").read_text())["router"]
     assert router["confusion"]["entity_exact"] == {"default": 1, "entity_exact": 2}
@@ -128,6 +134,7 @@ def test_metrics_hold_the_router_measurement(sweep: dict[str, Path]) -> None:
     assert negation["hybrid"]["ndcg@6"] == pytest.approx(1 / math.log2(3), rel=1e-12)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_report_shows_confusion_matrix_and_per_type_comparison(sweep: dict[str, Path]) -> None:
     report = (sweep["rules"] / "report.md").read_text()
     assert "# mini: router=rules (top_k 6)" in report

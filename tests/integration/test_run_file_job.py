@@ -32,6 +32,7 @@ def _doc_metrics(stage: dict) -> dict:
     return {key: stage[key] for key in ("overall", "by_type", "counts", "per_query")}
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_jobs_export_fed_back_scores_exactly_as_the_job(
     bm25_job: tuple[Path, dict], tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def test_a_jobs_export_fed_back_scores_exactly_as_the_job(
     }
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_fusing_bm25_with_its_own_export_keeps_bm25s_top_k(
     bm25_job: tuple[Path, dict], tmp_path: Path
 ) -> None:
@@ -117,6 +119,7 @@ def test_bad_input_is_counted_in_the_manifest_and_the_report(tmp_path: Path) -> 
     assert empty == {"not_in_run": evalset_size - 1}
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_two_run_files_run_and_fuse_as_two_arms(
     bm25_job: tuple[Path, dict], tmp_path: Path
 ) -> None:

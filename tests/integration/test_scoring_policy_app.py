@@ -35,6 +35,7 @@ def _metrics(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_metrics_json_holds_every_family_for_every_stage(jobs: dict[str, Path]) -> None:
     metrics = _metrics(jobs["on"])
     for name, stage in metrics["stages"].items():
@@ -62,6 +63,7 @@ def test_metrics_json_holds_every_family_for_every_stage(jobs: dict[str, Path]) 
         assert key in metrics["stages"]["final"] and key in final["leak"], key
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_permission_filter_gives_zero_leak_and_off_gives_leaks(jobs: dict[str, Path]) -> None:
     on, off = _metrics(jobs["on"]), _metrics(jobs["off"])
     for stage in on["stages"].values():
@@ -80,6 +82,7 @@ def test_permission_filter_gives_zero_leak_and_off_gives_leaks(jobs: dict[str, P
     )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_report_links_existing_plots(jobs: dict[str, Path]) -> None:
     run_dir = jobs["on"]
     report = (run_dir / "report.md").read_text()
@@ -111,6 +114,7 @@ def test_bad_group_by_field_exits_2(tmp_path: Path) -> None:
     assert "scoring.group_by" in proc.stderr and "meta.nope" in proc.stderr
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_family_headlines_sit_in_the_stage_overall_as_the_contract_says(
     jobs: dict[str, Path],
 ) -> None:

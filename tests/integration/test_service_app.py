@@ -23,6 +23,7 @@ from run.example_service import Ranker, make_server, url_of
 TRAVEL_QUERIES = 166
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_travel_job_against_a_perfect_service_scores_its_bound(tmp_path: Path) -> None:
     with serve(labelled_answers()) as (url, received):
         _, job = run_in_process(
@@ -47,6 +48,7 @@ def test_a_travel_job_against_a_perfect_service_scores_its_bound(tmp_path: Path)
     assert "\n".join(service_lines({"service": info})) in report
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_skipped_failures_and_unknown_ids_are_counted_in_the_outputs(tmp_path: Path) -> None:
     perfect = labelled_answers()
 
@@ -104,6 +106,7 @@ def test_a_bad_service_setting_is_refused_when_the_config_is_read() -> None:
     assert raised.value.key == "service.on_error"
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_second_service_arm_overrides_the_url(tmp_path: Path) -> None:
     """Two services in one job: `arms.<name>` keys override `service.*` for that arm only."""
     with (
@@ -179,6 +182,7 @@ def test_the_report_line_of_a_service_arm() -> None:
     ]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_the_example_service_ranks_as_the_bm25_arm_does(tmp_path: Path) -> None:
     # `python -m run.example_service`, in process: BM25 over the mini corpus behind the service
     # protocol. Without filters, a service job and a bm25 job rank every query alike.

@@ -52,6 +52,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_tiers_per_type_by_hand(sweep: Path) -> None:
     ds = json.loads((sweep / "comparison.json").read_text())["datasets"]["synth"]
     tiers = {t: cell["tiers"] for t, cell in ds["tiers"]["recall@K"].items()}
@@ -74,6 +75,7 @@ def test_tiers_per_type_by_hand(sweep: Path) -> None:
     assert settings["rank_resamples"] == 1000 and "default_rng(seed=0)" in settings["rank_interval"]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_comparison_md_shows_tiers_and_cost(sweep: Path) -> None:
     md = (sweep / "comparison.md").read_text(encoding="utf-8")
     tiers = md[md.index("## Tiers per type") : md.index("## Cost beside quality")]
@@ -86,6 +88,7 @@ def test_comparison_md_shows_tiers_and_cost(sweep: Path) -> None:
         assert f"| top_k={top_k} | " in cost
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_the_fronts_follow_the_tiers_tests(sweep: Path) -> None:
     """Index size is one BM25 matrix for all four jobs: at one cost, a configuration is
     dominated exactly when another beats it, so the front is tier 1."""
@@ -97,6 +100,7 @@ def test_the_fronts_follow_the_tiers_tests(sweep: Path) -> None:
         assert sorted(front) == sorted(cell["tiers"][0])
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_comparison_html_embeds_the_tiers_and_costs(sweep: Path) -> None:
     data = embedded(sweep / "comparison.html")
     ds = json.loads((sweep / "comparison.json").read_text())["datasets"]["synth"]

@@ -31,6 +31,7 @@ def month(root: Path, name: str, evalset: Path, cache: Path, b: str) -> Path:
     return folder
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_month_judges_its_pool_and_the_gate_says_what_rests_on_it(tmp_path: Path) -> None:
     register_configs()
     evalset = tmp_path / "mini.jsonl"

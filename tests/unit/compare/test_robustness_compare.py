@@ -40,6 +40,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict[
     return {"root": root, "jobs": jobs, "record": output.record}
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_every_job_is_an_arm_with_the_differences_it_measured(sweep: dict[str, Any]) -> None:
     view = sweep["record"]["datasets"]["travel"]["robustness"]
     labels = {arm: f"retriever={arm}" for arm in ARMS}
@@ -57,6 +58,7 @@ def test_every_job_is_an_arm_with_the_differences_it_measured(sweep: dict[str, A
                 assert stable == own["stable"][qtype][kind]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_one_family_over_every_arm_kind_and_type(sweep: dict[str, Any]) -> None:
     view = sweep["record"]["datasets"]["travel"]["robustness"]
     cells = [
@@ -74,6 +76,7 @@ def test_one_family_over_every_arm_kind_and_type(sweep: dict[str, Any]) -> None:
     assert significant, "traditional characters move BM25 on travel"
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_comparison_md_heatmap_and_html(sweep: dict[str, Any]) -> None:
     root = sweep["root"]
     markdown = (root / "comparison.md").read_text(encoding="utf-8")
@@ -96,6 +99,7 @@ def test_comparison_md_heatmap_and_html(sweep: dict[str, Any]) -> None:
     assert column[first] in (0.0, 1.0) and column[0] is None
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_the_gate_holds_stable_at_k(sweep: dict[str, Any]) -> None:
     """bm25 as the baseline month, bm25_bigram as this month: stable@K is checked per type on
     the variants both scored, like any gated metric."""

@@ -181,6 +181,7 @@ def _encode_in_child(root: str, texts: list[str], barrier: Any, results: Any) ->
     results.put((stats.encoded, stats.cached, array.tobytes()))
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_two_processes_on_the_same_key(tmp_path: Path) -> None:
     # spawn, not fork: the test process may hold torch threads from other test modules
     ctx = multiprocessing.get_context("spawn")

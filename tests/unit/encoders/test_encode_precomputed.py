@@ -31,6 +31,7 @@ def _parquet(path: Path, ids: list[str], vectors: np.ndarray | list[list[float]]
     return path
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_precomputed_vectors_rank_exactly_as_the_encoder(tmp_path: Path) -> None:
     encoded = run_job(compose_config([*mini_overrides(tmp_path), "retriever=dense"]))
     # The very vectors that job used, read back from its embedding cache.

@@ -136,6 +136,7 @@ def test_more_shards_than_passages_is_refused_after_loading(tmp_path: Path) -> N
     assert "corpus of 12 passages" in str(err.value)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_shard_jobs_then_the_job_gives_the_unsharded_vectors(tmp_path: Path) -> None:
     """USE on the mini set: two shard jobs, then the retrieving job reads them (no encoding)
     and ranks as the unsharded job does."""

@@ -31,6 +31,7 @@ def hybrid_twice(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, 
     return manifests[0]["cost"], manifests[1]["cost"], second
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_every_arm_and_stage_has_its_latency_and_batch_time(hybrid_twice) -> None:
     cold, _, _ = hybrid_twice
     components = cold["components"]
@@ -54,6 +55,7 @@ def test_every_arm_and_stage_has_its_latency_and_batch_time(hybrid_twice) -> Non
     assert cold["total"]["latency_ms"]["mean"] == pytest.approx(means, abs=1e-3)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_build_is_cold_then_cached_and_the_cache_keeps_the_cold_time(hybrid_twice) -> None:
     cold, cached, _ = hybrid_twice
     for name in ("bm25", "dense"):

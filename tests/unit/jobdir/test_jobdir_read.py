@@ -55,6 +55,7 @@ def _stage(stage: StageRecord) -> tuple[Any, ...]:
     return stage.ids, stage.scores, stage.pool_requested, stage.pool_returned, stage.empty_reason
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_rankings_read_back_as_the_records_the_job_wrote(routed: tuple[JobResult, Path]) -> None:
     result, job = routed
     read = read_rankings(job)
@@ -82,6 +83,7 @@ def test_rankings_read_back_as_the_records_the_job_wrote(routed: tuple[JobResult
             assert all(s.indices is None for s in backs.values())
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_with_the_corpus_order_each_stage_gets_its_passage_indices(
     routed: tuple[JobResult, Path],
 ) -> None:
@@ -103,6 +105,7 @@ def test_with_the_corpus_order_each_stage_gets_its_passage_indices(
         (lambda r: r.update(query_id=7), "'query_id' must be a string"),
     ],
 )
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_malformed_rankings_line_names_its_file_and_line(
     routed: tuple[JobResult, Path], tmp_path: Path, edit: Any, message: str
 ) -> None:
@@ -118,6 +121,7 @@ def test_a_malformed_rankings_line_names_its_file_and_line(
     assert message in str(info.value)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_query_recorded_twice_and_an_unknown_passage_are_refused(
     routed: tuple[JobResult, Path], tmp_path: Path
 ) -> None:
@@ -144,6 +148,7 @@ def _truncate_last_line(path: Path) -> int:
     return number
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_run_compare_over_a_truncated_rankings_file_exits_2_naming_its_line(
     routed: tuple[JobResult, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,6 +159,7 @@ def test_run_compare_over_a_truncated_rankings_file_exits_2_naming_its_line(
     assert err.startswith(f"error: {job / names.RANKINGS}:{number}: malformed JSON: "), err
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_truncated_metrics_json_names_its_line(
     routed: tuple[JobResult, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -173,6 +179,7 @@ def test_a_truncated_metrics_json_names_its_line(
     assert not (job / names.RESCORED_METRICS).exists()
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_perturbed_variant_keeps_its_link_to_the_original(
     routed: tuple[JobResult, Path], tmp_path: Path
 ) -> None:

@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 from conftest import FIXTURE, run_mini
 from conftest import MINI_CORPUS as CORPUS
-from sklearn.metrics import cohen_kappa_score
 from support.datasets import read_jsonl
 from support.judge_server import chat_model, pair_of, rule_grade
 from support.judging import TRAVEL, TRAVEL_CORPUS, expected_grade, with_people_zeros
+from support.references import cohen_kappa_score
 
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.judge.prompt import shipped_prompt
@@ -50,6 +50,7 @@ def judge_args(url: str, cache: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_pool_is_judged_imported_and_rescored(
     judge_sweep: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -108,6 +109,7 @@ def test_pool_is_judged_imported_and_rescored(
     )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_rerun_asks_nothing_twice(judge_sweep: tuple[Path, Path], tmp_path: Path) -> None:
     folder, _ = judge_sweep
     out = tmp_path / "j.jsonl"
@@ -136,7 +138,7 @@ def test_failures_are_retried_then_unjudged_never_guessed(
         queries[3]: ("hang", 8.0),  # well past the timeout below, whatever the load
     }
     out = tmp_path / "j.jsonl"
-    extra = ["--out", str(out), "--retries", "1", "--retry-backoff-s", "0", "--timeout-s", "3"]
+    extra = ["--out", str(out), "--retries", "1", "--retry-backoff-s", "0", "--timeout-s", "1.5"]
     with chat_model(lambda q, p: behaviour.get(q)) as (url, received):
         assert judge_main([str(folder / "pool.jsonl"), *judge_args(url, tmp_path), *extra]) == 0
         asked: dict[str, int] = {}
@@ -180,6 +182,7 @@ def test_an_endpoint_that_is_down_judges_nothing_and_exits_2(
     with chat_model() as (url, _):
         pass  # the server is gone: nothing listens on its port now
     extra = ["--out", str(tmp_path / "j.jsonl"), "--concurrency", "2", "--retry-backoff-s", "0.3"]
+    extra += ["--retries", "1"]  # one retry shows it: each further one only waits longer
     assert judge_main([str(folder / "pool.jsonl"), *judge_args(url, tmp_path), *extra]) == 2
     assert "graded none of the" in capsys.readouterr().err
     judged = read_jsonl(tmp_path / "j.jsonl")
@@ -329,6 +332,7 @@ def per_query(job: Path, evalset: Path, metric: str) -> dict[str, float]:
     return {q: row[metric] for q, row in rows.items() if row.get(metric) is not None}
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_three_estimates_agree_with_ppi_by_hand(
     judge_sweep: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -451,6 +455,7 @@ def test_three_estimates_agree_with_ppi_by_hand(
         assert shares["by_judge"] == pytest.approx(np.mean(counted))
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_robustness_job_is_scored_under_each_label_variant(tmp_path: Path) -> None:
     """A job that ran perturbed variants beside its queries: the estimates compare the labels
     with its original queries (the variants are the job's, not the labels'), and the people-only

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score
+from support.references import cohen_kappa_score
 
 from retrieval_bench.scoring.agreement import agreement, cohen_kappa, confusion, kappa_note
 from retrieval_bench.scoring.ppi import classical_mean, ppi_mean

@@ -104,6 +104,7 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_the_labels_hash_is_recorded_and_ignores_formatting_not_judgements(
     tmp_path: Path, jobs: dict[str, Path]
 ) -> None:
@@ -135,6 +136,7 @@ def test_the_labels_hash_is_recorded_and_ignores_formatting_not_judgements(
 
 
 @pytest.mark.parametrize("name", ["bm25", "router"])
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_rescoring_against_unchanged_labels_reproduces_metrics_json(
     jobs: dict[str, Path], name: str
 ) -> None:
@@ -144,6 +146,7 @@ def test_rescoring_against_unchanged_labels_reproduces_metrics_json(
 
 
 @pytest.mark.parametrize("name", ["bm25", "router"])
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_rescoring_against_a_new_snapshot_gives_a_fresh_jobs_metrics(
     jobs: dict[str, Path], name: str
 ) -> None:
@@ -158,6 +161,7 @@ def test_rescoring_against_a_new_snapshot_gives_a_fresh_jobs_metrics(
     )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_cli_writes_rescored_metrics_beside_the_jobs_own(
     tmp_path: Path, jobs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -180,6 +184,7 @@ def test_cli_writes_rescored_metrics_beside_the_jobs_own(
     )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_job_whose_corpus_changed_is_refused_naming_it_and_both_hashes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -214,6 +219,7 @@ def rescore_hashes_now(job: Path) -> str:
     return corpus_hash(files, "native")
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_changed_queries_or_an_unhashed_job_are_refused(
     tmp_path: Path, jobs: dict[str, Path]
 ) -> None:
@@ -237,6 +243,7 @@ def test_changed_queries_or_an_unhashed_job_are_refused(
     )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_another_datasets_evalset_is_refused_before_its_labels_are_judged(
     jobs: dict[str, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -265,6 +272,7 @@ def finished_month(root: Path, month: str, evalset: Path, gate: str | None) -> P
     return month_dir
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_the_gate_rescores_a_baseline_scored_against_other_labels(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -319,6 +327,7 @@ def test_the_gate_rescores_a_baseline_scored_against_other_labels(
     assert "| type | retriever | 2026-09 | 2026-10* |" in markdown
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_baseline_whose_corpus_changed_is_compared_as_recorded_and_says_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -359,6 +368,7 @@ def test_a_baseline_whose_corpus_changed_is_compared_as_recorded_and_says_why(
     capsys.readouterr()
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_one_evalset_for_jobs_of_several_datasets_is_refused(
     tmp_path: Path, jobs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -375,6 +385,7 @@ def test_one_evalset_for_jobs_of_several_datasets_is_refused(
     assert not list((tmp_path / "month").rglob(RESCORED_METRICS))
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_beir_job_is_rescored_against_its_folders_current_qrels(tmp_path: Path) -> None:
     folder = tmp_path / "tiny-beir"
     (folder / "qrels").mkdir(parents=True)

@@ -57,6 +57,7 @@ def test_every_kind_has_an_implementation() -> None:
     assert sorted(BUILDERS) == sorted(KINDS)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_every_variant_recomputes_from_its_original(
     perturbed: tuple[Path, dict[str, EvalQuery]],
 ) -> None:
@@ -150,6 +151,7 @@ RECOMPUTE = {
 }
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_entities_are_kept_out_of_homophones_unless_asked(tmp_path: Path) -> None:
     lexicon = load_lexicon(TRAVEL_CORPUS / "lexicon.jsonl")
     surfaces = [s for e in lexicon for s in (e.name, *e.aliases)]
@@ -170,6 +172,7 @@ def test_entities_are_kept_out_of_homophones_unless_asked(tmp_path: Path) -> Non
         assert touched is inside
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_same_seed_same_file_other_seed_other_slips(tmp_path: Path) -> None:
     argv = [str(TRAVEL_SET), "--kinds", "homophone,spacing"]
     files = []

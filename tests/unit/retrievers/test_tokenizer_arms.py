@@ -27,6 +27,7 @@ def test_character_bigrams_as_lucene_cjk_bigrams() -> None:
     assert CharBigramTokenizer(TextConfig()).tokenize("距离地球") == ["距离", "离地", "地球"]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_hmm_off_cuts_as_jieba_without_its_hmm() -> None:
     jieba.setLogLevel(logging.WARNING)
     text = "呀诺达雨林文化旅游区的接驳车几点发车"
@@ -37,6 +38,7 @@ def test_hmm_off_cuts_as_jieba_without_its_hmm() -> None:
     assert Tokenizer.for_entities(config, entities).tokenize(text) == expected
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_tokeniser_arms_run_side_by_side(tmp_path: Path, shared_cache: Path) -> None:
     arms = f"retriever.arms=[{','.join(ARMS)}]"
     result, _ = run_in_process([arms, f"cache_dir={shared_cache}"], tmp_path)

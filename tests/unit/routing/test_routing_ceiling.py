@@ -199,6 +199,7 @@ def run_mini(tmp_path: Path, *overrides: str) -> Path:
     return run_in_process(overrides, tmp_path)[1]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_router_job_reports_its_ceiling(tmp_path: Path) -> None:
     job = run_mini(tmp_path, "router.tuned_on_evalset=[short_query_length]")
     metrics = json.loads((job / "metrics.json").read_text())

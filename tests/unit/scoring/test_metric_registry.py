@@ -62,6 +62,7 @@ def _overrides(tmp_path: Path, *extra: str) -> list[str]:
     return [*mini_overrides(tmp_path), "retriever=bm25", *extra]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_an_outside_measure_reaches_every_output_and_the_gate(
     plugin: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -207,6 +207,7 @@ def write_dataset(folder: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_doc_job_writes_what_it_scored_and_says_so(tmp_path: Path) -> None:
     """metrics.json, manifest and report name the unit; trec/ and qrels.trec hold documents,
     and pytrec_eval on them gives metrics.json's numbers; rankings.jsonl keeps passages."""

@@ -94,6 +94,7 @@ def test_workers_setting() -> None:
     )
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_spawned_workers_rebuild_the_tokenizer_and_lexicon(
     tokenizer: Tokenizer, small_chunks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -100,6 +100,7 @@ def tuner(overrides: list[str], folder: Path, *extra: str) -> Tuner:
     ],
     ids=["rrf", "score", "pool", "router", "type-weights"],
 )
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_replayed_trial_scores_as_a_fresh_job(
     slice_overrides: list[str], settings: list[str]
 ) -> None:
@@ -118,6 +119,7 @@ def test_a_replayed_trial_scores_as_a_fresh_job(
         assert values.tolist() == per_query(fresh, f"{metric[0]}@6", ids)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_only_new_arm_settings_search_again(slice_overrides: list[str]) -> None:
     """Fusion settings reuse every pool; a BM25 setting builds the arms again (an arm's setting
     is every key an arm may read, so the dense arm too) from the token and embedding caches."""
@@ -153,6 +155,7 @@ def tuned(slice_overrides: list[str], tmp_path_factory: pytest.TempPathFactory) 
     return job
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_each_folds_held_out_score_is_a_fresh_job_of_its_choice(
     tuned: Tuner, slice_overrides: list[str]
 ) -> None:
@@ -187,6 +190,7 @@ def test_each_folds_held_out_score_is_a_fresh_job_of_its_choice(
     assert stored.best_value == summary["tuned_score"]
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_the_baseline_is_compared_on_held_out_queries_only(
     tuned: Tuner, slice_overrides: list[str]
 ) -> None:
@@ -208,6 +212,7 @@ def test_the_baseline_is_compared_on_held_out_queries_only(
     assert {"p_value", "p_adjusted", "ci_low", "ci_high", "significant"} <= set(row)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_tuned_yaml_composes_to_the_configuration_chosen_on_all_queries(
     tuned: Tuner, slice_overrides: list[str]
 ) -> None:
@@ -221,6 +226,7 @@ def test_tuned_yaml_composes_to_the_configuration_chosen_on_all_queries(
     assert composed == expected
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_killed_tuning_resumes_without_redoing_finished_trials(
     slice_overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -261,6 +267,7 @@ def test_a_killed_tuning_resumes_without_redoing_finished_trials(
     assert (tmp_path / STUDY_DB).is_file()
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_per_type_weights_are_searched_with_their_held_out_estimate(
     slice_overrides: list[str], tmp_path: Path
 ) -> None:
@@ -284,6 +291,7 @@ def test_per_type_weights_are_searched_with_their_held_out_estimate(
     assert math.isclose(fold["test_score"], float(np.mean(values)), abs_tol=1e-12)
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_type_weight_vector_applies_to_its_type_only(slice_overrides: list[str]) -> None:
     """With BM25's weight 1 and dense's 0 for negation queries, their fused ranking is BM25's
     pool order; every other query fuses as without type weights."""
@@ -302,6 +310,7 @@ def test_a_type_weight_vector_applies_to_its_type_only(slice_overrides: list[str
             assert after.stages["fused"].ids == before.stages["fused"].ids
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_type_weights_by_route_need_the_rules_router(slice_overrides: list[str]) -> None:
     with pytest.raises(ConfigError, match=r"retriever\.type_weights_from"):
         compose([*slice_overrides, "+retriever.type_weights.negation=[1.0,0.0]"])
@@ -381,6 +390,7 @@ def test_a_fold_needs_a_scored_query(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "config key 'tune.folds'" in err and "no query" in err, err
 
 
+@pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_second_plan_in_the_same_folder_is_refused(
     tuned: Tuner, slice_overrides: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
