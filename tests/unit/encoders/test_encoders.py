@@ -152,7 +152,7 @@ def test_use_tokenizer_from_the_store_gives_the_built_ones_ids(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     first = USE(threads=1)
     use._use_stored_tokenizer(first)  # builds it and stores it
-    [stored] = list(use.tokenizer_store().glob("*.pickle"))
+    [stored] = list((tmp_path / "retrieval-bench" / "use-tokenizer").glob("*.pickle"))
     second = USE(threads=1)
     use._use_stored_tokenizer(second)  # reads it
     assert second._sp is not first._sp
