@@ -95,3 +95,10 @@ def test_use_threads_benchmark_quick() -> None:
     line = result_line(run_benchmark("bench_use_threads.py", "--quick"), "use_threads")
     for case in ("alone, passages", "alone, queries", "beside a busy core, passages"):
         assert re.search(rf"{case}[^;]* \d+\.\d+x", line), (case, line)
+
+
+def test_start_benchmark_quick() -> None:
+    # The script asserts the stored tokenizer and dictionary equal the built ones first.
+    line = result_line(run_benchmark("bench_start.py", "--quick"), "start")
+    for what in ("USE tokenizer", "jieba dictionary"):
+        assert re.search(rf"{what} \d+\.\d+ s built / \d+\.\d+ s read = \d+\.\dx", line), line
