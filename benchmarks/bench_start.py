@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one round")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, not {args.rounds}")
     rounds = 1 if args.quick else args.rounds
     scratch = tempfile.mkdtemp(prefix="bench-start-")
     os.environ["XDG_CACHE_HOME"] = scratch

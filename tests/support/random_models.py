@@ -55,6 +55,16 @@ BGE_M3_SIZE = M3Shape(
 """BAAI/bge-m3's encoder (XLM-RoBERTa large with 8,192-token positions): 568M parameters."""
 
 
+def unloadable_model(folder: Path, weights: bytes = b"") -> str:
+    """A model folder the code accepts at start (a config.json and a weights file) but no model
+    loads from: a test that uses one shows no model was loaded (or reads the refusal of one that
+    fails), without building a real model or importing torch."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text("{}", encoding="utf-8")
+    (folder / "model.safetensors").write_bytes(weights)
+    return str(folder)
+
+
 def save_random_tokenizer(
     target: Path, sentences: Sequence[str] = SAMPLE_SENTENCES, vocab_size: int = 120
 ) -> Any:

@@ -11,7 +11,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 import pytest
-from support.random_models import SAMPLE_SENTENCES, build_random_bge_m3
+from support.random_models import SAMPLE_SENTENCES, build_random_bge_m3, unloadable_model
 
 from retrieval_bench.config.encoder import BGE_M3_ENCODER, USE_ENCODER, device_present
 from retrieval_bench.encoders import EncoderConfig, build_encoder, check_encoder_config
@@ -65,10 +65,7 @@ def test_length_sorted_batches_keep_the_input_order(tiny_m3_dir: Path) -> None:
 
 def test_devices_leave_the_cache_key_precision_enters_it(tmp_path: Path) -> None:
     # The identity reads the folder, never loads the model: a folder none loads from will do.
-    tiny_m3_dir = tmp_path / "model"
-    tiny_m3_dir.mkdir()
-    (tiny_m3_dir / "config.json").write_text("{}", encoding="utf-8")
-    (tiny_m3_dir / "model.safetensors").write_bytes(b"")
+    tiny_m3_dir = Path(unloadable_model(tmp_path / "model"))
     base = _m3(tiny_m3_dir).identity()
     assert _m3(tiny_m3_dir, devices=["cpu", "cpu"]).identity() == base
     # (built without validate: this machine has no GPU for fp16, the identity needs none)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.random_models import unloadable_model
 
 from retrieval_bench.config.m3 import M3Config
 from retrieval_bench.encoders.m3 import M3Encoder
@@ -25,10 +26,7 @@ def test_a_model_not_found_names_the_m3_node(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # the load is tried: torch and FlagEmbedding
 def test_a_model_that_does_not_load_names_the_m3_node(tmp_path: Path) -> None:
-    broken = tmp_path / "broken-m3"
-    broken.mkdir()
-    (broken / "config.json").write_text("{}", encoding="utf-8")
-    (broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    broken = Path(unloadable_model(tmp_path / "broken-m3", b"not a safetensors file"))
     encoder = M3Encoder(M3Config(model=str(broken)).encoder_config())
     with pytest.raises(EncoderUnavailable) as err:
         encoder.model  # noqa: B018  (loading is the property's work)

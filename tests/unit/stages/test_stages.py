@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, compose_config, mini_overrides
-from support.random_models import build_random_cross_encoder
+from support.random_models import build_random_cross_encoder, unloadable_model
 
 from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
@@ -163,15 +163,6 @@ def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def _unloadable_model(folder: Path) -> str:
-    """A model folder the reranker accepts at start (a config.json, a weights file) but no model
-    loads from (both empty): a test that uses it shows the stage never loaded one, without
-    torch's import."""
-    (folder / "config.json").write_text("{}", encoding="utf-8")
-    (folder / "model.safetensors").write_bytes(b"")
-    return str(folder)
-
-
 @pytest.mark.slow  # a (tiny) cross-encoder: torch and FlagEmbedding
 def test_rerank_scores_are_flag_rerankers_in_tie_break_order(tiny_reranker: Path) -> None:
     from FlagEmbedding import FlagReranker
@@ -197,7 +188,7 @@ def test_rerank_scores_are_flag_rerankers_in_tie_break_order(tiny_reranker: Path
 
 def test_rerank_ties_broken_by_id_descending(tmp_path: Path) -> None:
     # The scores are given, so no model is loaded (none could be from this folder).
-    cfg = RerankerConfig(kind="cross_encoder", model=_unloadable_model(tmp_path), depth=4)
+    cfg = RerankerConfig(kind="cross_encoder", model=unloadable_model(tmp_path), depth=4)
     reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     reranker.score = lambda pairs: np.array([0.5, 0.9, 0.5, 0.5][: len(pairs)])  # type: ignore[method-assign]
     (ranked,) = reranker.apply([_query()], [_ranked([0, 4, 2, 1, 3])])
@@ -205,7 +196,7 @@ def test_rerank_ties_broken_by_id_descending(tmp_path: Path) -> None:
 
 
 def test_rerank_empty_ranking_loads_no_model(tmp_path: Path) -> None:
-    cfg = RerankerConfig(kind="cross_encoder", model=_unloadable_model(tmp_path), depth=4)
+    cfg = RerankerConfig(kind="cross_encoder", model=unloadable_model(tmp_path), depth=4)
     reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     empty = Ranked(np.zeros(0, np.int64), np.zeros(0), 5, NO_QUERY_TERMS)
     (ranked,) = reranker.apply([_query()], [empty])
