@@ -12,8 +12,8 @@ encoder uses one; this measures that choice.
 Each case encodes the shipped travel passages in the encoder's batches, then each travel query
 alone (what the latency probe and a served query do), with `threads` 1 and 2 interleaved per
 round, first alone and then while a second process spins on one core. The vectors of both thread
-counts must be identical (asserted). RESULT: two threads' time over one thread's, per case
-(above 1: one thread is faster).
+counts must agree to float32 rounding (`SAME_VECTORS`, asserted; the largest difference printed).
+RESULT: two threads' time over one thread's, per case (above 1: one thread is faster).
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ from retrieval_bench.data.loader import load_native
 from retrieval_bench.records import passage_text
 
 ROOT = Path(__file__).resolve().parents[1]
+# OpenBLAS does not promise the same float32 sums for every thread count (how a GEMM is split
+# can change the order of its additions); unit vectors that differ by no more than this are the
+# same vectors. Measured: 0 on one machine, 1.75e-7 in every run on another (an AMD EPYC).
+SAME_VECTORS = 1e-6
 
 
 def _spin(stop: multiprocessing.synchronize.Event) -> None:  # type: ignore[name-defined]
@@ -80,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = {"passages, batches of 32": batched, "queries, one at a time": one_by_one}
     times: dict[tuple[str, str, int], list[float]] = {}
+    largest_diff = 0.0
     for load in ("alone", "beside a busy core"):
         stop = multiprocessing.Event()
         spinner = None
@@ -93,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                     for threads in (1, 2):
                         vectors[threads], seconds = _timed(lambda t=threads, f=fn: f(t))
                         times.setdefault((load, case, threads), []).append(seconds)
-                    assert np.array_equal(vectors[1], vectors[2]), f"{case}: vectors differ"
+                    diff = float(np.abs(vectors[1] - vectors[2]).max())
+                    assert diff <= SAME_VECTORS, f"{case}: vectors differ by up to {diff:.3g}"
+                    largest_diff = max(largest_diff, diff)
         finally:
             stop.set()
             if spinner is not None:
@@ -109,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         two = statistics.median(times[(load, case, 2)])
         ratios.append(f"{load}, {case} {two / one:.2f}x")
         print(f"{load:<20} {case:<26} {one:9.3f} {two:10.3f} {two / one:6.2f}x")
+    print(f"vectors of 1 and 2 threads: max |diff| {largest_diff:.3g} (bound {SAME_VECTORS:g})")
     print("RESULT use_threads: " + "; ".join(ratios))
     return 0
 

@@ -135,12 +135,22 @@ def stop_signals() -> Iterator[None]:
     """Within the block, SIGTERM raises `Terminated` (a KeyboardInterrupt), so a `kill` or a
     scheduler's stop is handled as Ctrl-C is: job folders marked, one line, exit 143, instead
     of Python's default (die at once, nothing said, UNFINISHED still saying "running").
+    The first SIGTERM raises; later ones are noted and dropped until the block ends, so that
+    the clean-up the first one started (rewriting a job's marker, stopping a sweep's group,
+    bounded by its own waits) is not cut short: Linux sends a benchmark sweep its parent-death
+    signal once per thread of the dying driver it is handed on through (`die_with_parent`),
+    which is several SIGTERMs within milliseconds. SIGKILL still stops at once.
     Only the main thread may set a handler; elsewhere the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
+    def stopping(signum: int, frame: object) -> None:
+        """Already stopping: nothing more to do (a handler, not SIG_IGN, which a process
+        started during the clean-up would inherit)."""
+
     def terminate(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, stopping)
         raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, terminate)

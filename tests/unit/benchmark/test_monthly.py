@@ -589,7 +589,12 @@ def test_a_killed_driver_takes_its_sweep_with_it_and_a_rerun_resumes(tmp_path: P
             f"service.url={url}",
             f"cache_dir={tmp_path / 'cache'}",
         ]
-        env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "HYDRA_FULL_ERROR": "0",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",  # a crash of the sweep shows in `said` below
+        }
         driver = subprocess.Popen(
             [sys.executable, "-m", "run", *args],
             cwd=ROOT,
@@ -605,11 +610,11 @@ def test_a_killed_driver_takes_its_sweep_with_it_and_a_rerun_resumes(tmp_path: P
             assert group_members(sweep["pgid"])  # the sweep runs in a group of its own
         finally:
             driver.kill()
-            driver.communicate()
+            said = "".join(driver.communicate())  # the sweep's output too: it shares the pipes
         # The sweep dies with its driver (Linux sends it SIGTERM), marking its job.
         wait_for(lambda: not group_members(sweep["pgid"]), "the sweep to stop")
         marker = (month / "travel" / "service" / "UNFINISHED").read_text()
-        assert marker.startswith("terminated (SIGTERM) (")
+        assert marker.startswith("terminated (SIGTERM) ("), f"{marker!r}; the output:\n{said}"
         release.set()
         again = run_app(args)
     assert again.returncode == 0, again.stdout + again.stderr
