@@ -101,8 +101,9 @@ class USEEncoder:
         self.cfg = cfg
         # One BLAS thread: the model's micro-batches are at most 384 tokens, GEMMs too small to
         # split, and OpenBLAS's threads spin while they wait: with a second process on the cores
-        # (a sweep's workers, the test suite's, any other job) two threads encoded 12-36x slower
-        # than one (benchmarks/bench_encode.py --use-threads). One thread gives the same vectors.
+        # (a sweep's workers, the test suite's, any other job) two threads took 2.1-3.0x one's time
+        # (benchmarks/bench_use_threads.py). Two threads give the same vectors to
+        # float32 rounding (up to 1.75e-7 apart on some CPUs: OpenBLAS splits the sums).
         self.threads = 1
         if list(cfg.devices) != ["cpu"]:
             logger.warning(
