@@ -7,15 +7,18 @@ Characters inside a lexicon entity are kept unless `entities_too`."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
+from retrieval_bench.io import stored_or_built, user_cache_dir
 from retrieval_bench.perturb.base import PerturbSettings, Variant, replace_positions
 from retrieval_bench.perturb.entities import EntityMentions
 from retrieval_bench.records import EvalQuery
+from retrieval_bench.text.tokenizer import base_dictionary, base_dictionary_id
 
 # How many of the most frequent homophones a slip picks among: the first candidates an input
 # method shows (jieba's frequencies rank some rare characters high; past the third they show).
@@ -44,24 +47,32 @@ def readings(text: str) -> list[str]:
 def homophones() -> dict[str, tuple[str, ...]]:
     """Toneless reading -> the characters whose default reading it is, most frequent first
     (jieba's dictionary frequency of the character as a word; ties by code point). Only
-    characters jieba's dictionary holds: the ones people type."""
-    import logging
+    characters jieba's dictionary holds: the ones people type.
 
-    import jieba
-    from pypinyin import lazy_pinyin
+    Kept in the user's cache (`io.stored_or_built`, named by pypinyin's version and jieba's
+    dictionary): reading every character of jieba's dictionary took each process that
+    perturbed queries ~1.5 s."""
+    name = f"pypinyin-{metadata.version('pypinyin')}-jieba-{base_dictionary_id()}.pickle"
 
-    jieba.setLogLevel(logging.WARNING)
-    jieba.initialize()
-    frequency = {w: f for w, f in jieba.dt.FREQ.items() if len(w) == 1 and f > 0}
-    by_reading: dict[str, list[str]] = {}
-    for ch in frequency:
-        reading = lazy_pinyin(ch, errors=unread)[0]
-        if reading:
-            by_reading.setdefault(reading, []).append(ch)
-    return {
-        reading: tuple(sorted(chars, key=lambda c: (-frequency[c], c)))
-        for reading, chars in by_reading.items()
-    }
+    def build() -> dict[str, tuple[str, ...]]:
+        from pypinyin import lazy_pinyin
+
+        freq, _total = base_dictionary()
+        frequency = {w: f for w, f in freq.items() if len(w) == 1 and f > 0}
+        by_reading: dict[str, list[str]] = {}
+        for ch in frequency:
+            reading = lazy_pinyin(ch, errors=unread)[0]
+            if reading:
+                by_reading.setdefault(reading, []).append(ch)
+        return {
+            reading: tuple(sorted(chars, key=lambda c: (-frequency[c], c)))
+            for reading, chars in by_reading.items()
+        }
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, dict) and all(isinstance(v, tuple) for v in value.values())
+
+    return stored_or_built(user_cache_dir() / "homophones" / name, build, whole)
 
 
 class Homophone:
@@ -87,7 +98,8 @@ class Homophone:
         for i, sound in enumerate(reading):
             if not sound or i in kept:
                 continue
-            candidates = tuple(c for c in table.get(sound, ()) if c != text[i])[:CANDIDATES]
+            others = (c for c in table.get(sound, ()) if c != text[i])
+            candidates = tuple(itertools.islice(others, CANDIDATES))
             if candidates:
                 options[i] = candidates
         if not options:

@@ -258,3 +258,28 @@ def test_corpus_side_conversion_is_a_separate_dataset(tmp_path: Path) -> None:
     )
     entity = next(e for e in load_lexicon(out / "lexicon.jsonl") if e.name == "蜈支洲岛旅游区")
     assert "蜈支洲島" in entity.aliases
+
+
+def test_the_homophone_table_from_the_store_is_the_one_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table is built once from jieba's dictionary and pypinyin, then read back from the
+    user's cache by later processes, without pypinyin reading a character."""
+    import pypinyin
+
+    from retrieval_bench.perturb.homophone import homophones
+    from retrieval_bench.text.tokenizer import base_dictionary
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = homophones.__wrapped__()
+    assert list((tmp_path / "retrieval-bench" / "homophones").glob("pypinyin-*-jieba-*.pickle"))
+
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the stored table was rebuilt")
+
+    monkeypatch.setattr(pypinyin, "lazy_pinyin", unread)
+    assert homophones.__wrapped__() == built
+    freq = base_dictionary()[0]
+    assert "京" in built["jing"] and all(
+        freq[a] >= freq[b] > 0 for a, b in pairwise(built["jing"])
+    ), "most frequent first"
