@@ -40,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
+from timing import add_rounds, timed
 
 from retrieval_bench.retrievers.bm25 import BM25Config, SparseBM25
 from retrieval_bench.retrievers.bm25_kernel import kernel_available
@@ -66,12 +67,6 @@ def build_memory(build: Callable[[], Any], measure: bool = True) -> tuple[float,
     return peak / 2**20, retained / 2**20
 
 
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
-
-
 def interleaved(
     engines: dict[str, Callable[[Sequence[str]], Any]], queries: Tokens, rounds: int
 ) -> dict[str, list[float]]:
@@ -91,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=50_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3, help="timed passes over the queries")
+    add_rounds(parser, 3, "timed passes over the queries")
     parser.add_argument("--quick", action="store_true", help="3,000 passages, 20 queries")
     parser.add_argument("--million", action="store_true", help="1,000,000 passages, no rank_bm25")
     parser.add_argument("--no-reference", action="store_true", help="leave rank_bm25 out")

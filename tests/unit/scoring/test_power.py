@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from support.references import scipy_stats_power
 
 from retrieval_bench.benchmark.gate import REGRESSION, run_gate
 from retrieval_bench.benchmark.history import JobKey
@@ -124,29 +125,17 @@ def test_mde_and_queries_needed_exact_values() -> None:
     assert queries_needed(0.01, 0.5, 0.05, 0.8, 10_000) == 6
 
 
-def _stats_power(delta: float, sd: float, n: int, alpha_test: float) -> float:
-    """The power as scipy.stats computes it, the reference for power.py's direct special
-    functions (its NaN handling as in power.py)."""
-    df = n - 1
-    critical = stats.t.ppf(1.0 - alpha_test / 2.0, df)
-    shift = delta * np.sqrt(n) / sd
-    upper = float(stats.nct.sf(critical, df, shift))
-    lower = float(stats.nct.cdf(-critical, df, shift))
-    if np.isnan(upper):
-        upper = 1.0 if shift > critical else 0.0
-    return upper + (0.0 if np.isnan(lower) else lower)
-
-
 def test_power_equals_scipy_stats_to_the_last_bit() -> None:
-    # power.py calls the special functions behind stats.t.ppf, stats.nct.sf and .cdf directly
-    # (15x faster a power entry); every value must be scipy.stats's, far tails included.
+    # power.py calls the distributions' _ppf, _sf and _cdf, not stats.t.ppf, nct.sf and .cdf
+    # (13x faster a power entry: benchmarks/bench_power.py); every value must be the public
+    # API's, far tails included.
     rng = np.random.default_rng(1)
     for _ in range(400):
         n = int(rng.integers(2, 400))
         alpha = float(rng.choice([0.05, 0.05 / 48, 0.01, 1e-4, 0.05 / 7]))
         sd = float(rng.uniform(0.001, 0.6))
         delta = float(rng.normal(0, 0.3)) * float(rng.choice([1, 10, 100]))
-        assert t_test_power(delta, sd, n, alpha) == _stats_power(delta, sd, n, alpha), (
+        assert t_test_power(delta, sd, n, alpha) == scipy_stats_power(delta, sd, n, alpha), (
             delta, sd, n, alpha,
         )  # fmt: skip
 
