@@ -216,7 +216,6 @@ def test_index_without_selectors_is_refused_before_encoding_when_the_job_filters
     assert not (tmp_path / "cache" / "embeddings").exists()
 
 
-@pytest.mark.slow  # FAISS PQ training: 15-35 s of CPU
 def test_index_checks_at_start() -> None:
     check_index_fits(DenseIndexConfig(index="IVF4,Flat"), 304, 512, ("city",))
     check_index_fits(DenseIndexConfig(index="HNSW32"), 304, 512, ("city", "permissions"))
@@ -231,7 +230,6 @@ def test_index_checks_at_start() -> None:
         check_index_fits(DenseIndexConfig(index="PQ8"), 304, 512, ("permissions",))
 
 
-@pytest.mark.slow  # FAISS PQ training: 15-35 s of CPU
 def test_faiss_training_warnings_are_logged_once(
     capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pytest
 from conftest import mini_overrides, run_in_process
 
 from retrieval_bench.errors import ConfigError
+from retrieval_bench.retrievers import dense_index
 from retrieval_bench.retrievers.dense import DenseRetriever
 from retrieval_bench.retrievers.dense_index import DenseIndexConfig, build_index
 
@@ -98,6 +100,48 @@ def test_index_without_selector_support_refuses_filters_but_serves_unfiltered() 
     assert len(pools(pq, 3, 5)[0]) == 5
     with pytest.raises(ConfigError, match="id selectors"):
         pools(pq, 3, 5, np.ones(len(vectors), dtype=bool))
+
+
+@pytest.mark.parametrize("factory", ["PQ2x4", "IVF2,PQ2x4", "OPQ2,PQ2x4", "IVF2,PQ2x4,RFlat"])
+def test_pq_indexes_skip_polysemous_training_and_rank_as_with_it(
+    factory: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polysemous training (FAISS's default for PQ) renumbers centroids for a Hamming search
+    the arm never runs: without it the arm returns the same ids and scores."""
+    vectors = clustered(11, n=400)
+    config = {"index": factory, "nprobe": 2, "recall_vs_exact": False}
+    arm = retriever(vectors, vectors, **config)
+    built = faiss.downcast_index(arm.index.index)
+    flags = []
+    while built is not None:
+        if hasattr(built, "do_polysemous_training"):
+            flags.append(built.do_polysemous_training)
+        inner = getattr(built, "index", None) or getattr(built, "base_index", None)
+        built = None if inner is None else faiss.downcast_index(inner)
+    assert flags == [False], "the PQ codes inside every wrapper"
+
+    monkeypatch.setattr(dense_index, "without_polysemous_training", lambda index: None)
+    dense_index._MEMO.clear()
+    default = retriever(vectors, vectors, **config)  # FAISS's default: polysemous training
+    assert faiss.downcast_index(default.index.index).__class__ is type(arm.index.index)
+    ours, theirs = (r.search([str(i) for i in range(40)], 10, [None] * 40) for r in (arm, default))
+    assert [p.indices.tolist() for p in ours] == [p.indices.tolist() for p in theirs]
+    assert np.array_equal(np.stack([p.scores for p in ours]), np.stack([p.scores for p in theirs]))
+
+
+def test_a_refined_index_takes_its_base_parameters_and_the_filter() -> None:
+    """`IVF...,RFlat`: nprobe and the selector go to the IVF base inside the refinement's own
+    parameters (FAISS refuses bare IVF ones), and the refined scores are exact."""
+    vectors = clustered(12, n=600)
+    queries = clustered(13, n=20)
+    arm = retriever(vectors, queries, index="IVF4,PQ4x4,RFlat", nprobe=4, recall_vs_exact=False)
+    mask = np.zeros(len(vectors), dtype=bool)
+    mask[::3] = True
+    for row, pool in enumerate(arm.search([str(i) for i in range(20)], 10, [mask] * 20)):
+        assert len(pool.indices) == 10 and mask[pool.indices].all()
+        exact = vectors[pool.indices] @ queries[row]
+        np.testing.assert_allclose(pool.scores, exact, rtol=1e-5)
+    assert len(pools(arm, 20, 10)[0]) == 10
 
 
 def test_bad_factory_strings_and_untrainable_indexes_name_the_key() -> None:
