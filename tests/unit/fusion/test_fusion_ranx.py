@@ -8,6 +8,12 @@ tied passages are its sort's, not the project tie-break's; the RRF comparisons h
 pool with strictly decreasing scores in the pool's own order (its ranks are then the pool's),
 and one comparison on tie-free pools hands ranx the raw scores.
 
+ranx runs with numba's JIT off (`numba.config.DISABLE_JIT`, set before ranx is imported): its
+`@njit` functions then run as the Python they are written in, the same arithmetic numba compiles,
+and every comparison here is to 1e-9. With the JIT on, building the first `Run` and the first
+`fuse` cost ~45 s of compiling in each process (numba's typed dicts are compiled anew every
+time; its cache does not hold them), plus ~70 s on a fresh virtualenv: more than the comparisons.
+
 ranx's zmuv and empty pools: in ranx 0.3.21 (numba 0.68) a run holding a query with no
 results makes `zmuv_norm` return empty results for some later queries of that run (seen here
 with 60 queries; not with a handful). So the z-score comparisons run on pools that are never
@@ -35,14 +41,23 @@ Scores = dict[str, dict[str, float]]  # query id -> passage id -> fused score
 
 RANX_NORM = {"none": None, "minmax": "min-max", "zscore": "zmuv"}
 RANX_METHOD = {"combsum": "sum", "combmnz": "mnz"}
-# The tests that call ranx are marked slow: importing it and compiling its numba kernels takes
-# tens of seconds in each process (minutes on a loaded machine), more than the fast tier's
-# budget. The tests of the formulas ranx lacks need no ranx and stay fast.
+# The tests that call ranx are marked slow: importing it (scipy.stats, pandas, pyplot) and
+# running it uncompiled takes ~14 s, most of the fast tier's budget. The tests of the formulas
+# ranx lacks need no ranx and stay fast.
 RANX = pytest.mark.slow
+
+
+def _uncompiled_ranx() -> None:
+    """Turn numba's JIT off before ranx is first imported (module docstring). Only ranx uses
+    numba in the test processes."""
+    import numba
+
+    numba.config.DISABLE_JIT = True
 
 
 def fuse(runs: list[Run], **kwargs: Any) -> Run:
     """`ranx.fuse`, imported when first called."""
+    _uncompiled_ranx()
     from ranx import fuse as ranx_fuse
 
     return ranx_fuse(runs, **kwargs)
@@ -50,6 +65,7 @@ def fuse(runs: list[Run], **kwargs: Any) -> Run:
 
 def ranx_runs(pools: Pools, ids: Sequence[str], by_position: bool = False) -> list[Run]:
     """One ranx Run per arm; `by_position`: scores n, n-1, ... 1 in the pool's order."""
+    _uncompiled_ranx()
     from ranx import Run
 
     runs = []
