@@ -6,6 +6,8 @@ from __future__ import annotations
 import builtins
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.jobdir.write import write_results_table
-from retrieval_bench.scoring.table import COLUMNS, result_rows
+from retrieval_bench.scoring.table import COLUMNS, arrow_schema, arrow_table, result_rows
 
 
 @pytest.fixture
@@ -83,3 +85,51 @@ def test_without_pyarrow_only_the_csv_is_written(
     assert write_results_table(tmp_path, rows) == [tmp_path / "results.csv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
     assert (tmp_path / "results.csv").read_bytes() == (job / "results.csv").read_bytes()
+
+
+def _parquet_bytes(table: Any) -> bytes:
+    import pyarrow as pa
+
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer)
+    return bytes(buffer.getvalue().to_pybytes())
+
+
+def test_the_table_from_buffers_is_pyarrows_own_conversion(job: Path) -> None:
+    """`arrow_table` builds the columns from their buffers (no pandas import): the same table,
+    and the same Parquet bytes, as `pa.Table.from_pydict` on the same rows, for the mini job's
+    rows and for the edge cases (undefined, integer and NaN values, non-ASCII and empty keys)."""
+    import pyarrow as pa
+
+    metrics = json.loads((job / "metrics.json").read_text())
+    edge = [
+        ("路由", "final", "type", "", "地点", "ndcg@6", None),
+        ("s", "bm25", "query", "q1", "", "found@6", 3),
+        ("s", "bm25", "query", "", "", "x@1", float("nan")),
+        ("", "", "", "", "", "y@1", -0.0),
+    ]
+    for rows in (list(result_rows(metrics, "hybrid")), edge, []):
+        ours = arrow_table(rows)
+        ours.validate(full=True)
+        theirs = pa.Table.from_pydict(
+            {c: [row[i] for row in rows] for i, c in enumerate(COLUMNS)}, schema=arrow_schema()
+        )
+        assert ours.schema == theirs.schema
+        assert repr(ours.to_pylist()) == repr(theirs.to_pylist())  # NaN != NaN: by repr
+        assert _parquet_bytes(ours) == _parquet_bytes(theirs)
+    with pytest.raises(TypeError, match="column 'query_id': 7 is not a string"):
+        arrow_table([("s", "final", "query", 7, "", "m@1", 1.0)])
+
+
+def test_writing_the_table_does_not_import_pandas(job: Path, tmp_path: Path) -> None:
+    """What the buffers are for: a job process that writes its table never imports pandas."""
+    script = (
+        "import json, sys; from pathlib import Path\n"
+        "from retrieval_bench.jobdir.write import write_results_table\n"
+        "from retrieval_bench.scoring.table import result_rows\n"
+        f"metrics = json.loads(Path({str(job / 'metrics.json')!r}).read_text())\n"
+        f"write_results_table(Path({str(tmp_path)!r}), list(result_rows(metrics, 'hybrid')))\n"
+        "assert 'pyarrow' in sys.modules and 'pandas' not in sys.modules, 'pandas imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert (tmp_path / "results.parquet").read_bytes() == (job / "results.parquet").read_bytes()
