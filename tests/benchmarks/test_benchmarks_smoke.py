@@ -99,13 +99,21 @@ def test_use_threads_benchmark_quick() -> None:
         assert re.search(rf"{case}[^;]* \d+\.\d+x", line), (case, line)
 
 
+def test_pq_benchmark_quick() -> None:
+    # The script asserts the arm's index returns FAISS's default's ids, scores to 1e-6, first.
+    line = result_line(run_benchmark("bench_pq.py", "--quick"), "pq")
+    assert "PQ2x4 300 x 16 same ids" in line, line
+
+
 def test_power_benchmark_quick() -> None:
     # The script asserts both sides' power entries are identical first.
     line = result_line(run_benchmark("bench_power.py", "--quick"), "power")
     assert re.search(r"30 entries identical; .* = \d+\.\dx$", line), line
 
 
-@pytest.mark.parametrize("script", ["bench_power.py", "bench_start.py", "bench_bm25.py"])
+@pytest.mark.parametrize(
+    "script", ["bench_power.py", "bench_start.py", "bench_bm25.py", "bench_pq.py"]
+)
 def test_a_count_below_one_is_refused_naming_the_option(script: str) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), "--rounds", "0"],

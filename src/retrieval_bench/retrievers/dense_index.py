@@ -16,9 +16,10 @@ so the jobs of a multirun build it once.
 FAISS's factory turns on polysemous training for every `PQ` and `IVF...,PQ` index: after
 k-means it anneals a renumbering of each sub-quantizer's centroids, which only a polysemous
 search (Hamming filtering, `search_type = ST_polysemous` or `polysemous_ht`) uses. The arm
-searches by plain ADC, where the renumbering changes no distance, so it is turned off
-(`_new_index`): `PQ8` on 300 vectors trains in 0.02 s instead of 15.4 s, with the same ids and
-scores (tests/unit/retrievers/test_dense_index.py checks the equality).
+searches by plain ADC, where the renumbering changes no distance (only, at float32 rounding,
+where BLAS sums a centroid's row), so it is turned off (`_new_index`): `PQ8` on 300 vectors
+trains in 0.02 s instead of 15.4 s, with the same ids (benchmarks/bench_pq.py;
+tests/unit/retrievers/test_dense_index.py).
 """
 
 from __future__ import annotations
