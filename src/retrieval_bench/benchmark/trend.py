@@ -213,7 +213,7 @@ def trend_figure(points: Sequence[dict[str, Any]], dataset: str, metrics: Sequen
     fig.suptitle(title)
     # Fixed margins in inches (the metric labels left, the rotated months below, the title and
     # the types above, the legend right) rather than tight_layout, which measures every axis
-    # twice: with one axis per metric and type it was 40% of a monthly run's trend (~1 s).
+    # twice: with one axis per metric and type it was the largest part of drawing the trend.
     width, height = fig.get_size_inches()
     fig.subplots_adjust(
         left=0.75 / width,

