@@ -32,15 +32,20 @@ def unread(chunk: str) -> Any:
     return [""] * len(chunk)
 
 
-def readings(text: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def readings(text: str) -> tuple[str, ...]:
     """Each character's toneless pinyin in context; '' for a character pypinyin does not read
-    (Latin letters, digits, punctuation)."""
+    (Latin letters, digits, punctuation).
+
+    Kept per text: a process perturbs the same queries again (each job of a robustness sweep,
+    and `run.compare --judged-labels` scores each job under three label sets), and pypinyin's
+    phrase lookup was most of a homophone variant's cost."""
     from pypinyin import lazy_pinyin
 
     out = lazy_pinyin(text, errors=unread)
     if len(out) != len(text):  # not one reading per character: read each alone
         out = [lazy_pinyin(ch, errors=unread)[0] for ch in text]
-    return [str(r) for r in out]
+    return tuple(str(r) for r in out)
 
 
 def build_homophones() -> dict[str, tuple[str, ...]]:

@@ -6,6 +6,7 @@ Latin-script alias when the lexicon has one, else the pinyin romanisation of the
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 from importlib import metadata
 
 from retrieval_bench.perturb.base import PerturbSettings, Variant
@@ -25,8 +26,10 @@ def is_latin(surface: str) -> bool:
     )
 
 
+@lru_cache(maxsize=65536)
 def romanise(surface: str) -> str:
-    """The toneless pinyin of `surface`, syllables run together; other characters kept."""
+    """The toneless pinyin of `surface`, syllables run together; other characters kept (kept
+    per surface, as `homophone.readings`)."""
     from pypinyin import lazy_pinyin
 
     return "".join(lazy_pinyin(surface))

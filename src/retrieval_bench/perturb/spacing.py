@@ -33,9 +33,11 @@ def _default_jieba() -> Any:
     return default_jieba()
 
 
-def jieba_words(text: str) -> list[str]:
-    """`jieba.lcut(text, HMM=True)`: jieba's default dictionary, HMM on."""
-    return list(_default_jieba().lcut(text, HMM=True))
+@lru_cache(maxsize=65536)
+def jieba_words(text: str) -> tuple[str, ...]:
+    """`jieba.lcut(text, HMM=True)`: jieba's default dictionary, HMM on. Kept per text, as
+    `homophone.readings`: a process perturbs the same queries again."""
+    return tuple(_default_jieba().lcut(text, HMM=True))
 
 
 def spaced(text: str) -> tuple[str, int]:
