@@ -105,6 +105,12 @@ def test_pq_benchmark_quick() -> None:
     assert "PQ2x4 300 x 16 same ids" in line, line
 
 
+def test_perturb_benchmark_quick() -> None:
+    # The script asserts the kept per-text results make the variants the rebuilt ones make.
+    line = result_line(run_benchmark("bench_perturb.py", "--rounds", "1"), "perturb")
+    assert re.search(r": \d+ variants identical; .* = \d+\.\dx$", line), line
+
+
 def test_power_benchmark_quick() -> None:
     # The script asserts both sides' power entries are identical first.
     line = result_line(run_benchmark("bench_power.py", "--quick"), "power")
@@ -112,7 +118,8 @@ def test_power_benchmark_quick() -> None:
 
 
 @pytest.mark.parametrize(
-    "script", ["bench_power.py", "bench_start.py", "bench_bm25.py", "bench_pq.py"]
+    "script",
+    ["bench_power.py", "bench_start.py", "bench_bm25.py", "bench_pq.py", "bench_perturb.py"],
 )
 def test_a_count_below_one_is_refused_naming_the_option(script: str) -> None:
     proc = subprocess.run(

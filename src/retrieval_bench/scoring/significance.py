@@ -128,7 +128,7 @@ class SignFlip:
     def __init__(self, d: np.ndarray, n_resamples: int, seed: int) -> None:
         n = int(d.size)
         self.mean = float(d.mean())
-        self.exact = n < 63 and 2**n <= n_resamples
+        self.exact = _exact(n, n_resamples)
         parts_a, parts_b = [], []
         for signs in self._patterns(n, n_resamples, seed):
             parts_a.append(signs @ d / n)
@@ -154,7 +154,7 @@ class SignFlip:
     def _patterns(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
         """Every sign pattern (exact), else `n_resamples` seeded random ones, in chunks."""
         rows = max(1, _CHUNK_ELEMENTS // n)
-        exact = n < 63 and 2**n <= n_resamples
+        exact = _exact(n, n_resamples)
         if (2**n if exact else n_resamples) <= rows:  # one chunk (at most 32 MB): kept
             yield _kept_patterns(n, n_resamples, seed)
             return
@@ -189,9 +189,14 @@ class SignFlip:
         return low, high
 
 
+def _exact(n: int, n_resamples: int) -> bool:
+    """Whether every sign pattern of n is tested: there are no more than `n_resamples`."""
+    return n < 63 and 2**n <= n_resamples
+
+
 def _one_chunk_of_patterns(n: int, n_resamples: int, seed: int) -> np.ndarray:
     """Every sign pattern of n (exact), else `n_resamples` seeded random ones, in one array."""
-    if n < 63 and 2**n <= n_resamples:
+    if _exact(n, n_resamples):
         codes = np.arange(2**n, dtype=np.int64)[:, None]
         return (1 - 2 * ((codes >> np.arange(n)) & 1)).astype(np.float64)
     rng = np.random.default_rng(seed)
@@ -280,7 +285,7 @@ def resampling_floor(n: int, n_resamples: int) -> float | None:
     """The smallest p-value the randomized test reports on `n` pairs, 2 / (n_resamples + 1):
     no resample was as extreme as the data, and the true p-value is smaller still. None when
     the test is exact (2**n <= n_resamples), whose smallest p-value is a real value."""
-    if n <= 0 or (n < 63 and 2**n <= n_resamples):
+    if n <= 0 or _exact(n, n_resamples):
         return None
     return 2.0 / (n_resamples + 1)
 
