@@ -5,11 +5,11 @@ share beside these (fakes, random cases, datasets, models) is in tests/support/.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +17,7 @@ from typing import Any, cast
 import pytest
 from omegaconf import OmegaConf
 from support.chromium import find_chromium
+from support.forkserver import forked_python
 
 from retrieval_bench import api
 from retrieval_bench.api import compose
@@ -113,14 +114,31 @@ def run_in_process(overrides: Sequence[str], tmp_path: Path) -> tuple[JobResult,
     return result, write_job(tmp_path / "run", result, config)
 
 
+# The `python` run_app starts: forked from a server that has imported the app (started by the
+# first run_app of this pytest process, with the environment the session began with; stopped at
+# the session's end); see support/forkserver.py. A test that changed the environment gets a
+# fresh interpreter (the server refuses a request whose environment differs).
+_APP_PYTHON: list[list[str]] = []
+_APP_SERVERS = contextlib.ExitStack()
+_SESSION_ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_app_python() -> Iterator[None]:
+    yield
+    _APP_SERVERS.close()
+
+
 def run_app(
     args: list[str], cwd: Path = ROOT, module: str = "run"
 ) -> subprocess.CompletedProcess[str]:
     """`python -m run <args>` (or another command, `module="run.tune"`) as a subprocess: for
     exit codes and the Hydra layer only (slow)."""
+    if not _APP_PYTHON:
+        _APP_PYTHON.append(_APP_SERVERS.enter_context(forked_python(_SESSION_ENV, ROOT)))
     env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
-        [sys.executable, "-m", module, *args],
+        [*_APP_PYTHON[0], "-m", module, *args],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -111,6 +111,12 @@ def test_perturb_benchmark_quick() -> None:
     assert re.search(r": \d+ variants identical; .* = \d+\.\dx$", line), line
 
 
+def test_forkserver_benchmark_quick() -> None:
+    # The script asserts both ways exit 0 with the same metrics.json first.
+    line = result_line(run_benchmark("bench_forkserver.py", "--rounds", "1"), "forkserver")
+    assert re.search(r"s forked = \d+\.\d+x \(same metrics\.json\)$", line), line
+
+
 def test_power_benchmark_quick() -> None:
     # The script asserts both sides' power entries are identical first.
     line = result_line(run_benchmark("bench_power.py", "--quick"), "power")
@@ -119,7 +125,14 @@ def test_power_benchmark_quick() -> None:
 
 @pytest.mark.parametrize(
     "script",
-    ["bench_power.py", "bench_start.py", "bench_bm25.py", "bench_pq.py", "bench_perturb.py"],
+    [
+        "bench_power.py",
+        "bench_start.py",
+        "bench_bm25.py",
+        "bench_pq.py",
+        "bench_perturb.py",
+        "bench_forkserver.py",
+    ],
 )
 def test_a_count_below_one_is_refused_naming_the_option(script: str) -> None:
     proc = subprocess.run(
