@@ -125,9 +125,12 @@ class Server:
         return None
 
     def serve_forever(self) -> None:
+        """Until SIGTERM, or until the process that started it is gone (a pytest killed
+        without its teardown leaves no server behind)."""
+        parent = os.getppid()
         selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ)
-        while True:
+        while os.getppid() == parent:
             if selector.select(timeout=0.02):
                 conn, _ = self.listener.accept()
                 self.accept(conn)
