@@ -4,11 +4,11 @@ imported the app (the tests' `python`, tests/support/forkserver.py), side by sid
     .venv/bin/python benchmarks/bench_forkserver.py              # 5 interleaved rounds
     .venv/bin/python benchmarks/bench_forkserver.py --rounds 1
 
-Why: the app-level tests start `python -m run ...` some 250 times; what a start costs before the
-job does anything is paid each time. Each round runs `python -m run retriever=bm25` (the
-shipped travel set, caches warm) both ways through bash, as the README test does, and asserts
-both exit 0 with the same metrics.json. The server's own start (once per test module) is
-printed beside it.
+Why: the app-level tests start `python -m run ...` again and again (82 README commands, and
+every `run_app`); what a start costs before the job does anything is paid each time. Each round
+runs `python -m run retriever=bm25` (the shipped travel set, caches warm) both ways through
+bash, as the README test does, and asserts both exit 0 with the same metrics.json. The
+server's own start (paid once per server) is printed beside it.
 RESULT: the fresh command's median wall time over the forked one's.
 """
 
@@ -79,7 +79,7 @@ def _run(rounds: int, scratch: Path) -> int:
     fresh, forked = (statistics.median(times[how]) for how in ("fresh", "forked"))
     print(f"{rounds} round(s), median s of `{COMMAND.format(out='DIR')}` through bash")
     print(f"fresh interpreter {fresh:.2f}  forked {forked:.2f}  saved {fresh - forked:.2f} s")
-    print(f"the server's start (imports, once per test module): {server_start:.2f} s")
+    print(f"the server's start (its imports, paid once per server): {server_start:.2f} s")
     print(
         f"RESULT forkserver: {fresh:.2f} s fresh / {forked:.2f} s forked = {fresh / forked:.2f}x "
         "(same metrics.json)"

@@ -6,6 +6,7 @@ share beside these (fakes, random cases, datasets, models) is in tests/support/.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -118,9 +119,13 @@ def run_in_process(overrides: Sequence[str], tmp_path: Path) -> tuple[JobResult,
 # first run_app of this pytest process, with the environment the session began with; stopped at
 # the session's end); see support/forkserver.py. A test that changed the environment gets a
 # fresh interpreter (the server refuses a request whose environment differs).
-_APP_PYTHON: list[list[str]] = []
 _APP_SERVERS = contextlib.ExitStack()
 _SESSION_ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+@functools.cache
+def _app_python() -> list[str]:
+    return _APP_SERVERS.enter_context(forked_python(_SESSION_ENV, ROOT))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -134,11 +139,9 @@ def run_app(
 ) -> subprocess.CompletedProcess[str]:
     """`python -m run <args>` (or another command, `module="run.tune"`) as a subprocess: for
     exit codes and the Hydra layer only (slow)."""
-    if not _APP_PYTHON:
-        _APP_PYTHON.append(_APP_SERVERS.enter_context(forked_python(_SESSION_ENV, ROOT)))
     env = {**os.environ, "HYDRA_FULL_ERROR": "0", "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
-        [*_APP_PYTHON[0], "-m", module, *args],
+        [*_app_python(), "-m", module, *args],
         cwd=cwd,
         env=env,
         capture_output=True,

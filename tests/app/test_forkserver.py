@@ -43,6 +43,10 @@ COMMANDS = [
 ]  # fmt: skip
 
 
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+
+
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
     """A scratch folder with a script, and the PATH entry for each way of running `python`."""
@@ -53,7 +57,7 @@ def bins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[
     (tmp / "script.py").write_text(
         "import os, sys\nprint(sys.argv, sys.path[0], os.getcwd())\nsys.exit(len(sys.argv))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+    env = _env()
     fresh_text = shim_script([sys.executable])
     with forked_python(env, ROOT, fresh=False) as python:
         forked_text = shim_script(python)
@@ -80,7 +84,7 @@ def test_forked_python_is_a_fresh_one(
     command: str, how: str, bins: tuple[Path, dict[str, str]]
 ) -> None:
     tmp, paths = bins
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+    env = _env()
     fresh = _run(command, tmp, {**env, "PATH": paths["fresh"]})
     forked = _run(command, tmp, {**env, "PATH": paths["forked"]})
     assert forked == fresh
@@ -88,3 +92,16 @@ def test_forked_python_is_a_fresh_one(
     # Whether the forkserver ran it: its processes have the app imported before they start.
     probe = re.sub(r"\bpython( -X \S+)?.*$", rf'python\1 -c "{SERVED}"', command, count=1)
     assert _run(probe, tmp, {**env, "PATH": paths["forked"]})[1].strip() == how
+
+
+def test_a_client_without_its_server_runs_the_real_interpreter(tmp_path: Path) -> None:
+    client = Path(ROOT / "tests" / "support" / "forkclient.py")
+    gone = str(tmp_path / "no-server")  # a socket nobody listens on
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(client), gone, sys.executable, "-c", SERVED],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "fresh", "")

@@ -18,9 +18,10 @@ the repository: its own ``outputs/`` (so the default ``cache_dir``, the sweep an
 folders all start empty and are shared by the commands, as they would be on a fresh checkout),
 ``python`` and ``.venv/bin/python`` both this interpreter, and the copy's ``src`` first on
 ``PYTHONPATH``. That interpreter starts forked from one that has imported the app already
-(``support/forkserver.py``: same argv, environment, directory and streams, ~1.5 s less per
-command); ``RETRIEVAL_BENCH_FRESH_PYTHON=1`` makes every ``python`` a fresh one again.
-``../shared`` is linked beside the copy when it exists.
+(``support/forkserver.py``: same argv, environment, directory and streams, about a second
+less per command, ``benchmarks/bench_forkserver.py``); ``RETRIEVAL_BENCH_FRESH_PYTHON=1``
+makes every ``python`` a fresh one again. ``../shared`` is linked beside the copy when it
+exists.
 
 Placeholders are written ``<NAME>`` in the README, each explained in a sentence there, and
 filled here: see ``PLACEHOLDERS``. Excluded commands are listed, with why, in ``EXCLUDED``.

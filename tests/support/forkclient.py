@@ -16,8 +16,12 @@ import socket
 import struct
 import sys
 
+# The protocol, shared with forkserver.py (which imports it from here). A request: HEADER (the
+# body's length) with descriptors 0-2 attached, then the JSON body {argv, env, cwd}. Replies:
+# STATUS (kind, value), first PID (or REFUSED), then EXITED or SIGNALLED when the command ends.
 HEADER = struct.Struct("!I")
 STATUS = struct.Struct("!ii")
+PID, EXITED, SIGNALLED, REFUSED = range(4)
 
 
 def servable(argv: list[str]) -> bool:
@@ -55,22 +59,17 @@ def main() -> None:
         kind, value = read_status(conn)
     except OSError:
         os.execv(python, fresh)  # no server: the real interpreter
-    if kind == 3:  # refused: this environment needs a fresh interpreter
+    if kind == REFUSED:  # this environment needs a fresh interpreter
         os.execv(python, fresh)
     child = value
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
-    while True:
-        try:
-            kind, value = read_status(conn)
-            break
-        except InterruptedError:
-            continue
-        except ConnectionError:
-            sys.stderr.write("forkclient: the forkserver went away\n")
-            os._exit(3)
-    sys.stdout.flush()
-    if kind == 2:  # killed by a signal: die by it too, as the process would have
+    try:
+        kind, value = read_status(conn)  # recv resumes after a forwarded signal (PEP 475)
+    except ConnectionError:
+        sys.stderr.write("forkclient: the forkserver went away\n")
+        os._exit(3)
+    if kind == SIGNALLED:  # die by the same signal, as the process would have
         signal.signal(value, signal.SIG_DFL)
         os.kill(os.getpid(), value)
     os._exit(value)

@@ -1,10 +1,10 @@
 """A `python` for app-level tests that does not import the app again: each command runs in a
 process forked from one interpreter that has imported it already.
 
-Why: the app-level tests start `python -m run ...` some 250 times (82 README commands, the
-rest through `run_app`), and each fresh interpreter imports Hydra, numpy, FAISS, pandas,
+Why: the app-level tests start `python -m run ...` again and again (82 README commands, and
+every `run_app`), and each fresh interpreter imports Hydra, numpy, FAISS, pandas,
 matplotlib and the package and reads jieba's dictionary before the job starts: about half of a
-small job's wall time (`benchmarks/bench_forkserver.py`: 2.25 s fresh, 1.12 s forked, side by
+small job's wall time (`benchmarks/bench_forkserver.py`: 2.40 s fresh, 1.17 s forked, side by
 side, the same metrics.json). Forked from a process that did it once, the same command with the
 same argv, environment, working directory and standard streams runs the same code.
 
@@ -46,17 +46,26 @@ import selectors
 import shlex
 import signal
 import socket
-import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+try:  # imported as support.forkserver (the tests), or run as a script from this folder
+    from support.forkclient import EXITED, HEADER, PID, REFUSED, SIGNALLED, STATUS
+except ModuleNotFoundError:
+    from forkclient import EXITED, HEADER, PID, REFUSED, SIGNALLED, STATUS  # type: ignore[no-redef]
+
+FRESH = "RETRIEVAL_BENCH_FRESH_PYTHON"
+"""Set (to anything) in the tests' environment: every `python` is a fresh interpreter again."""
+
 # What the server imports before it forks: what `python -m run` and the README's other commands
-# import on every start. Not FlagEmbedding: preloading it (11-13 s) did not make the README's
-# model-loading commands faster (transformers imports a model's modules when it loads one).
+# import on every start. Not FlagEmbedding (11-13 s): in one run of the README's model-loading
+# commands (2026-12-02) preloading it made none of them faster.
 PRELOAD = (
     "run.__main__",
     "run.compare",
@@ -85,8 +94,6 @@ RUNTIME_VARIABLES = frozenset(
 RUNTIME_PREFIXES = ("RETRIEVAL_BENCH_", "MAKE", "MFLAGS")  # make's own: `make demo`
 
 MAX_FDS = 3
-HEADER = struct.Struct("!I")
-STATUS = struct.Struct("!ii")  # (kind, value): kind 0 pid, 1 exit code, 2 killed by signal
 
 
 def _pythonpath(value: str | None, cwd: str) -> list[str]:
@@ -116,7 +123,8 @@ class Server:
         theirs = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p]
         if own and theirs[-len(own) :] != own:
             return "PYTHONPATH does not end with the server's"
-        for folder in _pythonpath(os.pathsep.join(theirs[: len(theirs) - len(own)]), cwd):
+        for entry in theirs[: len(theirs) - len(own)]:  # the folders put before the server's
+            folder = os.path.join(cwd, entry)
             with contextlib.suppress(OSError):
                 names = {name.removesuffix(".py") for name in os.listdir(folder)}
                 shadowed = sorted(names & self.top_level)
@@ -142,10 +150,9 @@ class Server:
         except (OSError, ValueError):
             conn.close()
             return
-        why = self.refusal(request["env"], request["cwd"])
-        if why is not None:
+        if self.refusal(request["env"], request["cwd"]) is not None:
             with contextlib.suppress(OSError):
-                conn.sendall(STATUS.pack(3, 0) + why.encode())
+                conn.sendall(STATUS.pack(REFUSED, 0))
             conn.close()
             for fd in fds:
                 os.close(fd)
@@ -161,7 +168,7 @@ class Server:
             os.close(fd)
         self.children[pid] = conn
         with contextlib.suppress(OSError):
-            conn.sendall(STATUS.pack(0, pid))
+            conn.sendall(STATUS.pack(PID, pid))
 
     def reap(self) -> None:
         while self.children:
@@ -175,9 +182,9 @@ class Server:
             if conn is None:
                 continue
             if os.WIFSIGNALED(status):
-                message = STATUS.pack(2, os.WTERMSIG(status))
+                message = STATUS.pack(SIGNALLED, os.WTERMSIG(status))
             else:
-                message = STATUS.pack(1, os.waitstatus_to_exitcode(status))
+                message = STATUS.pack(EXITED, os.waitstatus_to_exitcode(status))
             with contextlib.suppress(OSError):
                 conn.sendall(message)
             conn.close()
@@ -225,7 +232,6 @@ def _streams(env: dict[str, str]) -> None:
 
 
 def _run_command(request: dict, fds: list[int], base_path: list[str]) -> None:
-    code = 0
     try:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -319,19 +325,12 @@ def _shutdown(code: int) -> int:
     return code
 
 
-FRESH = "RETRIEVAL_BENCH_FRESH_PYTHON"
-"""Set (to anything) in the tests' environment: every `python` is a fresh interpreter again."""
-
-
 @contextlib.contextmanager
 def forked_python(env: dict[str, str], cwd: Path, fresh: bool | None = None) -> Iterator[list[str]]:
     """The command that stands for `python` (argv before the interpreter's own arguments): it
     sends what it runs to a forkserver started with `env` in `cwd` (the real interpreter for
     anything the server cannot serve); the server stops on exit. `fresh` (by default: whether
     `RETRIEVAL_BENCH_FRESH_PYTHON` is set): the real interpreter itself, no server."""
-    import subprocess
-    import tempfile
-
     if os.environ.get(FRESH) if fresh is None else fresh:
         yield [sys.executable]
         return
@@ -374,8 +373,15 @@ def main() -> None:
     # This script's folder (tests/support) first on the path would shadow libraries of the same
     # name (its datasets.py is not Hugging Face's `datasets`); nothing here imports from it.
     sys.path.pop(0)
+    if len(sys.argv) != 2:
+        print("usage: python tests/support/forkserver.py SOCKET", file=sys.stderr)
+        sys.exit(2)
     _preload()
-    server = Server(sys.argv[1])
+    try:
+        server = Server(sys.argv[1])
+    except OSError as error:
+        print(f"forkserver: cannot listen on {sys.argv[1]}: {error.strerror}", file=sys.stderr)
+        sys.exit(2)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("ready", flush=True)
     server.serve_forever()
