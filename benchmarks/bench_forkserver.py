@@ -3,13 +3,17 @@ imported the app (the tests' `python`, tests/support/forkserver.py), side by sid
 
     .venv/bin/python benchmarks/bench_forkserver.py              # 5 interleaved rounds
     .venv/bin/python benchmarks/bench_forkserver.py --rounds 1
+    .venv/bin/python benchmarks/bench_forkserver.py --model      # and a model-loading command
 
 Why: the app-level tests start `python -m run ...` again and again (82 README commands, and
 every `run_app`); what a start costs before the job does anything is paid each time. Each round
 runs `python -m run retriever=bm25` (the shipped travel set, caches warm) both ways through
-bash, as the README test does, and asserts both exit 0 with the same metrics.json. The
+bash, as the README test does, and asserts both exit 0 with the same metrics.json. `--model`
+adds `python -m run retriever=m3 m3.model=DIR` (a tiny random BGE-M3, support/random_models.py)
+into an empty cache, as the README runs it first, against a server that also preloads
+FlagEmbedding, as the README test's does: encoding, it imports torch and transformers. Each
 server's own start (paid once per server) is printed beside it.
-RESULT: the fresh command's median wall time over the forked one's.
+RESULT: the fresh command's median wall time over the forked one's, per command.
 """
 
 from __future__ import annotations
@@ -32,27 +36,42 @@ from support.forkserver import forked_python, shim_script
 from timing import add_rounds, timed
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMAND = "python -m run retriever=bm25 hydra.run.dir={out}"
+BM25 = "python -m run retriever=bm25 hydra.run.dir={out}"
+M3 = "python -m run retriever=m3 m3.model={model} hydra.run.dir={out} cache_dir={out}/cache"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_rounds(parser, 5)
+    parser.add_argument(
+        "--model", action="store_true", help="also a model-loading command (tiny BGE-M3)"
+    )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-fork-") as scratch:
-        return _run(args.rounds, Path(scratch))
+    with tempfile.TemporaryDirectory(prefix="bench-fork-") as scratch_name:
+        scratch = Path(scratch_name)
+        _compare("forkserver", BM25, (), args.rounds, scratch / "bm25")
+        if args.model:
+            from support.random_models import build_random_bge_m3
+
+            model = scratch / "bge-m3"
+            model.mkdir()
+            build_random_bge_m3(model)
+            command = M3.replace("{model}", str(model))
+            _compare("forkserver_model", command, ("FlagEmbedding",), args.rounds, scratch / "m3")
+    return 0
 
 
-def _run(rounds: int, scratch: Path) -> int:
+def _compare(name: str, command: str, preload: tuple[str, ...], rounds: int, scratch: Path) -> None:
+    """`command` ({out}: its job folder) both ways, interleaved; prints the RESULT line."""
     bins = {"fresh": scratch / "fresh-bin", "forked": scratch / "forked-bin"}
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "0"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "0", "HF_HUB_OFFLINE": "1"}
     shims = {"fresh": shim_script([sys.executable])}
     with contextlib.ExitStack() as stack:
-        server = forked_python(env, ROOT, fresh=False)
+        server = forked_python(env, ROOT, fresh=False, preload=preload)
         python, server_start = timed(lambda: stack.enter_context(server))
         shims["forked"] = shim_script(python)
         for how, folder in bins.items():
-            folder.mkdir()
+            folder.mkdir(parents=True)
             (folder / "python").write_text(shims[how])
             (folder / "python").chmod(0o755)
         times: dict[str, list[float]] = {how: [] for how in bins}
@@ -60,11 +79,10 @@ def _run(rounds: int, scratch: Path) -> int:
             metrics = {}
             for how, folder in bins.items():
                 out = scratch / f"{how}-{round_}"
-                command = COMMAND.format(out=out)
                 path_env = {**env, "PATH": f"{folder}{os.pathsep}{env['PATH']}"}
                 run = functools.partial(
                     subprocess.run,
-                    ["bash", "-c", command],
+                    ["bash", "-c", command.format(out=out)],
                     cwd=scratch,
                     env=path_env,
                     capture_output=True,
@@ -77,14 +95,17 @@ def _run(rounds: int, scratch: Path) -> int:
                     times[how].append(seconds)
             assert metrics["fresh"] == metrics["forked"], "forked and fresh metrics.json differ"
     fresh, forked = (statistics.median(times[how]) for how in ("fresh", "forked"))
-    print(f"{rounds} round(s), median s of `{COMMAND.format(out='DIR')}` through bash")
+    shown = command.format(out="DIR").replace(str(scratch.parent), "...")
+    print(f"{rounds} round(s), median s of `{shown}` through bash")
     print(f"fresh interpreter {fresh:.2f}  forked {forked:.2f}  saved {fresh - forked:.2f} s")
-    print(f"the server's start (its imports, paid once per server): {server_start:.2f} s")
+    preloaded = f", and {', '.join(preload)}" if preload else ""
     print(
-        f"RESULT forkserver: {fresh:.2f} s fresh / {forked:.2f} s forked = {fresh / forked:.2f}x "
+        f"the server's start (its imports{preloaded}, paid once per server): {server_start:.2f} s"
+    )
+    print(
+        f"RESULT {name}: {fresh:.2f} s fresh / {forked:.2f} s forked = {fresh / forked:.2f}x "
         "(same metrics.json)"
     )
-    return 0
 
 
 if __name__ == "__main__":

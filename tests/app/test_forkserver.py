@@ -105,3 +105,25 @@ def test_a_client_without_its_server_runs_the_real_interpreter(tmp_path: Path) -
         timeout=120,
     )
     assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "fresh", "")
+
+
+def test_what_a_preloaded_import_sets_in_the_environment_every_command_gets(
+    tmp_path: Path,
+) -> None:
+    """torch sets variables at import (KMP_INIT_AT_FORK, ...): a server that preloads such a
+    module still serves the environment it started with, and each command sees what the import
+    set, as a fresh interpreter that imports it does."""
+    (tmp_path / "sets_env.py").write_text("import os\nos.environ['SET_AT_IMPORT'] = 'yes'\n")
+    env = {**_env(), "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT / 'src'}"}
+    code = (
+        "import os, sys, sets_env; "
+        "print('run.__main__' in sys.modules, os.environ['SET_AT_IMPORT'])"
+    )
+    outputs = {}
+    with forked_python(env, ROOT, fresh=False, preload=["sets_env"]) as python:
+        for how, argv in (("forked", python), ("fresh", [sys.executable])):
+            done = subprocess.run(
+                [*argv, "-c", code], env=env, capture_output=True, text=True, timeout=120
+            )
+            outputs[how] = (done.returncode, done.stdout, done.stderr)
+    assert outputs == {"forked": (0, "True yes\n", ""), "fresh": (0, "False yes\n", "")}

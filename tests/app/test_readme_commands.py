@@ -221,8 +221,11 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     }
     env.pop("HYDRA_FULL_ERROR", None)
     ws = Workspace(repo, env, tmp)
-    # Each `python` runs forked from one that imported the app already (support/forkserver.py).
-    shim_text = shim_script(ws.servers.enter_context(forked_python(env, repo)))
+    # Each `python` runs forked from one that imported the app already (support/forkserver.py),
+    # and FlagEmbedding: the model-loading commands (BGE-M3, m3, the rerankers, the judge, the
+    # tiny models' build) would each import it (torch, transformers: ~8 s) again.
+    server = forked_python(env, repo, preload=["FlagEmbedding"])
+    shim_text = shim_script(ws.servers.enter_context(server))
     for shim in (shim_dir / "python", venv_bin / "python"):
         shim.write_text(shim_text)
         shim.chmod(0o755)

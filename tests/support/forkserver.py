@@ -26,10 +26,13 @@ runs the real interpreter instead (`os.execv`) for anything but `-m`, `-c` or a 
 the server refuses (the client then runs the real interpreter) when the request's environment
 differs from its own in a variable that is not in `RUNTIME_VARIABLES`, or its `PYTHONPATH` does
 not end with the server's, or puts first a folder holding a top-level module or package the
-server has imported (it would shadow it in a fresh process).
+server has imported (it would shadow it in a fresh process). The server's own environment is the
+one it started with: variables its imports set (torch sets three) are set in every command's, so
+a command that never imports torch still has them.
 
-Run as `python tests/support/forkserver.py SOCKET`; it prints `ready` once the socket listens.
-Clients: `tests/support/forkclient.py` (see `forked_python`).
+Run as `python tests/support/forkserver.py SOCKET [MODULE ...]` (MODULEs: imported after
+`PRELOAD`); it prints `ready` once the socket listens. Clients: `tests/support/forkclient.py`
+(see `forked_python`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import array
 import atexit
 import contextlib
+import gc
 import importlib
 import io
 import json
@@ -51,7 +55,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -63,9 +67,10 @@ except ModuleNotFoundError:
 FRESH = "RETRIEVAL_BENCH_FRESH_PYTHON"
 """Set (to anything) in the tests' environment: every `python` is a fresh interpreter again."""
 
-# What the server imports before it forks: what `python -m run` and the README's other commands
-# import on every start. Not FlagEmbedding (11-13 s): in one run of the README's model-loading
-# commands (2026-12-02) preloading it made none of them faster.
+# What every server imports before it forks: what `python -m run` and the README's other
+# commands import on every start. FlagEmbedding (torch, transformers: ~8 s) only where asked
+# (`forked_python(preload=...)`): a server's start pays it, and only the README's model-loading
+# commands use it.
 PRELOAD = (
     "run.__main__",
     "run.compare",
@@ -101,8 +106,13 @@ def _pythonpath(value: str | None, cwd: str) -> list[str]:
 
 
 class Server:
-    def __init__(self, path: str) -> None:
-        self.env = dict(os.environ)
+    def __init__(self, path: str, env: dict[str, str]) -> None:
+        """`env`: the environment the server started with, before its imports; requests are
+        compared with it. What the imports set in it (torch: `KMP_DUPLICATE_LIB_OK`,
+        `KMP_INIT_AT_FORK`, `TORCHINDUCTOR_CACHE_DIR`) every command is given too, as a fresh
+        interpreter gets it once it imports them."""
+        self.env = env
+        self.set_by_imports = {k: v for k, v in os.environ.items() if env.get(k) != v}
         own = set(_pythonpath(self.env.get("PYTHONPATH"), os.getcwd()))
         # The interpreter's own path: sys.path without PYTHONPATH (main() took this folder off).
         self.base_path = [p for p in sys.path if p not in own]
@@ -163,7 +173,7 @@ class Server:
             for other in self.children.values():
                 other.close()
             conn.close()
-            _run_command(request, fds, self.base_path)
+            _run_command(request, fds, self.base_path, self.set_by_imports)
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
@@ -231,7 +241,9 @@ def _streams(env: dict[str, str]) -> None:
         setattr(sys, f"__{name}__", stream)
 
 
-def _run_command(request: dict, fds: list[int], base_path: list[str]) -> None:
+def _run_command(
+    request: dict, fds: list[int], base_path: list[str], set_by_imports: dict[str, str]
+) -> None:
     try:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -241,7 +253,7 @@ def _run_command(request: dict, fds: list[int], base_path: list[str]) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.chdir(request["cwd"])
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update({**set_by_imports, **request["env"]})
         _streams(request["env"])
         argv: list[str] = request["argv"]
         extra = _pythonpath(os.environ.get("PYTHONPATH"), request["cwd"])
@@ -326,11 +338,14 @@ def _shutdown(code: int) -> int:
 
 
 @contextlib.contextmanager
-def forked_python(env: dict[str, str], cwd: Path, fresh: bool | None = None) -> Iterator[list[str]]:
+def forked_python(
+    env: dict[str, str], cwd: Path, fresh: bool | None = None, preload: Sequence[str] = ()
+) -> Iterator[list[str]]:
     """The command that stands for `python` (argv before the interpreter's own arguments): it
     sends what it runs to a forkserver started with `env` in `cwd` (the real interpreter for
-    anything the server cannot serve); the server stops on exit. `fresh` (by default: whether
-    `RETRIEVAL_BENCH_FRESH_PYTHON` is set): the real interpreter itself, no server."""
+    anything the server cannot serve); the server stops on exit. `preload`: modules the server
+    imports beyond `PRELOAD`. `fresh` (by default: whether `RETRIEVAL_BENCH_FRESH_PYTHON` is
+    set): the real interpreter itself, no server."""
     if os.environ.get(FRESH) if fresh is None else fresh:
         yield [sys.executable]
         return
@@ -338,7 +353,7 @@ def forked_python(env: dict[str, str], cwd: Path, fresh: bool | None = None) -> 
     with tempfile.TemporaryDirectory(prefix="rb-fork-") as sockets:
         path = os.path.join(sockets, "s")
         server = subprocess.Popen(
-            [sys.executable, str(here / "forkserver.py"), path],
+            [sys.executable, str(here / "forkserver.py"), path, *preload],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
@@ -360,12 +375,15 @@ def shim_script(python: list[str]) -> str:
     return f'#!/bin/sh\nexec {shlex.join(python)} "$@"\n'
 
 
-def _preload() -> None:
-    for name in PRELOAD:
+def _preload(extra: Sequence[str]) -> None:
+    for name in (*PRELOAD, *extra):
         importlib.import_module(name)
     from retrieval_bench.text.tokenizer import base_dictionary
 
     base_dictionary()
+    # What is imported now is shared with every child until written to; a child's full garbage
+    # collection would visit (and so copy) all of it. Frozen, collections skip it.
+    gc.freeze()
     assert threading.active_count() == 1, "threads started at preload; fork would copy them"
 
 
@@ -373,12 +391,13 @@ def main() -> None:
     # This script's folder (tests/support) first on the path would shadow libraries of the same
     # name (its datasets.py is not Hugging Face's `datasets`); nothing here imports from it.
     sys.path.pop(0)
-    if len(sys.argv) != 2:
-        print("usage: python tests/support/forkserver.py SOCKET", file=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: python tests/support/forkserver.py SOCKET [MODULE ...]", file=sys.stderr)
         sys.exit(2)
-    _preload()
+    env = dict(os.environ)
+    _preload(sys.argv[2:])
     try:
-        server = Server(sys.argv[1])
+        server = Server(sys.argv[1], env)
     except OSError as error:
         print(f"forkserver: cannot listen on {sys.argv[1]}: {error.strerror}", file=sys.stderr)
         sys.exit(2)
