@@ -1,7 +1,8 @@
 """Shared fixtures and runners: the small native dataset under tests/fixtures, its job run once
 per session (`mini_job`), a config composed by the library's own `compose`, a job in-process
-(compose + run_job + write_job) and, for exit codes, the app as a subprocess. The code tests
-share beside these (fakes, random cases, datasets, models) is in tests/support/."""
+(compose + run_job + write_job) and, for exit codes, the app as a subprocess (as a benchmark
+script too). The code tests share beside these (fakes, random cases, datasets, models) is in
+tests/support/."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -148,6 +150,22 @@ def run_app(
         text=True,
         timeout=600,
     )
+
+
+def run_benchmark(script: str, *args: str, timeout: int = 300, fresh: bool = False) -> str:
+    """benchmarks/<script> <args> from the repository root, started as `run_app` starts the app;
+    its stdout (it must exit 0). `fresh`: a fresh interpreter, for a script that sets up its
+    own process before its imports (the forked one has imported them already)."""
+    proc = subprocess.run(
+        [*([sys.executable] if fresh else _app_python()), str(ROOT / "benchmarks" / script), *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
 
 
 @pytest.fixture

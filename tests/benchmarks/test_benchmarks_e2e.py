@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.benchmarks import run_benchmark
+from conftest import run_benchmark
 
 RESULT = re.compile(r"^RESULT e2e (?:(growth|target) )?((?:[\w@]+=\S+ ?)+)$")
 SIZES = (1000, 2000)

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from support.benchmarks import result_line, run_benchmark
+from conftest import run_benchmark
+from support.benchmarks import result_line
 
 pytestmark = pytest.mark.slow
 

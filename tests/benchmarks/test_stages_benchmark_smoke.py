@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from support.benchmarks import result_line, run_benchmark
+from conftest import run_benchmark
+from support.benchmarks import result_line
 
 pytestmark = pytest.mark.slow
 
