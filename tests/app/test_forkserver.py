@@ -127,3 +127,12 @@ def test_what_a_preloaded_import_sets_in_the_environment_every_command_gets(
             )
             outputs[how] = (done.returncode, done.stdout, done.stderr)
     assert outputs == {"forked": (0, "True yes\n", ""), "fresh": (0, "False yes\n", "")}
+
+
+def test_a_module_the_server_cannot_preload_is_named(capfd: pytest.CaptureFixture[str]) -> None:
+    server = forked_python(_env(), ROOT, fresh=False, preload=["FlagEmbeding"])
+    with pytest.raises(RuntimeError, match="the forkserver exited 2 unready"), server:
+        pass
+    assert "forkserver: cannot preload FlagEmbeding: No module named 'FlagEmbeding'" in (
+        capfd.readouterr().err
+    )

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_benchmark
-from support.benchmarks import ROOT, result_line
+from conftest import ROOT, run_benchmark
+from support.benchmarks import result_line
 
 pytestmark = pytest.mark.slow
 

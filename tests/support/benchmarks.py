@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def result_line(out: str, name: str) -> str:
     [line] = [x for x in out.splitlines() if x.startswith(f"RESULT {name}:")]

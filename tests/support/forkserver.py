@@ -362,6 +362,8 @@ def forked_python(
         try:
             assert server.stdout is not None
             line = server.stdout.readline()
+            if not line:  # it exited; what it wrote to stderr (the caller's) says why
+                raise RuntimeError(f"the forkserver exited {server.wait(timeout=30)} unready")
             if line.strip() != "ready":
                 raise RuntimeError(f"the forkserver did not start (it said {line!r})")
             yield [sys.executable, "-I", "-S", str(here / "forkclient.py"), path, sys.executable]
@@ -376,8 +378,14 @@ def shim_script(python: list[str]) -> str:
 
 
 def _preload(extra: Sequence[str]) -> None:
-    for name in (*PRELOAD, *extra):
+    for name in PRELOAD:
         importlib.import_module(name)
+    for name in extra:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            print(f"forkserver: cannot preload {name}: {error}", file=sys.stderr)
+            sys.exit(2)
     from retrieval_bench.text.tokenizer import base_dictionary
 
     base_dictionary()
