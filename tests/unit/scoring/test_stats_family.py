@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import FIXTURE, compose_config, config_record
-from scipy import stats
 
 from retrieval_bench.compare.build import compare_dataset, settings_record
 from retrieval_bench.config.compare import CompareConfig
@@ -50,6 +49,8 @@ B = np.array([0.1, 0.7, 0.2, 0.3, 0.1, 0.3, 0.5, 0.3, 0.2, 0.6, 0.6, 0.1])
 
 def scipy_p(d: np.ndarray) -> float:
     """scipy's exact two-sided sign-flip p-value of mean(d) = 0."""
+    from scipy import stats  # here, not at collection (see tests/support/references.py)
+
     res = stats.permutation_test(
         (d, np.zeros_like(d)),
         lambda x, y, axis: np.mean(x - y, axis=axis),
