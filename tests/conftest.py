@@ -199,6 +199,26 @@ def app_logging() -> Iterator[None]:
         logger.propagate, logger.disabled = propagate, disabled
 
 
+@pytest.fixture(autouse=True)
+def no_log_handler_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test that leaves a handler on the root logger (the Hydra app run in process
+    without `app_logging`): it would write a later test's log lines to a closed capture file,
+    and only the tests that happen to follow it on the same worker would fail. pytest's own
+    capture handlers come and go with each phase and are not counted."""
+    root = logging.getLogger()
+    before = root.handlers[:]
+    yield
+    left = [
+        h for h in root.handlers if h not in before and not type(h).__module__.startswith("_pytest")
+    ]
+    if left:
+        pytest.fail(
+            f"{request.node.nodeid} left {left} on the root logger: run the app in process "
+            "under the app_logging fixture",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embedding cache for the whole session, so the fixture is encoded once."""

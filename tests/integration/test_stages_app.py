@@ -148,6 +148,7 @@ def test_a_stage_no_query_recorded_is_refused_for_refusal(tmp_path: Path) -> Non
     assert not any((tmp_path / "cache").rglob("*.npz"))  # before BM25 tokenised anything
 
 
+@pytest.mark.usefixtures("app_logging")  # the app configures logging before it refuses
 @pytest.mark.parametrize(
     ("overrides", "says"),
     [
