@@ -45,6 +45,35 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 register_configs()
 
+# A test marked slow takes ~60 times a fast one (1-20 s against ~0.05 s: it starts a process,
+# loads a model or runs a job), so this weighs a module's share of the suite's time.
+SLOW_WEIGHT = 60
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's loadscope hands out modules by number of tests, most first, which leaves
+    # the heavy few-test modules (a benchmark's end-to-end run, the SLURM array, the tuning
+    # command: 8-15 s each) for last while the other worker has nothing left: ~20 s of one idle
+    # core. It takes the order `pytest_collection_modifyitems` leaves instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(trylast=True)  # after `-m`/`-k` have deselected
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules heaviest first (longest processing time first): slow tests weigh SLOW_WEIGHT,
+    others 1, so the modules left for the end are short and both workers finish together. The
+    order inside a module is kept (the README's commands run in order)."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def weight(tests: list[pytest.Item]) -> int:
+        return sum(SLOW_WEIGHT if t.get_closest_marker("slow") else 1 for t in tests)
+
+    heaviest_first = sorted(modules.values(), key=weight, reverse=True)  # stable: ties keep order
+    items[:] = [item for tests in heaviest_first for item in tests]
+
 
 def mini_overrides(tmp_path: Path) -> list[str]:
     return [
