@@ -45,18 +45,33 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 register_configs()
 
-# A test marked slow takes ~60 times a fast one (1-20 s against ~0.05 s: it starts a process,
-# loads a model or runs a job), so this weighs a module's share of the suite's time.
-SLOW_WEIGHT = 60
+# How many times longer a slow test takes than another, on average (it starts a process, loads
+# a model or runs a job): `pytest -n 2 --dist loadscope --worker-timeline` prints it (33 on
+# 2026-12-03: 2.48 s against 0.075 s).
+SLOW_WEIGHT = 33
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--worker-timeline",
+        action="store_true",
+        help="print each xdist worker's busy time and end (support/worker_timeline.py)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--worker-timeline"):
+        from support import worker_timeline
+
+        config.pluginmanager.register(worker_timeline, "worker_timeline")
     # pytest-xdist's loadscope hands out modules by number of tests, most first, which leaves
     # the heavy few-test modules (a benchmark's end-to-end run, the SLURM array, the tuning
     # command: 8-15 s each) for last while the other worker has nothing left: ~20 s of one idle
-    # core. It takes the order `pytest_collection_modifyitems` leaves instead.
+    # core. It takes the order `pytest_collection_modifyitems` leaves instead, unless the
+    # command line asks for xdist's own.
     if hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False
+        asked = "--loadscope-reorder" in config.invocation_params.args
+        config.option.loadscopereorder = asked
 
 
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` have deselected
@@ -233,13 +248,17 @@ def no_log_handler_left(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fails the test that leaves a handler on the root logger (the Hydra app run in process
     without `app_logging`): it would write a later test's log lines to a closed capture file,
     and only the tests that happen to follow it on the same worker would fail. pytest's own
-    capture handlers come and go with each phase and are not counted."""
+    capture handlers come and go with each phase and are not counted. The handlers left are
+    taken down before the test fails, so no later test pays for them."""
     root = logging.getLogger()
     before = root.handlers[:]
     yield
     left = [
         h for h in root.handlers if h not in before and not type(h).__module__.startswith("_pytest")
     ]
+    for handler in left:
+        root.removeHandler(handler)
+        handler.close()
     if left:
         pytest.fail(
             f"{request.node.nodeid} left {left} on the root logger: run the app in process "
