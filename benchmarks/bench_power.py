@@ -4,7 +4,7 @@ interleaved in one run.
     .venv/bin/python benchmarks/bench_power.py            # 300 entries, 5 rounds
     .venv/bin/python benchmarks/bench_power.py --quick    # 30 entries, 1 round
 
-Why: every comparison sizes a power entry (`scoring.power.power_entry`: the sd of the
+Why: every comparison sizes a power entry (`stats.power.power_entry`: the sd of the
 differences, the MDE and the queries needed) for each pair, query type and metric: 264 of them in
 `experiment=robustness`. Each entry calls the power function ~50 times (a root and a bisection),
 and `stats.nct.sf` spent 0.36 ms a call in argument handling. The project calls the
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.references import scipy_stats_power
 from timing import add_rounds, at_least_one, timed
 
-from retrieval_bench.scoring import power
+from retrieval_bench.stats import power
 
 
 def _entries(differences: list[np.ndarray], alpha: float) -> list[dict[str, Any]]:

@@ -18,7 +18,8 @@ from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.labels.rescore import rescore_job
 from retrieval_bench.scoring.robustness import HOLDS
-from retrieval_bench.scoring.significance import SignificanceSettings, paired_test
+from retrieval_bench.stats.paired import paired_test
+from retrieval_bench.stats.settings import SignificanceSettings
 from run.perturb import main as perturb_main
 
 KINDS = "robustness.kinds=[traditional,halfwidth,truncate,unspacing]"

@@ -17,7 +17,7 @@ def cohen_kappa_score(*args: Any, **kwargs: Any) -> float:
 
 
 def scipy_stats_power(delta: float, sd: float, n: int, alpha_test: float) -> float:
-    """`scoring.power.t_test_power` through scipy.stats's public API (`t.ppf`, `nct.sf`,
+    """`stats.power.t_test_power` through scipy.stats's public API (`t.ppf`, `nct.sf`,
     `nct.cdf`, each with its argument handling), as the project computed it before it called
     the distributions' `_ppf`, `_sf` and `_cdf` directly; NaN tails handled as there."""
     import math

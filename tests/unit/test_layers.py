@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("io", "progress", "compiled", "http_json"),
     ("records", "tiebreak"),
     ("config",),
+    ("stats",),
     ("data",),
     ("protocols",),
     ("plugins",),

@@ -80,7 +80,7 @@ from retrieval_bench.jobdir.files import read_month_state
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.labels.rescore import relabel_baseline
 from retrieval_bench.reports.tables import markdown_table
-from retrieval_bench.scoring.significance import significance_settings
+from retrieval_bench.stats.settings import significance_settings
 
 # Command-line keys the driver owns; every other override is applied to each job.
 _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")

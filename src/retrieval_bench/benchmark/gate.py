@@ -6,9 +6,9 @@ metric at each job's own top_k. Its change is mean(this month) - mean(baseline),
 randomization p-value; p-values are Holm-adjusted across every check of the run, so the gate's
 false-alarm rate is alpha for the whole run, not per check (always Holm, whatever
 `compare.correction` says: a false alarm fails a month, so the gate bounds the chance of any).
-The CI of a change is that same family's (`significance.family_tests` at `benchmark.gate.alpha`):
-the sign-flip test inverted at the level of the check's Holm step, so it excludes 0 exactly
-when the check is significant.
+The CI of a change is that same family's (`stats.corrections.family_tests` at
+`benchmark.gate.alpha`): the sign-flip test inverted at the level of the check's Holm step, so
+it excludes 0 exactly when the check is significant.
 
 A "drop" is a change for the worse in the metric's own direction (`scoring.registry`): a fall
 of recall@K, a rise of leak@K. A check *fails* (`regression`) when the drop exceeds its
@@ -43,9 +43,11 @@ from retrieval_bench.io import json_number
 from retrieval_bench.jobdir.job_sets import IGNORED_KEYS
 from retrieval_bench.jobdir.read import FinishedJob, canonical
 from retrieval_bench.judge.estimates import judge_shares
-from retrieval_bench.scoring.comparison import ordered_types, paired_values, too_few
 from retrieval_bench.scoring.registry import lower_is_better
-from retrieval_bench.scoring.significance import SignificanceSettings, ci_json, family_tests, holm
+from retrieval_bench.stats.corrections import family_tests, holm
+from retrieval_bench.stats.paired import ci_json
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import ordered_types, paired_values, too_few
 
 REGRESSION = "regression"
 DROP = "drop, not significant"

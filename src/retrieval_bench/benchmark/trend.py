@@ -32,7 +32,7 @@ from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_wri
 from retrieval_bench.jobdir import names
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
-from retrieval_bench.scoring.comparison import ordered_types
+from retrieval_bench.stats.verdicts import ordered_types
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

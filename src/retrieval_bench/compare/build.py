@@ -4,7 +4,7 @@ Per dataset (jobs on different datasets are never compared with each other), and
 per scoring unit, label snapshot and K unless K is what the jobs vary (`comparable_groups`):
 
 * verdict table: for each query type (and `all`) and each metric, each configuration's mean
-  with its verdict (`scoring.comparison.verdict_cells`, Holm over `compare.family`), and the
+  with its verdict (`stats.verdicts.verdict_cells`, Holm over `compare.family`), and the
   best configuration per type, flagged "all weak" below `weak_below` x the metric's ideal bound;
 * ablation: when a baseline is named (`compare.baseline`), or the jobs vary anything besides the
   retriever, each setting's difference from the baseline, per type, with significance;
@@ -42,20 +42,20 @@ from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import JobFolderError
 from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset, varying_keys
 from retrieval_bench.jobdir.read import FinishedJob, Snapshot, scan_jobs
-from retrieval_bench.scoring.comparison import (
-    ALL,
-    delta_families,
-    family_key,
-    ordered_types,
-    verdict_cells,
-)
 from retrieval_bench.scoring.registry import (
     ideal_value,
     is_answer_measure,
     is_robustness_measure,
     lower_is_better,
 )
-from retrieval_bench.scoring.significance import significance_settings
+from retrieval_bench.stats.settings import significance_settings
+from retrieval_bench.stats.verdicts import (
+    ALL,
+    delta_families,
+    family_key,
+    ordered_types,
+    verdict_cells,
+)
 
 
 def values_by_type(

@@ -1,6 +1,6 @@
 """Cost beside quality across a sweep: each configuration's costs (its job's manifest `cost`,
 `job.cost`) and, per metric and query type, the Pareto front of quality against p95 latency
-and against index size (`scoring.pareto`), quality compared by the tiers' pairwise tests."""
+and against index size (`stats.pareto`), quality compared by the tiers' pairwise tests."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.scoring.pareto import pareto_front
+from retrieval_bench.stats.pareto import pareto_front
 
 # The costs a front is drawn against: key -> what it is, as the reports say it.
 AXES = {

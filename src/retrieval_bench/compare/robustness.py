@@ -11,9 +11,9 @@ from typing import Any
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.scoring.comparison import ordered_types
 from retrieval_bench.scoring.robustness import kind_pairs, robustness_cells, stable_shares
-from retrieval_bench.scoring.significance import significance_settings
+from retrieval_bench.stats.settings import significance_settings
+from retrieval_bench.stats.verdicts import ordered_types
 
 
 def heatmap_name(dataset: str, datasets: int) -> str:

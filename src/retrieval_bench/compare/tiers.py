@@ -1,4 +1,4 @@
-"""The tiers of a comparison (`scoring.tiers`): per metric and query type, which configurations
+"""The tiers of a comparison (`stats.tiers`): per metric and query type, which configurations
 the data cannot separate, and each one's rank interval; with how they were computed."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from retrieval_bench.config.compare import CompareConfig
-from retrieval_bench.scoring.comparison import family_key
 from retrieval_bench.scoring.registry import lower_is_better
-from retrieval_bench.scoring.significance import SignificanceSettings
-from retrieval_bench.scoring.tiers import tier_cells
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.tiers import tier_cells
+from retrieval_bench.stats.verdicts import family_key
 
 Table = Mapping[tuple[str, str], Mapping[str, Mapping[str, float]]]
 

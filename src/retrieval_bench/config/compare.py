@@ -46,7 +46,7 @@ class CompareConfig:
     # key: `compare.baselines=[bm25,dense]` (= `["retriever=bm25","retriever=dense"]` when
     # the sweep varies `retriever`); every delta of the ablation says against which it was taken.
     baselines: list[Any] = field(default_factory=list)
-    # The bootstrap interval of each configuration's rank in a tier table (`scoring.tiers`):
+    # The bootstrap interval of each configuration's rank in a tier table (`stats.tiers`):
     # this many resamples of the queries, seeded by `seed`, at `confidence`.
     rank_resamples: int = 1000
     # The best configuration of a type is flagged "all weak" when its value is below this

@@ -49,8 +49,8 @@ from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.records import score_records, stage_names
 from retrieval_bench.scoring.refusal import check_stage
 from retrieval_bench.scoring.robustness import job_robustness, variant_rows
-from retrieval_bench.scoring.significance import significance_settings
 from retrieval_bench.scoring.units import judge_in_unit, passage_docs
+from retrieval_bench.stats.settings import significance_settings
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@
 The sample: every (query, passage) label people gave in the evaluation set (relevant ids, and
 the grade-0 judgements imported from filled pools; not the judge's own labels, not
 `unreviewed` queries), or `sample` of them drawn at random (seeded). The judge grades each, as
-it would a pool pair, through the same cache. Reported (`scoring.agreement`), overall and per
+it would a pool pair, through the same cache. Reported (`stats.agreement`), overall and per
 query type:
 
 * Cohen's kappa of relevant (grade > 0) against not, people vs the judge's grade on the
@@ -50,7 +50,7 @@ from retrieval_bench.judge.files import CALIBRATION_JSON, CALIBRATION_JUDGMENTS,
 from retrieval_bench.judge.judging import Tally, judge_pairs, judgment_record
 from retrieval_bench.judge.prompt import JUDGE_SCALE
 from retrieval_bench.records import EvalQuery, passage_text
-from retrieval_bench.scoring.agreement import Agreement, agreement, cohen_kappa, kappa_note
+from retrieval_bench.stats.agreement import Agreement, agreement, cohen_kappa, kappa_note
 
 MIN_PAIRS = 30
 WEIGHTS = "quadratic"

@@ -11,7 +11,7 @@ file). Each job's stored rankings are scored three times by the function a job s
 * `judge`: the judge's grade wherever it gave one (its labels, and its grades of pairs people
   labelled, which `run.judge --calibrate` makes), people's elsewhere: the prediction f.
 
-PPI (`scoring.ppi`, Angelopoulos et al. 2023) takes a query as the unit: Y is a query's metric
+PPI (`stats.ppi`, Angelopoulos et al. 2023) takes a query as the unit: Y is a query's metric
 under people's labels, f under the judge's. The labelled queries are those whose every passage
 in the top K of every compared job carries a people's label and a judge's grade (so Y has no
 hole there, and f is the judge's own): their f - Y measures the judge's error; on all the
@@ -23,7 +23,7 @@ Intervals are normal (CLT) for all three, so a change of verdict between them is
 not the method's: the classical mean +/- z sd/sqrt(n) for the first two, PPI's for the third.
 Paired differences are per query (the queries both jobs score under those labels); each
 estimate's differences are one family, corrected by `compare.correction` over every type x
-metric x pair, with each interval at its correction level (`scoring.significance`), so it
+metric x pair, with each interval at its correction level (`stats.corrections`), so it
 excludes 0 exactly where the difference is significant. A difference's verdict is the better
 job's label, or `tie`; a cell whose verdict is not the same under every estimate made is
 flagged.
@@ -53,10 +53,11 @@ from retrieval_bench.paths import resolve_path
 from retrieval_bench.progress import progress
 from retrieval_bench.records import EvalQuery
 from retrieval_bench.routing.rules import load_rule_set
-from retrieval_bench.scoring.comparison import ALL, ordered_types
-from retrieval_bench.scoring.ppi import Estimate, classical_mean, ppi_mean
 from retrieval_bench.scoring.registry import is_answer_measure, lower_is_better
-from retrieval_bench.scoring.significance import SignificanceSettings, adjust, correction_levels
+from retrieval_bench.stats.corrections import adjust, correction_levels
+from retrieval_bench.stats.ppi import Estimate, classical_mean, ppi_mean
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import ALL, ordered_types
 
 PEOPLE, MIXED, PPI = "people", "people+judge", "ppi"
 ESTIMATES = (PEOPLE, MIXED, PPI)

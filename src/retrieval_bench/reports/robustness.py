@@ -22,7 +22,7 @@ from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE
 from retrieval_bench.io import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
-from retrieval_bench.scoring.comparison import ALL
+from retrieval_bench.stats.verdicts import ALL
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

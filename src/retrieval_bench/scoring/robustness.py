@@ -8,7 +8,7 @@ by default). Per kind and query type (and `all`), two numbers:
   queries that have a variant of that kind, tested with the project's sign-flip test and
   adjusted over a family (`compare.family`: `cell`, one kind x type x metric; `metric`, every
   cell of one metric; `table`, every cell) by `compare.correction`, the discipline of every
-  verdict here (`scoring.comparison.delta_families`). Verdict: `degrades` / `improves` (the
+  verdict here (`stats.verdicts.delta_families`). Verdict: `degrades` / `improves` (the
   difference is significant, in the metric's own direction), `holds` (not significant), or
   no verdict where too few queries could ever be significant;
 * `stable@K`: the share of those queries whose hit@K is the same for the variant as for the
@@ -26,17 +26,11 @@ from typing import Any, TypeVar
 
 from retrieval_bench.io import json_number
 from retrieval_bench.records import PERTURBATION, PERTURBED_FROM, QueryRecord
-from retrieval_bench.scoring.comparison import (
-    ALL,
-    Delta,
-    delta_families,
-    family_key,
-    ordered_types,
-)
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.records import score_records
 from retrieval_bench.scoring.registry import lower_is_better
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import ALL, Delta, delta_families, family_key, ordered_types
 
 DEGRADES, IMPROVES, HOLDS = "degrades", "improves", "holds"
 # The registry's robustness measure (scoring.registry, family `robustness`).

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.scoring.comparison import ALL, delta_families, ordered_types
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import ALL, delta_families, ordered_types
 
 DEFINITIONS = {
     "train_score": "the fold's best value found on the other folds' queries",

@@ -22,7 +22,7 @@ from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.errors import ConfigError, DataError
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.scoring.measure_names import canonical_benchmark_metrics
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.stats.settings import SignificanceSettings
 from run.answers import main
 
 EXAMPLE = ROOT / "evalsets" / "travel.answers.jsonl"

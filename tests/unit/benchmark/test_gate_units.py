@@ -4,9 +4,11 @@ tolerance boundary, Holm across the run, the "too few queries" rule, and the gat
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from retrieval_bench.benchmark.gate import (
@@ -25,9 +27,11 @@ from retrieval_bench.benchmark.gate import (
     run_gate,
 )
 from retrieval_bench.benchmark.history import JobKey
+from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.config.benchmark import GateConfig
 from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.stats.corrections import family_tests
+from retrieval_bench.stats.settings import SignificanceSettings
 
 GATE = GateConfig(tolerances={"recall@K": 0.02}, alpha=0.05)
 SIG = SignificanceSettings(alpha=0.05, n_resamples=10000)
@@ -291,3 +295,80 @@ def test_allowed_keys_match_whole_key_parts(allowed: list[str], refused: list[st
     after = job(pairs(1.0), config={"bm25": {"k1": 0.5}})
     differences = plan_differences({KEY: after}, {KEY: before}, allowed)
     assert [d.key for d in differences if not d.allowed] == refused
+
+
+def _two_type_job(path: str, values: dict[str, float]) -> FinishedJob:
+    per_query = {
+        q: {"query_type": "pair" if int(q[1:]) % 2 else "deep", "recall@3": v}
+        for q, v in values.items()
+    }
+    return FinishedJob(
+        path=Path(path),
+        metrics={"stages": {"final": {"per_query": per_query}}},
+        config={"top_k": 3, "dataset": {"name": "synth"}},
+        overrides={},
+        choices={"retriever": "bm25"},
+        num=None,
+    )
+
+
+def test_gate_on_some_types_only() -> None:
+    """`benchmark.gate.types` without `all`: only the named types are checked."""
+    before = _two_type_job("old", {f"q{i}": 1.0 for i in range(20)})
+    after = _two_type_job("new", {f"q{i}": 0.0 if i % 2 else 1.0 for i in range(20)})
+    assert set(values_by_type(after, "final", "recall@K", ["pair"])) == {"pair", "deep", "all"}
+    key = JobKey("synth", "bm25")
+    gate = GateConfig(tolerances={"recall@K": 0.02}, types=["pair"])
+    result = run_gate({key: after}, {key: before}, gate, SIG)
+    assert [(c.query_type, c.n, c.change, c.status) for c in result.checks] == [
+        ("pair", 10, -1.0, "regression")
+    ]
+    assert result.checks[0].p_holm == result.checks[0].p_value
+
+
+def _gate_job(values: dict[str, tuple[str, float]]) -> FinishedJob:
+    per_query = {q: {"query_type": t, "recall@6": v} for q, (t, v) in values.items()}
+    return FinishedJob(
+        path=Path("synth"),
+        metrics={"stages": {"final": {"per_query": per_query}}},
+        config={"top_k": 6, "dataset": {"name": "synth"}},
+        overrides={},
+        choices={"retriever": "bm25"},
+        num=None,
+        manifest={"dataset": {"name": "synth", "files_sha256": {}}},
+    )
+
+
+def test_the_gate_ci_is_its_holm_familys() -> None:
+    rng = np.random.default_rng(5)
+    old = rng.uniform(0.3, 1.0, 14)
+    new = old - 0.2 + rng.normal(0, 0.1, 14)
+    before = {f"q{i:02d}": ("a" if i < 7 else "b", float(v)) for i, v in enumerate(old)}
+    after = {f"q{i:02d}": ("a" if i < 7 else "b", float(v)) for i, v in enumerate(new)}
+    key = JobKey("synth", "bm25")
+    gate = GateConfig(tolerances={"recall@K": 0.02}, alpha=0.05)
+    sig = SignificanceSettings(n_resamples=10_000, confidence=0.9)  # the gate uses 1 - alpha
+    result = run_gate({key: _gate_job(after)}, {key: _gate_job(before)}, gate, sig)
+    pairs = []
+    for t in ("a", "b"):
+        qids = [q for q, (qt, _) in before.items() if qt == t]
+        pairs.append(
+            (np.array([after[q][1] for q in qids]), np.array([before[q][1] for q in qids]))
+        )
+    pairs.append((new, old))
+    expected = family_tests(pairs, SignificanceSettings(n_resamples=10_000))
+    for check, test in zip(result.checks, expected, strict=True):
+        assert (check.ci_low, check.ci_high, check.ci_level) == (
+            test.result.ci_low,
+            test.result.ci_high,
+            test.ci_level,
+        )
+        assert check.p_holm == test.p_adjusted
+        # The CI excludes 0 exactly where the check is significant.
+        assert (check.ci_high < 0) == (check.p_holm < 0.05)
+    assert [c.status for c in result.checks] == [REGRESSION] * 3
+    # 7 queries per type: Holm levels over three checks, 1 - 0.05 / (3 - i).
+    assert sorted(c.ci_level for c in result.checks) == pytest.approx(
+        [0.95, 1 - 0.05 / 2, 1 - 0.05 / 3]
+    )
+    json.dumps([c.to_json() for c in result.checks], allow_nan=False)

@@ -15,7 +15,7 @@ from retrieval_bench.config.compare import ANY_KEY, CompareConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.jobdir.job_sets import assign_labels
 from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.scoring.comparison import ALL
+from retrieval_bench.stats.verdicts import ALL
 
 
 def _job(name: str, retriever: str, top_k: int, values: dict[str, float]) -> FinishedJob:

@@ -20,7 +20,8 @@ from retrieval_bench.config.benchmark import GateConfig
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.jobdir.names import COMPARISON_HTML
 from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.scoring.significance import SignificanceSettings, holm
+from retrieval_bench.stats.corrections import holm
+from retrieval_bench.stats.settings import SignificanceSettings
 
 KINDS = "robustness.kinds=[traditional,truncate]"
 ARMS = ("bm25", "bm25_bigram")

@@ -17,7 +17,6 @@ from conftest import mini_overrides, run_in_process
 from retrieval_bench.job.latency import probe_positions, summary
 from retrieval_bench.job.machine import MemoryMeter, machine
 from retrieval_bench.job.timing import PluginTiming
-from retrieval_bench.scoring.pareto import pareto_front
 
 
 @pytest.fixture(scope="module")
@@ -157,36 +156,6 @@ def test_memory_meter_sees_an_allocation() -> None:
     if meter.resettable:
         assert phase["peak_rss_bytes"] >= 64 * 1024 * 1024
     assert meter.job_peak()["peak_rss_bytes"] >= 64 * 1024 * 1024
-
-
-def test_pareto_front_against_a_hand_worked_case() -> None:
-    """Costs c=1, b=5, a=10, d=20; significantly: a beats c and d, b beats c. Cheapest first:
-    c joins the front; b beats c, so it joins; a does not beat b (cheaper), so b dominates it;
-    d beats neither c nor b. e (no cost) is unmeasured."""
-    beats = {("a", "c"), ("a", "d"), ("b", "c")}
-    front = pareto_front({"a": 10, "b": 5, "c": 1, "d": 20, "e": None}, beats)
-    assert front == {
-        "front": ["c", "b"],
-        "dominated_by": {"a": ["b"], "d": ["c", "b"]},
-        "unmeasured": ["e"],
-    }
-    # One cost: only a significant difference dominates.
-    assert pareto_front({"a": 5, "b": 5}, beats)["front"] == ["a", "b"]
-    assert pareto_front({"a": 5, "b": 5}, {("b", "a")}) == {
-        "front": ["b"],
-        "dominated_by": {"a": ["b"]},
-        "unmeasured": [],
-    }
-
-
-def test_only_front_members_dominate() -> None:
-    """Non-transitive: hybrid beats flat, dense beats nothing, hybrid does not beat dense.
-    dense (cheaper than hybrid, not worse) would knock hybrid out, and flat would knock dense
-    out; but dense is off the front, so hybrid, significantly better than the only cheaper front
-    member, stays."""
-    front = pareto_front({"flat": 1.0, "dense": 2.0, "hybrid": 3.0}, {("hybrid", "flat")})
-    assert front["front"] == ["flat", "hybrid"]
-    assert front["dominated_by"] == {"dense": ["flat"]}
 
 
 def test_gpus_are_read_from_the_nvidia_drivers_proc_entries(

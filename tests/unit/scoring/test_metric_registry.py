@@ -23,10 +23,10 @@ from retrieval_bench.errors import ConfigError
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.scoring import registry
 from retrieval_bench.scoring.aggregate import per_query_columns
-from retrieval_bench.scoring.comparison import verdict_cells
 from retrieval_bench.scoring.measure_names import canonical_benchmark_metrics
 from retrieval_bench.scoring.registry import lower_is_better
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import verdict_cells
 from run.compare import main as compare_main
 from run.score import main as score_main
 

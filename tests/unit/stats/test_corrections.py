@@ -1,6 +1,5 @@
-"""Statistics that agree with themselves: Holm families, CIs from the same test and step,
-`lose` with two systems, p-values at the resampling floor, the weak flag against the ideal
-bound, and cut-offs deeper than the list.
+"""Statistics that agree with themselves: the sign-flip p-value and its CI from the same test,
+Holm families with each CI at its Holm step (`stats.corrections`), `lose` with two systems.
 
 Independent code: scipy's exact permutation test (the p-value, and the CI ends re-tested) and
 a textbook Holm written here.
@@ -8,21 +7,13 @@ a textbook Holm written here.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
-from conftest import FIXTURE, compose_config, config_record
 
-from retrieval_bench.compare.build import compare_dataset, settings_record
-from retrieval_bench.config.compare import CompareConfig
-from retrieval_bench.errors import ConfigError
-from retrieval_bench.job.runner import run_job
-from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.reports.comparison import comparison_markdown
-from retrieval_bench.reports.markdown import job_report
-from retrieval_bench.scoring.comparison import (
+from retrieval_bench.stats.corrections import family_tests, holm_levels
+from retrieval_bench.stats.paired import paired_test
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import (
     LOSE,
     TIE,
     WIN,
@@ -30,13 +21,6 @@ from retrieval_bench.scoring.comparison import (
     family_key,
     verdict_cell,
     verdict_cells,
-)
-from retrieval_bench.scoring.significance import (
-    SignificanceSettings,
-    at_floor,
-    family_tests,
-    holm_levels,
-    paired_test,
 )
 
 SIG = SignificanceSettings(n_resamples=10_000)
@@ -161,14 +145,6 @@ def test_ablation_deltas_share_the_family() -> None:
         assert not delta.significant and delta.ci_level == 0.975 and delta.family == "table"
 
 
-def test_compare_family_is_validated() -> None:
-    with pytest.raises(ConfigError, match=r"compare\.family"):
-        CompareConfig(family="row").validate()
-    with pytest.raises(ConfigError, match=r"compare\.weak_below"):
-        CompareConfig(weak_below=2.0).validate()
-    assert CompareConfig().family == "table"
-
-
 # --- (c) two systems: the loser loses -----------------------------------------------------
 
 
@@ -178,107 +154,3 @@ def test_two_systems_loser_is_lose_three_have_a_second() -> None:
     assert two.verdicts == {"A": WIN, "B": LOSE}
     three = verdict_cell(_values({"A": np.ones(n), "B": np.full(n, 0.5), "C": np.zeros(n)}), SIG)
     assert three.verdicts == {"A": WIN, "B": "second", "C": LOSE}
-
-
-# --- comparison records from hand-made jobs (d, e, f) ------------------------------------
-
-
-def _job(name: str, recall: list[float], n_relevant: int = 4, top_k: int = 2) -> FinishedJob:
-    rows = {
-        f"q{i:02d}": {
-            "query_type": "fact",
-            "n_relevant": n_relevant,
-            f"recall@{top_k}": v,
-            f"hit@{top_k}": float(v > 0),
-        }
-        for i, v in enumerate(recall)
-    }
-    return FinishedJob(
-        path=Path(name),
-        metrics={"stages": {"final": {"per_query": rows}}},
-        config={"top_k": top_k, "dataset": {"name": "synth"}},
-        overrides={"retriever": name},
-        choices={"retriever": name},
-        num=None,
-    )
-
-
-def _markdown(jobs: list[FinishedJob], cfg: CompareConfig) -> tuple[dict, str]:
-    ds = compare_dataset(jobs, cfg)
-    return ds, comparison_markdown({"settings": settings_record(cfg), "datasets": {"synth": ds}})
-
-
-def test_p_value_at_the_resampling_floor_prints_as_a_bound() -> None:
-    # 30 queries all better by 0.25: 2**30 patterns > 10 000 resamples, none as extreme.
-    jobs = [_job("bm25", [0.5] * 30), _job("dense", [0.25] * 30)]
-    cfg = CompareConfig(metrics=["recall@K"], family="cell")
-    ds, text = _markdown(jobs, cfg)
-    test = ds["cells"]["recall@K"]["all"]["tests"]["retriever=dense"]
-    assert test["p_value"] == 2 / 10_001 and test["p_at_floor"]
-    assert at_floor(test["p_value"], 30, 10_000) and not at_floor(0.001, 30, 10_000)
-    tests_row = "| all | 30 | retriever=bm25 | retriever=dense |"
-    row = next(line for line in text.splitlines() if line.startswith(tests_row))
-    assert row.endswith("| < 0.0002 | < 0.0002 | +0/-30/=0 | no variation |")
-    assert "0.0002 |" not in row.replace("< 0.0002 |", "")
-    assert "`compare.family=cell`" in text
-    # In a family of two the Holm p-value is twice the floor, and an upper bound too.
-    _, text = _markdown(jobs, CompareConfig(metrics=["recall@K"], family="table"))
-    row = next(line for line in text.splitlines() if line.startswith(tests_row))
-    assert row.endswith("| < 0.0002 | ≤ 0.0004 | +0/-30/=0 | no variation |")
-
-
-def test_all_weak_compares_against_the_ideal_bound() -> None:
-    # 4 relevant, K = 2: recall_bound@2 = 0.5. 0.3 is 60% of what any ranking could reach:
-    # not weak (the fixed 0.5 rule flagged it); 0.2 is 40%: weak.
-    cfg = CompareConfig(metrics=["recall@K"])
-    ds, _ = _markdown([_job("bm25", [0.3] * 12), _job("dense", [0.1] * 12)], cfg)
-    entry = ds["best"]["all"]["recall@K"]
-    assert (entry["bound"], entry["all_weak"]) == (0.5, False)
-    ds, _ = _markdown([_job("bm25", [0.2] * 12), _job("dense", [0.1] * 12)], cfg)
-    entry = ds["best"]["all"]["recall@K"]
-    assert (entry["bound"], entry["all_weak"]) == (0.5, True)
-    assert entry["text"] == "retriever=bm25 (all weak: best 0.200 < 0.5 x bound 0.500)"
-    # hit@K: the ideal is 1 whatever |G| is.
-    cfg_hit = CompareConfig(metrics=["hit@K"])
-    ds, _ = _markdown([_job("bm25", [0.2] * 4 + [0.0] * 8), _job("dense", [0.0] * 12)], cfg_hit)
-    entry = ds["best"]["all"]["hit@K"]
-    assert (entry["bound"], entry["all_weak"]) == (1.0, True)
-
-
-def test_cutoff_deeper_than_the_list_is_flagged(tmp_path: Path, shared_cache: Path) -> None:
-    overrides = [
-        "dataset.name=mini",
-        f"dataset.corpus={FIXTURE / 'corpus' / 'mini'}",
-        f"dataset.evalset={FIXTURE / 'evalsets' / 'mini.jsonl'}",
-        f"cache_dir={shared_cache}",
-        "retriever=bm25",
-        "top_k=6",
-        "scoring.cutoffs=[10]",
-    ]
-    cfg = compose_config(overrides)
-    result = run_job(cfg)
-    stages = result.metrics["stages"]
-    # final holds top_k = 6: @10 is not measured at 10. bm25's pool holds 10: nothing to flag.
-    assert stages["final"]["depth_exceeds_list"] == {"list_length": 6, "cutoffs": [10]}
-    assert "depth_exceeds_list" not in stages["bm25"]
-    json.dumps(stages["final"]["depth_exceeds_list"])
-    report = job_report(result, config_record(cfg))
-    final = report[report.index("## Stage `final`") :]
-    assert "@10 ‡ deeper than this stage's lists (6): not measured" in final
-    assert "@6\n" in final
-    bm25 = report[report.index("## Stage `bm25`") : report.index("## Stage `final`")]
-    assert "‡" not in bm25
-
-
-def test_comparison_marks_a_metric_deeper_than_the_list() -> None:
-    jobs = [_job("bm25", [0.5] * 12), _job("dense", [0.25] * 12)]
-    for job in jobs:
-        job.metrics["stages"]["final"]["depth_exceeds_list"] = {"list_length": 2, "cutoffs": [3]}
-        for row in job.metrics["stages"]["final"]["per_query"].values():
-            row["recall@3"] = row["recall@2"]
-    ds, text = _markdown(jobs, CompareConfig(metrics=["recall@3", "recall@K"]))
-    deep = {m["spec"]: m["depth_exceeds_list"] for m in ds["metrics"]}
-    assert deep == {"recall@3": {"retriever=bm25": 2, "retriever=dense": 2}, "recall@K": {}}
-    lists = "retriever=bm25: lists of 2, retriever=dense: lists of 2"
-    assert f"## recall@3 ‡ deeper than the list ({lists})" in text
-    assert "## recall@2\n" in text

@@ -1,11 +1,11 @@
 """Tiers among many systems: which configurations the data cannot separate, per group.
 
-The win/loss verdict (`scoring.comparison`) tests the best configuration against each other
+The win/loss verdict (`stats.verdicts`) tests the best configuration against each other
 one; it does not say which *set* of configurations is tied for first when there are many. Here,
 for one group of queries (one type x one metric):
 
 * every pair of configurations is tested with the project's paired sign-flip test
-  (`significance.family_tests`), on the queries all of them scored, and the p-values are
+  (`stats.corrections.family_tests`), on the queries all of them scored, and the p-values are
   adjusted (`settings.correction`: Holm or BH) over a family of cells (`compare.family`: the
   cell, every type of a metric, or every type x metric), so the correction spans the pairs and
   the types;
@@ -19,14 +19,10 @@ for one group of queries (one type x one metric):
   tier is no equivalence class: a configuration may sit below one it is not separated from.
   Each such pair is listed (`unseparated_above`: the configurations in higher tiers that do not
   beat it), beside `beaten_by`, every configuration that does beat it;
-* each configuration's rank has a percentile bootstrap interval: `rank_resamples` resamples of
-  the group's paired queries with replacement (numpy `default_rng(seed)`, the same stream for
-  every group), the competition rank of each resample's means (1 + the configurations with a
-  strictly better mean, so equal means share a rank), and its (1 - confidence) / 2 and
-  1 - (1 - confidence) / 2 quantiles (inverted CDF: ranks that occurred). The interval is each
-  configuration's own, not simultaneous over them;
+* each configuration's rank has a percentile bootstrap interval over the group's paired
+  queries (`stats.bootstrap.rank_intervals`), its own, not simultaneous over them;
 * a group whose queries are too few for any test to reach significance after the correction
-  (`comparison.too_few`) gets no tiers and says so.
+  (`verdicts.too_few`) gets no tiers and says so.
 """
 
 from __future__ import annotations
@@ -38,20 +34,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from retrieval_bench.io import json_number
-from retrieval_bench.scoring.comparison import PairedCell, too_few
-from retrieval_bench.scoring.significance import (
-    FamilyTest,
-    SignificanceSettings,
-    family_tests,
-    min_p_value,
-)
+from retrieval_bench.stats.bootstrap import rank_intervals
+from retrieval_bench.stats.corrections import FamilyTest, family_tests
+from retrieval_bench.stats.paired import min_p_value
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import PairedCell, too_few
 
 Key = TypeVar("Key", bound=Hashable)
-
-# Means closer than this are equal for the rank bootstrap (float sums of equal values).
-_MEAN_TOLERANCE = 1e-12
-# Resampled values held at once (configurations x resamples x queries).
-_CHUNK_ELEMENTS = 1 << 22
 
 
 def peel_tiers(order: Sequence[str], beats: Callable[[str, str], bool]) -> list[list[str]]:
@@ -67,41 +56,6 @@ def peel_tiers(order: Sequence[str], beats: Callable[[str, str], bool]) -> list[
         tiers.append(top)
         remaining = [y for y in remaining if y not in top]
     return tiers
-
-
-def competition_ranks(means: np.ndarray, lower_is_better: bool = False) -> np.ndarray:
-    """Rank of each row's mean per column (1 + the rows with a strictly better mean);
-    `means`: configurations x resamples."""
-    signed = -means if lower_is_better else means
-    better = signed[None, :, :] > signed[:, None, :] + _MEAN_TOLERANCE
-    return 1 + better.sum(axis=1)
-
-
-def rank_intervals(
-    arrays: Sequence[np.ndarray],
-    n_resamples: int,
-    seed: int,
-    confidence: float,
-    lower_is_better: bool = False,
-) -> list[tuple[int, int, int]]:
-    """(observed rank, low, high) of each configuration's paired values `arrays` (one array per
-    configuration, the same queries in the same order): the percentile bootstrap of the module
-    docstring."""
-    values = np.vstack([np.asarray(a, dtype=np.float64) for a in arrays])
-    k, n = values.shape
-    observed = competition_ranks(values.mean(axis=1)[:, None], lower_is_better)[:, 0]
-    rng = np.random.default_rng(seed)
-    rows = max(1, _CHUNK_ELEMENTS // max(1, k * n))
-    parts = []
-    for start in range(0, n_resamples, rows):
-        size = min(rows, n_resamples - start)
-        picks = rng.integers(0, n, size=(size, n))
-        parts.append(competition_ranks(values[:, picks].mean(axis=2), lower_is_better))
-    ranks = np.concatenate(parts, axis=1)
-    tail = (1.0 - confidence) / 2.0
-    low = np.quantile(ranks, tail, axis=1, method="inverted_cdf")
-    high = np.quantile(ranks, 1.0 - tail, axis=1, method="inverted_cdf")
-    return [(int(o), int(lo), int(hi)) for o, lo, hi in zip(observed, low, high, strict=True)]
 
 
 @dataclass

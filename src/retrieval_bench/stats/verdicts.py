@@ -11,8 +11,8 @@ Verdict of a cell (one type x one metric):
   the cell alone, every type of its metric, or every type x metric of the table (the default:
   the family a reader scans);
 * each CI is drawn at the confidence level the correction gives its test, so it agrees with
-  the verdict beside it (`significance.family_tests`);
-* each test carries its power (`scoring.power`: the minimum detectable effect at alpha / m and
+  the verdict beside it (`stats.corrections.family_tests`);
+* each test carries its power (`stats.power`: the minimum detectable effect at alpha / m and
   the queries needed for `target_delta`) and PyTerrier's improved / degraded / unchanged
   counts of the other configuration's queries relative to the best;
 * `win`: the best, significantly better than every other; `second`: the runner-up when there is
@@ -35,15 +35,10 @@ import numpy as np
 
 from retrieval_bench.config.compare import FAMILIES
 from retrieval_bench.io import json_number
-from retrieval_bench.scoring.power import paired_counts, per_test_alpha, power_entry, summary
-from retrieval_bench.scoring.significance import (
-    FamilyTest,
-    SignificanceSettings,
-    at_floor,
-    ci_json,
-    family_tests,
-    min_p_value,
-)
+from retrieval_bench.stats.corrections import FamilyTest, family_tests
+from retrieval_bench.stats.paired import at_floor, ci_json, min_p_value
+from retrieval_bench.stats.power import paired_counts, per_test_alpha, power_entry, summary
+from retrieval_bench.stats.settings import SignificanceSettings
 
 WIN, SECOND, TIE, LOSE = "win", "second", "tie", "lose"
 VERDICTS = (WIN, SECOND, TIE, LOSE)
@@ -144,7 +139,7 @@ class Cell:
     best: str | None = None
     note: str = ""
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # The cell's power (`scoring.power.summary` of its tests).
+    # The cell's power (`stats.power.summary` of its tests).
     power: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -185,7 +180,7 @@ def _test_json(
 def _power(
     a: np.ndarray, b: np.ndarray, settings: SignificanceSettings, family_size: int
 ) -> dict[str, Any]:
-    """The power of the test of a against b in a family of `family_size` (`scoring.power`)."""
+    """The power of the test of a against b in a family of `family_size` (`stats.power`)."""
     alpha_test = per_test_alpha(settings.alpha, family_size)
     return power_entry(
         a - b, alpha_test, settings.power, settings.target_delta, settings.n_resamples
@@ -326,7 +321,7 @@ class Delta:
         return self.p_adjusted
 
     def to_json(self) -> dict[str, Any]:
-        """Strict JSON (`significance.ci_json`); the adjusted p-value also as `p_<correction>`."""
+        """Strict JSON (`paired.ci_json`); the adjusted p-value also as `p_<correction>`."""
         out = {k: json_number(v) if isinstance(v, float) else v for k, v in self.__dict__.items()}
         out[f"p_{self.correction}"] = self.p_adjusted
         return {**out, **ci_json(self.ci_low, self.ci_high)}

@@ -1,41 +1,27 @@
-"""Power per type, PyTerrier's +/-/= counts, the BH correction, strict JSON CI ends, and the
-gate's CI from its Holm family (issue 13 items 1, 2, 6 and the #9 follow-ups).
+"""Power and minimum detectable effects (`stats.power`), PyTerrier's +/-/= counts, and the BH
+correction with intervals that agree with its verdicts.
 
 Independent code: the project's own sign-flip test on simulated differences (power), scipy's
-`false_discovery_control` (BH), Python's strict JSON parser.
+`false_discovery_control` (BH).
 """
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from support.references import scipy_stats_power
 
-from retrieval_bench.benchmark.gate import REGRESSION, run_gate
-from retrieval_bench.benchmark.history import JobKey
-from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.config.benchmark import GateConfig
-from retrieval_bench.config.compare import CompareConfig
-from retrieval_bench.errors import ConfigError
-from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.scoring.comparison import delta_cells, verdict_cell, verdict_cells
-from retrieval_bench.scoring.power import (
+from retrieval_bench.stats.corrections import bh, bh_levels, family_tests
+from retrieval_bench.stats.paired import SignFlip
+from retrieval_bench.stats.power import (
     minimum_detectable_effect,
     paired_counts,
     power_entry,
     queries_needed,
     t_test_power,
 )
-from retrieval_bench.scoring.significance import (
-    SignFlip,
-    SignificanceSettings,
-    bh,
-    bh_levels,
-    family_tests,
-)
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import delta_cells, verdict_cell, verdict_cells
 
 
 def _values(**columns: list[float]) -> dict[str, dict[str, float]]:
@@ -223,110 +209,3 @@ def test_bh_levels_and_intervals_agree_with_bh_verdicts() -> None:
     for t in tests:
         assert t.ci_level == 1 - rejected * (1 - 0.95) / 4 and t.ci_agrees
         assert t.to_json()["p_bh"] == t.p_adjusted and "p_holm" not in t.to_json()
-
-
-def test_correction_is_typed_and_validated() -> None:
-    with pytest.raises(ConfigError, match=r"compare\.correction"):
-        CompareConfig(correction="bonferroni").validate()
-    with pytest.raises(ConfigError, match=r"compare\.power"):
-        CompareConfig(power=1.0).validate()
-    with pytest.raises(ConfigError, match=r"compare\.target_delta"):
-        CompareConfig(target_delta=0.0).validate()
-    CompareConfig(correction="bh").validate()
-
-
-# --- strict JSON: unbounded CI ends ------------------------------------------------------
-
-
-def _write_job(root: Path, name: str, recall: list[float]) -> None:
-    job = root / name
-    (job / ".hydra").mkdir(parents=True)
-    rows = {
-        f"q{i:02d}": {"query_type": "fact" if i < 5 else "other", "n_relevant": 1, "recall@2": v}
-        for i, v in enumerate(recall)
-    }
-    stage = {"per_query": rows, "counts": {"scored": len(rows), "excluded": {}}}
-    (job / "metrics.json").write_text(json.dumps({"stages": {"final": stage}}))
-    config = {"top_k": 2, "dataset": {"name": "synth"}}
-    (job / "manifest.json").write_text(json.dumps({"config": config}))
-    (job / ".hydra" / "overrides.yaml").write_text(f"- retriever={name}\n")
-    (job / "report.md").write_text("# job\n")
-
-
-def _refuse(name: str) -> None:
-    raise ValueError(f"not JSON: {name}")
-
-
-@pytest.mark.parametrize("correction", ["holm", "bh"])
-def test_comparison_json_is_strict_and_unbounded_ends_are_null(
-    tmp_path: Path, correction: str
-) -> None:
-    # "fact": 5 queries, whose sign-flip CI at the family's level cannot be bounded; "other":
-    # one query, a mean but no test worth the name.
-    _write_job(tmp_path, "bm25", [0.9, 0.8, 0.7, 1.0, 0.6, 0.5])
-    _write_job(tmp_path, "dense", [0.1, 0.3, 0.2, 0.4, 0.0, 0.5])
-    cfg = CompareConfig(metrics=["recall@K"], min_queries=1, correction=correction)
-    out = compare_dirs([tmp_path], cfg, tmp_path)
-    record = json.loads((tmp_path / "comparison.json").read_text(), parse_constant=_refuse)
-    test = record["datasets"]["synth"]["cells"]["recall@K"]["fact"]["tests"]["retriever=dense"]
-    assert (test["ci_low"], test["ci_high"], test["ci_unbounded"]) == (
-        None,
-        None,
-        "unbounded: too few queries",
-    )
-    assert test["correction"] == correction and f"p_{correction}" in test
-    text = (tmp_path / "comparison.md").read_text()
-    assert "[unbounded, unbounded]" in text
-    assert ("Benjamini-Hochberg" in text) == (correction == "bh")
-    assert out.record == record
-
-
-# --- the gate's CI from its Holm family --------------------------------------------------
-
-
-def _gate_job(values: dict[str, tuple[str, float]]) -> FinishedJob:
-    per_query = {q: {"query_type": t, "recall@6": v} for q, (t, v) in values.items()}
-    return FinishedJob(
-        path=Path("synth"),
-        metrics={"stages": {"final": {"per_query": per_query}}},
-        config={"top_k": 6, "dataset": {"name": "synth"}},
-        overrides={},
-        choices={"retriever": "bm25"},
-        num=None,
-        manifest={"dataset": {"name": "synth", "files_sha256": {}}},
-    )
-
-
-def test_the_gate_ci_is_its_holm_familys() -> None:
-    rng = np.random.default_rng(5)
-    old = rng.uniform(0.3, 1.0, 14)
-    new = old - 0.2 + rng.normal(0, 0.1, 14)
-    before = {f"q{i:02d}": ("a" if i < 7 else "b", float(v)) for i, v in enumerate(old)}
-    after = {f"q{i:02d}": ("a" if i < 7 else "b", float(v)) for i, v in enumerate(new)}
-    key = JobKey("synth", "bm25")
-    gate = GateConfig(tolerances={"recall@K": 0.02}, alpha=0.05)
-    sig = SignificanceSettings(n_resamples=10_000, confidence=0.9)  # the gate uses 1 - alpha
-    result = run_gate({key: _gate_job(after)}, {key: _gate_job(before)}, gate, sig)
-    pairs = []
-    for t in ("a", "b"):
-        qids = [q for q, (qt, _) in before.items() if qt == t]
-        pairs.append(
-            (np.array([after[q][1] for q in qids]), np.array([before[q][1] for q in qids]))
-        )
-    pairs.append((new, old))
-    expected = family_tests(pairs, SignificanceSettings(n_resamples=10_000))
-    for check, test in zip(result.checks, expected, strict=True):
-        assert (check.ci_low, check.ci_high, check.ci_level) == (
-            test.result.ci_low,
-            test.result.ci_high,
-            test.ci_level,
-        )
-        assert check.p_holm == test.p_adjusted
-        # The CI excludes 0 exactly where the check is significant.
-        assert (check.ci_high < 0) == (check.p_holm < 0.05)
-    assert [c.status for c in result.checks] == [REGRESSION] * 3
-    # 7 queries per type: Holm levels over three checks, 1 - 0.05 / (3 - i).
-    assert sorted(c.ci_level for c in result.checks) == pytest.approx(
-        [0.95, 1 - 0.05 / 2, 1 - 0.05 / 3]
-    )
-    json.dumps([c.to_json() for c in result.checks], allow_nan=False)

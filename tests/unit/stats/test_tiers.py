@@ -1,4 +1,4 @@
-"""Tiers among many systems (`scoring.tiers`), against cases worked by hand.
+"""Tiers among many systems (`stats.tiers`), against cases worked by hand.
 
 The hand case: 8 queries, so the sign-flip test is exact (2^8 = 256 patterns <= 10,000).
 A scores 1 on every query, B 0, C 1 on the first four and 0 on the rest.
@@ -14,16 +14,10 @@ A scores 1 on every query, B 0, C 1 on the first four and 0 on the rest.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from retrieval_bench.scoring.significance import SignificanceSettings
-from retrieval_bench.scoring.tiers import (
-    competition_ranks,
-    peel_tiers,
-    rank_intervals,
-    tier_cells,
-)
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.tiers import peel_tiers, tier_cells
 
 SIG = SignificanceSettings(alpha=0.05, n_resamples=10_000, seed=0)
 A = [1.0] * 8
@@ -97,41 +91,6 @@ def test_lower_is_better_reverses_the_order_and_the_winner() -> None:
     assert cell.tiers == [["B"], ["A"]]
     assert cell.tests[0]["better"] == "B"
     assert cell.ranks["B"]["observed"] == 1
-
-
-def test_competition_ranks_share_equal_means() -> None:
-    means = np.array([[0.5, 0.2], [0.5, 0.9], [0.1, 0.9]])
-    assert competition_ranks(means).tolist() == [[1, 3], [1, 1], [3, 1]]
-    assert competition_ranks(means, lower_is_better=True).tolist() == [[2, 1], [2, 2], [1, 2]]
-
-
-def test_rank_intervals_are_the_seeded_percentile_bootstrap() -> None:
-    """The vectorised bootstrap equals a plain loop over the same draws of default_rng(seed)."""
-    rng = np.random.default_rng(7)
-    arrays = [rng.random(20) + shift for shift in (0.0, 0.05, 0.3)]
-    got = rank_intervals(arrays, 500, seed=3, confidence=0.9)
-    draws = np.random.default_rng(3).integers(0, 20, size=(500, 20))
-    ranks = np.array(
-        [[1 + sum(a[d].mean() > x[d].mean() for a in arrays) for x in arrays] for d in draws]
-    )
-    expected = [
-        (
-            1 + sum(a.mean() > x.mean() for a in arrays),
-            int(np.quantile(ranks[:, i], 0.05, method="inverted_cdf")),
-            int(np.quantile(ranks[:, i], 0.95, method="inverted_cdf")),
-        )
-        for i, x in enumerate(arrays)
-    ]
-    assert got == expected
-    assert got == rank_intervals(arrays, 500, seed=3, confidence=0.9)  # reproducible
-    assert got[2] == (1, 1, 1)  # far ahead on every resample
-
-
-def test_two_systems_that_trade_queries_share_the_rank_interval() -> None:
-    """X = [1, 0], Y = [0, 1]: a resample draws (0, 0) (X first), (1, 1) (Y first) or a mix
-    (a tie: both rank 1), so each is rank 1 with probability 3/4 and rank 2 with 1/4."""
-    got = rank_intervals([np.array([1.0, 0.0]), np.array([0.0, 1.0])], 2000, 0, 0.95)
-    assert got == [(1, 1, 2), (1, 1, 2)]
 
 
 def test_too_few_queries_get_no_tiers_but_ranks() -> None:

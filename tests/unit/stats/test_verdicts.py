@@ -1,21 +1,17 @@
-"""Significance, Holm, verdict and ablation rules on hand-made per-query values."""
+"""The sign-flip test, Holm, and the verdict and ablation rules (`stats.verdicts`) on hand-made
+per-query values."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from retrieval_bench.benchmark.gate import run_gate
-from retrieval_bench.benchmark.history import JobKey
-from retrieval_bench.compare.build import values_by_type
-from retrieval_bench.config.benchmark import GateConfig
-from retrieval_bench.config.compare import ANY_KEY, CompareConfig
-from retrieval_bench.errors import ConfigError
-from retrieval_bench.jobdir.read import FinishedJob, canonical, parse_overrides
-from retrieval_bench.scoring.comparison import (
+from retrieval_bench.stats.corrections import holm
+from retrieval_bench.stats.paired import min_p_value, paired_test
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import (
     LOSE,
     SECOND,
     TIE,
@@ -23,13 +19,6 @@ from retrieval_bench.scoring.comparison import (
     delta_cells,
     paired_values,
     verdict_cell,
-)
-from retrieval_bench.scoring.measure_names import canonical_compare_metrics
-from retrieval_bench.scoring.significance import (
-    SignificanceSettings,
-    holm,
-    min_p_value,
-    paired_test,
 )
 
 SIG = SignificanceSettings(n_resamples=5000)
@@ -150,64 +139,3 @@ def test_delta_cells_mark_significance_after_holm() -> None:
     assert by_name["top_k=8"].significant and by_name["top_k=8"].diff == 1.0
     assert not by_name["top_k=10"].significant and by_name["top_k=10"].diff == 0.0
     assert by_name["top_k=8"].p_holm == pytest.approx(2 * by_name["top_k=8"].p_value)
-
-
-def test_override_parsing_and_canonical_values() -> None:
-    parsed = parse_overrides(["retriever=bm25", "+top_k=8", "~router", "filters.city=false"])
-    assert parsed == {
-        "retriever": "bm25",
-        "top_k": "8",
-        "router": "(deleted)",
-        "filters.city": "false",
-    }
-    assert canonical(False) == "false" and canonical(6) == "6" and canonical(None) == "null"
-
-
-def test_compare_config_baseline_spellings() -> None:
-    assert CompareConfig(baseline={"top_k": 6}).baseline_settings() == [{"top_k": 6}]
-    assert CompareConfig(baseline="top_k=6,retriever=bm25").baseline_settings() == [
-        {"top_k": "6", "retriever": "bm25"}
-    ]
-    assert CompareConfig().baseline_settings() == []
-    # `baseline` is the one-element case of `baselines`; a bare value names a varying key's.
-    assert CompareConfig(baselines=["bm25", {"top_k": 6}]).baseline_settings() == [
-        {ANY_KEY: "bm25"},
-        {"top_k": 6},
-    ]
-    with pytest.raises(ConfigError, match=r"compare\.baseline'"):
-        CompareConfig(baseline="=6").validate()
-    with pytest.raises(ConfigError, match=r"compare\.baselines\[1\]"):
-        CompareConfig(baselines=["bm25", "top_k=6,=8"]).validate()
-    with pytest.raises(ConfigError, match="not both"):
-        CompareConfig(baseline="top_k=6", baselines=["bm25"]).validate()
-    with pytest.raises(ConfigError, match=r"compare\.metrics"):
-        canonical_compare_metrics(CompareConfig(metrics=["recall"]))
-
-
-def _job(path: str, values: dict[str, float]) -> FinishedJob:
-    per_query = {
-        q: {"query_type": "pair" if int(q[1:]) % 2 else "deep", "recall@3": v}
-        for q, v in values.items()
-    }
-    return FinishedJob(
-        path=Path(path),
-        metrics={"stages": {"final": {"per_query": per_query}}},
-        config={"top_k": 3, "dataset": {"name": "synth"}},
-        overrides={},
-        choices={"retriever": "bm25"},
-        num=None,
-    )
-
-
-def test_gate_on_some_types_only() -> None:
-    """`benchmark.gate.types` without `all`: only the named types are checked."""
-    before = _job("old", {f"q{i}": 1.0 for i in range(20)})
-    after = _job("new", {f"q{i}": 0.0 if i % 2 else 1.0 for i in range(20)})
-    assert set(values_by_type(after, "final", "recall@K", ["pair"])) == {"pair", "deep", "all"}
-    key = JobKey("synth", "bm25")
-    gate = GateConfig(tolerances={"recall@K": 0.02}, types=["pair"])
-    result = run_gate({key: after}, {key: before}, gate, SIG)
-    assert [(c.query_type, c.n, c.change, c.status) for c in result.checks] == [
-        ("pair", 10, -1.0, "regression")
-    ]
-    assert result.checks[0].p_holm == result.checks[0].p_value

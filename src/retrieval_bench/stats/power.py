@@ -12,7 +12,7 @@ noncentral t distribution's tail (scipy.stats.nct) beyond the t critical value:
 
 and the MDE is the delta whose power is `power` (a root of that monotone function), the
 queries needed for a difference delta the smallest n whose MDE is at most delta (and at least
-the n on which a unanimous difference could reach a at all, `significance.min_p_value`).
+the n on which a unanimous difference could reach a at all, `paired.min_p_value`).
 
 Why not the normal approximation: at the per-test alpha of a family (0.05 / 48 on a sweep of
 48 tests) the normal tail misstates both the critical value and the spread of sd, and its MDE
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.scoring.significance import min_p_value
+from retrieval_bench.stats.paired import min_p_value
 
 NO_VARIATION = "no variation"
 

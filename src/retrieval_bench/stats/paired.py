@@ -18,20 +18,7 @@ construction when the mean is not 0) printed beside a randomization p-value did.
 test inversion, hence the few lines of numpy here; the patterns are drawn once per comparison,
 so every shift is tested on the same ones.
 
-A family of tests (`family_tests`) is adjusted together by `settings.correction`:
-
-* `holm` (family-wise error; scipy has no Holm): each test's CI is drawn at the level of its
-  Holm step (`holm_levels`): Holm tests the i-th smallest of m p-values at alpha / (m - i), so
-  a rejected test's CI is the 1 - (1 - confidence) / (m - i) interval and an accepted test's
-  that of the step where Holm stopped.
-* `bh` (Benjamini-Hochberg, false discovery rate; the adjusted p-values are scipy's
-  `false_discovery_control`): every CI at 1 - R (1 - confidence) / m, R the number of tests BH
-  rejects (at least 1): Benjamini & Yekutieli's (2005) FCR-adjusted intervals for the R
-  selected tests; the unselected ones get the same level, at which each holds 0 (its p-value is
-  above R alpha / m), which BY leave undefined (`bh_levels`).
-
-With confidence = 1 - alpha (the default) a CI printed beside a verdict excludes 0 exactly when
-the verdict is significant; `ci_agrees` records it.
+A family of such tests is adjusted together in `stats.corrections`.
 
 Everything is seeded (`seed`), so a report is reproducible bit for bit.
 """
@@ -46,38 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.config.compare import CORRECTIONS, CompareConfig
 from retrieval_bench.io import json_number
+from retrieval_bench.stats.settings import SignificanceSettings
 
-
-@dataclass(frozen=True)
-class SignificanceSettings:
-    """How every paired comparison in a report is tested; echoed into the report."""
-
-    alpha: float = 0.05
-    n_resamples: int = 10000
-    confidence: float = 0.95
-    seed: int = 0
-    # Multiple-testing correction of a family: "holm" or "bh" (`CORRECTIONS`).
-    correction: str = "holm"
-    # Power analysis (`scoring.power`): the power a minimum detectable effect is stated at,
-    # and the difference the "queries needed" are for.
-    power: float = 0.8
-    target_delta: float = 0.05
-
-
-def significance_settings(cfg: CompareConfig) -> SignificanceSettings:
-    """The settings of a `compare:` node (every comparison, and a job's robustness tests)."""
-    return SignificanceSettings(
-        alpha=cfg.alpha,
-        n_resamples=cfg.n_resamples,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        correction=cfg.correction,
-        power=cfg.power,
-        target_delta=cfg.target_delta,
-    )
-
+# The settings a test is run at when its caller gives none (frozen: shared safely).
+DEFAULT_SETTINGS = SignificanceSettings()
 
 # Written for a CI end no shift can reach (JSON null, markdown `unbounded`).
 UNBOUNDED = "unbounded: too few queries"
@@ -223,19 +183,20 @@ def _clean(value: float) -> float:
 def paired_test(
     a: Sequence[float] | np.ndarray,
     b: Sequence[float] | np.ndarray,
-    settings: SignificanceSettings = SignificanceSettings(),
+    settings: SignificanceSettings = DEFAULT_SETTINGS,
 ) -> PairedResult:
     """Sign-flip p-value of mean(a - b) and its CI at `settings.confidence` (the test
     inverted, see the module docstring), over paired values."""
-    return _paired(a, b, settings)[0]
+    return paired_sign_flip(a, b, settings)[0]
 
 
-def _paired(
+def paired_sign_flip(
     a: Sequence[float] | np.ndarray,
     b: Sequence[float] | np.ndarray,
     settings: SignificanceSettings,
 ) -> tuple[PairedResult, SignFlip | None]:
-    """The result (CI at `settings.confidence`) and its test, for other levels (None: n = 0)."""
+    """The result (CI at `settings.confidence`) and its test, for intervals at other levels
+    (`stats.corrections`; None: n = 0)."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
@@ -265,22 +226,6 @@ def min_p_value(n: int, n_resamples: int) -> float:
     return min(1.0, max(exact, 2.0 / (n_resamples + 1)))
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input order (step-down, monotone, capped at 1).
-
-    The i-th smallest of m p-values is multiplied by (m - i), and each adjusted value is at
-    least the one before it; rejecting where adjusted < alpha controls the family-wise error.
-    """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [1.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * float(p_values[i])))
-        adjusted[i] = running
-    return adjusted
-
-
 def resampling_floor(n: int, n_resamples: int) -> float | None:
     """The smallest p-value the randomized test reports on `n` pairs, 2 / (n_resamples + 1):
     no resample was as extreme as the data, and the true p-value is smaller still. None when
@@ -294,109 +239,3 @@ def at_floor(p_value: float, n: int, n_resamples: int) -> bool:
     """Whether `p_value` is the randomized test's floor (reported as "< floor", not a value)."""
     floor = resampling_floor(n, n_resamples)
     return floor is not None and p_value <= floor * (1 + 1e-9)
-
-
-def holm_levels(p_values: Sequence[float], alpha: float, confidence: float) -> list[float]:
-    """The confidence level of each test's Holm step, in the input order.
-
-    Holm tests the i-th smallest (0-based, ties in input order as in `holm`) of m p-values at
-    alpha / (m - i) and stops at the first it cannot reject, step s; every later test is then
-    accepted at that step. So a rejected test's interval is the 1 - (1 - confidence) / (m - i)
-    one, and every accepted test's the 1 - (1 - confidence) / (m - s) one: wider than its own
-    step's, so it holds 0 as its verdict says (with confidence = 1 - alpha, the default)."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = holm(p_values)
-    stop = next((rank for rank, i in enumerate(order) if adjusted[i] >= alpha), m)
-    levels = [confidence] * m
-    for rank, i in enumerate(order):
-        levels[i] = 1.0 - (1.0 - confidence) / (m - min(rank, stop))
-    return levels
-
-
-def bh(p_values: Sequence[float]) -> list[float]:
-    """Benjamini-Hochberg adjusted p-values, in the input order (step-up: the i-th smallest
-    of m is min over j >= i of m p_(j) / j, capped at 1); rejecting where adjusted < alpha
-    controls the false discovery rate (independent or positively dependent tests)."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [1.0] * m
-    running = 1.0
-    for rank in range(m - 1, -1, -1):
-        i = order[rank]
-        running = min(running, m * float(p_values[i]) / (rank + 1))
-        adjusted[i] = running
-    return adjusted
-
-
-def bh_levels(p_values: Sequence[float], alpha: float, confidence: float) -> list[float]:
-    """Every test's CI level under BH: 1 - max(R, 1) (1 - confidence) / m, R the number BH
-    rejects (module docstring). A rejected test's p-value is below R alpha / m and an accepted
-    one's above it, so with confidence = 1 - alpha each CI agrees with its verdict."""
-    m = len(p_values)
-    rejected = sum(1 for p in bh(p_values) if p < alpha)
-    return [1.0 - max(rejected, 1) * (1.0 - confidence) / m] * m
-
-
-def adjust(p_values: Sequence[float], correction: str) -> list[float]:
-    """The p-values adjusted by `correction` (`CORRECTIONS`)."""
-    if correction == "holm":
-        return holm(p_values)
-    if correction == "bh":
-        return bh(p_values)
-    raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
-
-
-def correction_levels(p_values: Sequence[float], settings: SignificanceSettings) -> list[float]:
-    """The CI level of each test of a family under `settings.correction`."""
-    levels = holm_levels if settings.correction == "holm" else bh_levels
-    return levels(p_values, settings.alpha, settings.confidence)
-
-
-@dataclass(frozen=True)
-class FamilyTest:
-    """One test of a family: its result (CI at `ci_level`), the p-value adjusted by
-    `correction`, and whether the CI excludes 0 exactly when that is below alpha."""
-
-    result: PairedResult
-    p_adjusted: float
-    ci_level: float
-    ci_agrees: bool
-    correction: str = "holm"
-
-    @property
-    def p_holm(self) -> float:
-        """The adjusted p-value under its old name (Holm was the only correction)."""
-        return self.p_adjusted
-
-    def to_json(self) -> dict[str, Any]:
-        """`p_adjusted`, also under `p_<correction>` (`p_holm`, as earlier files had it)."""
-        return {
-            **self.result.to_json(),
-            "p_adjusted": self.p_adjusted,
-            f"p_{self.correction}": self.p_adjusted,
-            "correction": self.correction,
-            "ci_level": self.ci_level,
-        }
-
-
-def family_tests(
-    pairs: Sequence[tuple[np.ndarray, np.ndarray]], settings: SignificanceSettings
-) -> list[FamilyTest]:
-    """Paired tests of one family: sign-flip p-values, adjusted together by
-    `settings.correction`, and each CI at the matching level (see the module docstring)."""
-    tests = [_paired(a, b, settings) for a, b in pairs]
-    p_values = [result.p_value for result, _ in tests]
-    adjusted = adjust(p_values, settings.correction)
-    levels = correction_levels(p_values, settings)
-    out = []
-    for (result, test), p_adj, level in zip(tests, adjusted, levels, strict=True):
-        if test is not None:
-            low, high = test.interval(level)
-            result = PairedResult(
-                result.n, result.mean_a, result.mean_b, result.diff, low, high, result.p_value
-            )
-        excludes_zero = result.ci_low > 0 or result.ci_high < 0
-        agrees = excludes_zero == (p_adj < settings.alpha)
-        out.append(FamilyTest(result, p_adj, level, agrees, settings.correction))
-    return out

@@ -2,7 +2,7 @@
 
 "Is the 0.02 nDCG worth 40 ms per query?" A configuration is *dominated* when another is
 cheaper and not significantly worse (or as cheap and significantly better), where
-"significantly better" is the corrected pairwise test of the tiers (`scoring.tiers`: X beats Y).
+"significantly better" is the corrected pairwise test of the tiers (`stats.tiers`: X beats Y).
 
 "Not significantly worse" is not transitive, so dominance is not either: with A cheapest, B
 dearer and C dearest, C may beat A while B beats neither and C does not beat B; B (cheaper than
