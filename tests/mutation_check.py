@@ -63,6 +63,8 @@ JUDGMENTS = "src/retrieval_bench/data/judgments.py"
 ANSWERS = "src/retrieval_bench/answers/score.py"
 DRIVER = "src/retrieval_bench/benchmark/driver.py"
 VALIDATE = "src/retrieval_bench/config/validate.py"
+TUNE_RUN = "src/retrieval_bench/tune/run.py"
+HELD_OUT_TESTS = ("tests/unit/tune/test_held_out.py",)
 GATE_TESTS = ("tests/unit/benchmark/test_gate_units.py", "tests/unit/benchmark/test_monthly.py")
 # The job on the mini fixture, in-process and through the app.
 JOB_TESTS = ("tests/integration/test_job.py", "tests/app/test_app.py")
@@ -327,6 +329,21 @@ MUTATIONS = [
         "if not 0 <= cfg.bm25.b <= 1:",
         "if not 0 <= cfg.bm25.b < 1:",
         ("tests/unit/config/test_config.py",),
+    ),
+    # Issue 35: what a tired developer writes, which no fast test caught.
+    Mutation(
+        "every tuning study's sampler seeded with the run's seed",
+        TUNE_RUN,
+        "make_sampler(tune.sampler, seeds[name])",
+        "make_sampler(tune.sampler, tune.seed)",
+        HELD_OUT_TESTS,
+    ),
+    Mutation(
+        "a fold's number read from the last character of its study's name",
+        TUNE_RUN,
+        'fold = int(name.rpartition("-")[2])',
+        "fold = int(name[-1])",
+        HELD_OUT_TESTS,
     ),
 ]
 

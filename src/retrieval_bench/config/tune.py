@@ -13,7 +13,8 @@ from typing import Any
 from retrieval_bench.errors import ConfigError
 
 # Optuna samplers by name (tune.sampler): TPE (Bergstra et al.), uniform random, and scrambled
-# Sobol quasi-random points. Each is seeded with `tune.seed`.
+# Sobol quasi-random points. Each study's is seeded with its own seed derived from `tune.seed`
+# (retrieval_bench.tune.study.sampler_seed).
 SAMPLERS = ("tpe", "random", "qmc")
 
 
@@ -29,6 +30,7 @@ class TuneConfig:
     trials: int = 50
     # K: the scored queries are split into K folds stratified by query type (seeded).
     folds: int = 5
+    # Seeds the folds and every study's sampler (a distinct seed per study, derived from it).
     seed: int = 0
     # What the search maximises (or minimises, for a lower-is-better measure): a doc measure
     # with a per-query value, `<name>@K` (K: top_k) or `<name>@<cut-off the job scores>`.
@@ -58,6 +60,8 @@ class TuneConfig:
                 f"must be at least 2 (a fold is held out while the others tune), got "
                 f"{self.folds!r}",
             )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError("tune.seed", f"must be a non-negative integer, got {self.seed!r}")
         if self.sampler not in SAMPLERS:
             raise ConfigError(
                 "tune.sampler", f"{self.sampler!r} is not one of: {', '.join(SAMPLERS)}"

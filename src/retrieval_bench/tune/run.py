@@ -57,6 +57,7 @@ from retrieval_bench.tune.space import (
 )
 from retrieval_bench.tune.study import (
     ALL_QUERIES,
+    SAMPLER_SEED_RULE,
     Study,
     best_trial,
     finished,
@@ -65,6 +66,7 @@ from retrieval_bench.tune.study import (
     open_study,
     quiet_optuna,
     run_trials,
+    sampler_seeds,
     sqlite_storage,
     storage_url,
     trial_counts,
@@ -318,6 +320,7 @@ class Tuner:
             "folds": tune.folds,
             "seed": tune.seed,
             "sampler": tune.sampler,
+            "sampler_seeds": sampler_seeds(tune.seed, tune.folds),
             "shrinkage": tune.shrinkage,
             "queries": len(self.ids),
         }
@@ -344,9 +347,11 @@ class Tuner:
         direction: Literal["maximize", "minimize"] = "maximize" if self.higher else "minimize"
         plan = self.plan()
         names = [ALL_QUERIES, *(fold_study(f) for f in range(tune.folds))]
+        seeds = sampler_seeds(tune.seed, tune.folds)
         studies = {
-            name: open_study(storage, name, make_sampler(tune.sampler, tune.seed), direction,
-                             plan, folder)
+            name: open_study(
+                storage, name, make_sampler(tune.sampler, seeds[name]), direction, plan, folder
+            )
             for name in names
         }
         total = len(names) * tune.trials
@@ -430,6 +435,8 @@ class Tuner:
                 "trials": tune.trials, "folds": tune.folds, "seed": tune.seed,
                 "sampler": tune.sampler, "shrinkage": tune.shrinkage,
                 "stratified_by": "query_type",
+                "sampler_seeds": sampler_seeds(tune.seed, tune.folds),
+                "sampler_seed_rule": SAMPLER_SEED_RULE,
             },
             "folds": folds,
             "tuned": {
