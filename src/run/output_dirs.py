@@ -16,7 +16,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.io import check_output_dir
+from retrieval_bench.io.folders import check_output_dir
 from run.exits import JobFailed
 
 

@@ -26,7 +26,7 @@ from retrieval_bench.data.judgments import (
     import_judgements,
 )
 from retrieval_bench.errors import EXIT_OK
-from retrieval_bench.io import check_output_dir
+from retrieval_bench.io.folders import check_output_dir
 from retrieval_bench.labels.pool import pool_folders, write_pool
 from run.exits import guarded
 from run.options import grades_option

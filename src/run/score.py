@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.errors import ConfigError, DataError
-from retrieval_bench.io import strict_dumps
+from retrieval_bench.io.strict_json import strict_dumps
 from retrieval_bench.scoring.aggregate import metric_names
 from retrieval_bench.scoring.labels import NOT_IN_RUN
 from retrieval_bench.scoring.measure_names import canonical_metric

@@ -18,7 +18,8 @@ from hydra import compose, initialize_config_dir
 
 import run.__main__ as app
 from retrieval_bench.config import RunConfig
-from retrieval_bench.io import atomic_write_json, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_json
+from retrieval_bench.io.strict_json import jsonl_text
 from run import compare as compare_cli
 from run import pool as pool_cli
 

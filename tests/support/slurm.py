@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_bench.io import file_lock
+from retrieval_bench.io.locks import file_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM_UP = ROOT / ".ci" / "slurm-up.sh"

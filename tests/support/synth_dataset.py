@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval_bench.io import jsonl_text
+from retrieval_bench.io.strict_json import jsonl_text
 
 
 def write_synthetic(root: Path, per_type: int = 10, name: str = "synth") -> list[str]:

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from tqdm import tqdm
 
-from retrieval_bench import io as bench_io
 from retrieval_bench import progress as progress_module
 from retrieval_bench.config.encoder import FLAG_ENCODER, USE_ENCODER
 from retrieval_bench.config.text import TextConfig
 from retrieval_bench.encoders import EncoderConfig, build_encoder
-from retrieval_bench.io import file_lock
+from retrieval_bench.io import locks
+from retrieval_bench.io.locks import file_lock
 from retrieval_bench.progress import progress
 from retrieval_bench.text.token_cache import token_cache_key, tokenize_corpus
 from retrieval_bench.text.tokenizer import Tokenizer
@@ -154,7 +154,7 @@ def test_lock_wait_says_what_it_waits_for(
 ) -> None:
     """A tokeniser run blocked on another job's token cache lock logs what it waits for and
     the lock file, then proceeds once the lock is released."""
-    monkeypatch.setattr(bench_io, "LOCK_QUIET_WAIT_S", 0.0)
+    monkeypatch.setattr(locks, "LOCK_QUIET_WAIT_S", 0.0)
     caplog.set_level(logging.INFO, logger="retrieval_bench")
     texts = ["北京是中国的首都。", "深圳"]
     tokenizer = Tokenizer(TextConfig())
@@ -173,7 +173,7 @@ def test_lock_wait_says_what_it_waits_for(
         assert results == []
     worker.join(timeout=60)
     assert len(results[0]) == 2
-    messages = [r.getMessage() for r in caplog.records if r.name == "retrieval_bench.io"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "retrieval_bench.io.locks"]
     assert messages[0] == (
         f"waiting for the token cache entry of 2 passages (lock held by another job: {lock})"
     )

@@ -25,7 +25,8 @@ def write_answers(job_dir: str | Path, record: dict[str, Any]) -> list[Path]:
     """answers.json and answers.md in the job folder, each written whole (atomically); the
     job's own metrics.json is never touched."""
     from retrieval_bench.answers.report import answers_markdown
-    from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
+    from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
+    from retrieval_bench.io.strict_json import strict_json
 
     job_dir = Path(job_dir)
     paths = [job_dir / names.ANSWERS_JSON, job_dir / names.ANSWERS_MD]

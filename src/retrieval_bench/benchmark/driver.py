@@ -73,7 +73,8 @@ from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config import RunConfig
 from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.errors import ConfigError, interrupt_leaves
-from retrieval_bench.io import atomic_write_json, atomic_write_text, check_output_dir
+from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
+from retrieval_bench.io.folders import check_output_dir
 from retrieval_bench.job.check import check_config
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import read_month_state

@@ -39,7 +39,7 @@ import numpy as np
 from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKey
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.config.benchmark import GateConfig
-from retrieval_bench.io import json_number
+from retrieval_bench.io.strict_json import json_number
 from retrieval_bench.jobdir.job_sets import IGNORED_KEYS
 from retrieval_bench.jobdir.read import FinishedJob, canonical
 from retrieval_bench.judge.estimates import judge_shares

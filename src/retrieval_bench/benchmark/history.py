@@ -24,7 +24,7 @@ from typing import Any
 
 from retrieval_bench.config.benchmark import MONTH
 from retrieval_bench.errors import BenchError, ConfigError
-from retrieval_bench.io import atomic_write_json
+from retrieval_bench.io.atomic import atomic_write_json
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import read_gate_record, read_month_state
 from retrieval_bench.jobdir.read import (

@@ -22,7 +22,8 @@ from typing import TypeVar
 from retrieval_bench.config import RunConfig
 from retrieval_bench.config.benchmark import BenchmarkJudgeConfig
 from retrieval_bench.data.judgments import corpus_ids, import_judgements
-from retrieval_bench.io import atomic_write_bytes, atomic_write_text, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_bytes, atomic_write_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.judge.base import Judge, config_key

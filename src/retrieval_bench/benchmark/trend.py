@@ -28,7 +28,7 @@ from retrieval_bench.benchmark.history import (
     month_jobs,
 )
 from retrieval_bench.data.hashes import short
-from retrieval_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from retrieval_bench.io.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from retrieval_bench.jobdir import names
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table

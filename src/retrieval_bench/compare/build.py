@@ -37,7 +37,8 @@ from retrieval_bench.compare.robustness import (
 from retrieval_bench.compare.tiers import tier_record, tier_settings
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE, CompareConfig
 from retrieval_bench.errors import BenchError
-from retrieval_bench.io import atomic_write_json, atomic_write_text, strict_json
+from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
+from retrieval_bench.io.strict_json import strict_json
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import JobFolderError
 from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset, varying_keys

@@ -50,7 +50,7 @@ from retrieval_bench.data.evalset import judge_source, load_evalset
 from retrieval_bench.data.jsonl import check_fields, read_jsonl
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.errors import DataError
-from retrieval_bench.io import current_umask
+from retrieval_bench.io.atomic import current_umask
 from retrieval_bench.records import EvalQuery
 
 DEFAULT_GRADES = (0, 1)

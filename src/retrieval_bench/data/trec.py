@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO
 
 from retrieval_bench.errors import DataError
-from retrieval_bench.io import atomic_write_text
+from retrieval_bench.io.atomic import atomic_write_text
 
 Run = dict[str, list[tuple[str, float]]]
 Qrels = dict[str, dict[str, int]]

@@ -31,15 +31,10 @@ from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
-from retrieval_bench.io import (
-    atomic_writer,
-    file_lock,
-    lock_path_for,
-    remove_stale_temps,
-    strict_dumps,
-    update_len_prefixed,
-    update_texts,
-)
+from retrieval_bench.io.atomic import atomic_writer
+from retrieval_bench.io.hashing import update_len_prefixed, update_texts
+from retrieval_bench.io.locks import file_lock, lock_path_for, remove_stale_temps
+from retrieval_bench.io.strict_json import strict_dumps
 from retrieval_bench.protocols import Encoder
 
 logger = logging.getLogger(__name__)
@@ -299,7 +294,7 @@ class _HashingWriter:
 
 
 def _atomic_write(path: Path, write: Callable[[_HashingWriter], object]) -> str:
-    """Write whole-or-nothing (io.atomic_writer); returns the sha256 of what was written."""
+    """Write whole-or-nothing (`atomic_writer`); returns the sha256 of what was written."""
     with atomic_writer(path) as fh:
         writer = _HashingWriter(fh)
         write(writer)

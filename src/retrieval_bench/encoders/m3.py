@@ -35,7 +35,9 @@ from retrieval_bench.encoders.cache import (
     read_or_build,
 )
 from retrieval_bench.encoders.flag import BGEM3Encoder, ModelRole
-from retrieval_bench.io import atomic_writer, lock_path_for, strict_dumps
+from retrieval_bench.io.atomic import atomic_writer
+from retrieval_bench.io.locks import lock_path_for
+from retrieval_bench.io.strict_json import strict_dumps
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
-from retrieval_bench.io import atomic_writer, stored_or_built, user_cache_dir
+from retrieval_bench.io.atomic import atomic_writer
+from retrieval_bench.io.user_cache import stored_or_built, user_cache_dir
 from retrieval_bench.progress import progress
 
 logger = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ def _use_stored_tokenizer(model: Any) -> None:
     Why: the wheel's pure-Python tokenizer builds a 251,000-entry prefix table on every start,
     0.76 s of each job that encodes with USE; unpickled it takes 0.1 s, and it is the same
     object, so the same token ids. The file is named by the wheel's version and the hash of its
-    vocabulary file, so another wheel builds its own (`io.stored_or_built`).
+    vocabulary file, so another wheel builds its own (`stored_or_built`).
     """
     if not hasattr(model, "_sp"):  # another wheel layout: it builds its own, as it always did
         return

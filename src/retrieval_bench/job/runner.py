@@ -16,7 +16,7 @@ from retrieval_bench.data.loader import load_dataset
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.encoders.cache import CacheStats, EmbeddingCache
 from retrieval_bench.encoders.shards import encode_shard, shard_bounds
-from retrieval_bench.io import writable_dir
+from retrieval_bench.io.folders import writable_dir
 from retrieval_bench.job.assemble import (
     build_context,
     build_pipeline,

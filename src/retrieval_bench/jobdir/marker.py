@@ -21,7 +21,7 @@ import re
 import socket
 from pathlib import Path
 
-from retrieval_bench.io import atomic_write_text
+from retrieval_bench.io.atomic import atomic_write_text
 from retrieval_bench.jobdir.names import UNFINISHED
 
 RUNNING = "running"

@@ -17,10 +17,12 @@ from typing import Any
 from retrieval_bench.config.schema import DOC, PASSAGE
 from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
-from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.jobdir import marker, names
 from retrieval_bench.jobdir.files import read_plots
+from retrieval_bench.jobdir.results_table import write_table
 from retrieval_bench.paths import PROJECT_ROOT
 from retrieval_bench.records import StageRecord, passage_text
 from retrieval_bench.reports.explorer_data import SystemRun, explorer_payload
@@ -28,7 +30,7 @@ from retrieval_bench.reports.html import write_html
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
 from retrieval_bench.scoring.records import doc_stage
-from retrieval_bench.scoring.table import result_rows, system_tag, write_table
+from retrieval_bench.scoring.table import result_rows, system_tag
 from retrieval_bench.scoring.units import passage_docs
 
 PACKAGES = (

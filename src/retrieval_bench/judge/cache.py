@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.data.hashes import canonical_sha256
-from retrieval_bench.io import atomic_write_json, writable_dir
+from retrieval_bench.io.atomic import atomic_write_json
+from retrieval_bench.io.folders import writable_dir
 from retrieval_bench.judge.files import CACHE_SUBDIR
 
 

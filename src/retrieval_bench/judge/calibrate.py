@@ -42,7 +42,8 @@ from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.jsonl import file_sha256
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.errors import BenchError, ConfigError
-from retrieval_bench.io import atomic_write_json, atomic_write_text, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.judge.base import Judge, Pair
 from retrieval_bench.judge.cache import JudgeCache
 from retrieval_bench.judge.cross_encoder import CrossEncoderJudge

@@ -21,7 +21,8 @@ from typing import Any
 from retrieval_bench.data.jsonl import check_fields
 from retrieval_bench.data.judgments import ANNOTATION_FIELDS, JUDGE_SOURCE, annotation_rows
 from retrieval_bench.errors import BenchError, DataError
-from retrieval_bench.io import atomic_write_text, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.judge.base import Judge, Pair, Verdict
 from retrieval_bench.judge.cache import JudgeCache
 

@@ -32,7 +32,8 @@ from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.jsonl import file_sha256
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.errors import BenchError
-from retrieval_bench.io import atomic_write_text, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import read_rankings
 from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from retrieval_bench.config import DatasetConfig
 from retrieval_bench.data.hashes import CORPUS_FILES, hash_record, short
 from retrieval_bench.errors import BenchError, ConfigError
-from retrieval_bench.io import atomic_write_json
+from retrieval_bench.io.atomic import atomic_write_json
 from retrieval_bench.job.runner import (
     configured_variants,
     load_configured,
@@ -246,7 +246,7 @@ def _answers_relabelled(job: FinishedJob, dataset: DatasetConfig) -> tuple[Finis
     from retrieval_bench.answers import recorded_options
     from retrieval_bench.answers.score import load_job_answers
     from retrieval_bench.data.jsonl import file_sha256
-    from retrieval_bench.io import strict_json
+    from retrieval_bench.io.strict_json import strict_json
 
     source = Path(job.answers["answers"]["path"])
     try:

@@ -16,7 +16,8 @@ from retrieval_bench.data.beir import load_beir
 from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.data.passages import load_lexicon, load_passages
 from retrieval_bench.errors import DataError
-from retrieval_bench.io import atomic_write_text, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.perturb.script import converter
 from retrieval_bench.progress import progress
 

@@ -16,7 +16,8 @@ from typing import Any
 from retrieval_bench.data.evalset import evalset_record, load_evalset
 from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.errors import DataError
-from retrieval_bench.io import atomic_write_text, jsonl_text
+from retrieval_bench.io.atomic import atomic_write_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.perturb.base import Perturbation, Variant, rng_for
 from retrieval_bench.progress import progress
 from retrieval_bench.records import PERTURBATION, PERTURBED_FROM, EvalQuery

@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
-from retrieval_bench.io import stored_or_built, user_cache_dir
+from retrieval_bench.io.user_cache import stored_or_built, user_cache_dir
 from retrieval_bench.perturb.base import PerturbSettings, Variant, replace_positions
 from retrieval_bench.perturb.entities import EntityMentions
 from retrieval_bench.records import EvalQuery
@@ -69,7 +69,7 @@ def build_homophones() -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=1)
 def homophones() -> dict[str, tuple[str, ...]]:
-    """`build_homophones`, kept in the user's cache (`io.stored_or_built`, named by pypinyin's
+    """`build_homophones`, kept in the user's cache (`stored_or_built`, named by pypinyin's
     version and jieba's dictionary): every process that perturbed queries built it, and called
     jieba's `initialize` to do so (0.34 s built against 0.005 s read, jieba aside:
     benchmarks/bench_start.py)."""

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from retrieval_bench.io import atomic_write_text
+from retrieval_bench.io.atomic import atomic_write_text
 from retrieval_bench.scoring.registry import lower_is_better
 
 

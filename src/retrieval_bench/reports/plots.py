@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_bench.io import atomic_write_bytes
+from retrieval_bench.io.atomic import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.robustness import heatmap_figure, job_view
 from retrieval_bench.scoring.registry import lower_is_better

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE
-from retrieval_bench.io import atomic_write_bytes
+from retrieval_bench.io.atomic import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
 from retrieval_bench.stats.verdicts import ALL

@@ -24,7 +24,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from retrieval_bench.io import json_number
+from retrieval_bench.io.strict_json import json_number
 from retrieval_bench.records import PERTURBATION, PERTURBED_FROM, QueryRecord
 from retrieval_bench.scoring.labels import Judgements
 from retrieval_bench.scoring.records import score_records

@@ -1,8 +1,8 @@
 """A job's metrics as one long table (`results.csv`, and `results.parquet` when pyarrow is
 installed), for pandas, a spreadsheet or any tool that reads CSV rather than metrics.json; a
 sweep's folder holds the same table over all its jobs, and `metrics_frame` gives it as a
-DataFrame. Where the files go is the caller's (`jobdir.write.write_results_table`): this module
-is given their paths and reads no folder (`jobdir.files.to_dataframe` reads a job's).
+DataFrame. This module makes the rows; the files are written and read where the job folder's
+other files are (`jobdir.results_table`, `jobdir.files.to_dataframe`).
 
 One row per system x stage x query x metric, then the aggregates of the same stage:
 
@@ -18,13 +18,8 @@ the table and the JSON cannot disagree.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any, Protocol
-
-from retrieval_bench.io import atomic_write_bytes, atomic_write_text
 
 COLUMNS = ("system", "stage", "scope", "query_id", "query_type", "metric", "value")
 
@@ -58,72 +53,6 @@ def system_tag(config: Mapping[str, Any]) -> str:
     tag = str((config.get("retriever") or {}).get("name", "run"))
     router = str((config.get("router") or {}).get("name", "none"))
     return tag if router == "none" else f"router-{router}"
-
-
-def write_table(csv_path: Path, parquet_path: Path, rows: list[tuple[Any, ...]]) -> list[Path]:
-    """The table of `rows` as CSV (and as Parquet when pyarrow is importable), each written
-    atomically; returns the files written."""
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows(rows)
-    written = [csv_path]
-    atomic_write_text(csv_path, text.getvalue())
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:  # Parquet is optional: the CSV holds the same rows.
-        return written
-    buffer = pa.BufferOutputStream()
-    pq.write_table(arrow_table(rows), buffer)
-    written.append(parquet_path)
-    atomic_write_bytes(parquet_path, buffer.getvalue().to_pybytes())
-    return written
-
-
-def arrow_schema() -> Any:
-    """The table's Arrow schema: COLUMNS as strings, `value` as float64 (null: undefined)."""
-    import pyarrow as pa
-
-    return pa.schema([*((name, pa.string()) for name in COLUMNS[:-1]), ("value", pa.float64())])
-
-
-def arrow_table(rows: list[tuple[Any, ...]]) -> Any:
-    """`rows` as an Arrow table of `arrow_schema()`, each column built from its buffers.
-
-    Why not `pa.Table.from_pydict`: pyarrow imports pandas on its first conversion of Python
-    objects (to tell whether they are pandas'), which every job process paid and has no other
-    use for (`python -X importtime -c "import pyarrow as pa; pa.array(['x'])" 2>&1 | grep -w
-    pandas`: 0.35-0.56 s on the 2-core VM); from buffers the same table (the same Parquet
-    bytes, tests/unit/scoring/test_measures_results_table.py) takes milliseconds."""
-    import numpy as np
-    import pyarrow as pa
-
-    n = len(rows)
-    columns: list[Any] = []
-    for i, name in enumerate(COLUMNS[:-1]):
-        encoded = []
-        for row in rows:
-            if not isinstance(row[i], str):
-                raise TypeError(f"results table column {name!r}: {row[i]!r} is not a string")
-            encoded.append(row[i].encode("utf-8"))
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n), out=offsets[1:])
-        if offsets[-1] > np.iinfo(np.int32).max:  # past Arrow's 32-bit string offsets
-            return pa.Table.from_pydict(
-                {c: [row[j] for row in rows] for j, c in enumerate(COLUMNS)}, schema=arrow_schema()
-            )
-        buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))]
-        columns.append(pa.Array.from_buffers(pa.string(), n, buffers, null_count=0))
-    values = [row[-1] for row in rows]
-    valid = np.fromiter((v is not None for v in values), dtype=bool, count=n)
-    data = np.fromiter((0.0 if v is None else v for v in values), dtype=np.float64, count=n)
-    nulls = n - int(valid.sum())
-    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-    columns.append(
-        pa.Array.from_buffers(pa.float64(), n, [validity, pa.py_buffer(data)], null_count=nulls)
-    )
-    return pa.Table.from_arrays(columns, schema=arrow_schema())
 
 
 class SweepJob(Protocol):

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.io import json_number
+from retrieval_bench.io.strict_json import json_number
 from retrieval_bench.stats.settings import SignificanceSettings
 
 # The settings a test is run at when its caller gives none (frozen: shared safely).

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from retrieval_bench.io import json_number
+from retrieval_bench.io.strict_json import json_number
 from retrieval_bench.stats.bootstrap import rank_intervals
 from retrieval_bench.stats.corrections import FamilyTest, family_tests
 from retrieval_bench.stats.paired import min_p_value

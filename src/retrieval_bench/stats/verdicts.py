@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from retrieval_bench.config.compare import FAMILIES
-from retrieval_bench.io import json_number
+from retrieval_bench.io.strict_json import json_number
 from retrieval_bench.stats.corrections import FamilyTest, family_tests
 from retrieval_bench.stats.paired import at_floor, ci_json, min_p_value
 from retrieval_bench.stats.power import paired_counts, per_test_alpha, power_entry, summary

@@ -35,14 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_bench.io import (
-    atomic_writer,
-    file_lock,
-    lock_path_for,
-    remove_stale_temps,
-    update_len_prefixed,
-    update_texts,
-)
+from retrieval_bench.io.atomic import atomic_writer
+from retrieval_bench.io.hashing import update_len_prefixed, update_texts
+from retrieval_bench.io.locks import file_lock, lock_path_for, remove_stale_temps
 from retrieval_bench.progress import progress
 
 log = logging.getLogger(__name__)

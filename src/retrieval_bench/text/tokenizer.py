@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.config.text import TextConfig
-from retrieval_bench.io import stored_or_built, user_cache_dir
+from retrieval_bench.io.user_cache import stored_or_built, user_cache_dir
 from retrieval_bench.records import Entity
 
 
@@ -42,7 +42,7 @@ def base_dictionary() -> tuple[dict[str, int], int]:
     """jieba's default prefix dictionary (FREQ) and total, read once per process: each
     Tokenizer starts from a copy (~20 ms) instead of jieba's own reload (~1 s).
 
-    Kept in the user's cache as built by jieba (`io.stored_or_built`, named by jieba's version
+    Kept in the user's cache as built by jieba (`stored_or_built`, named by jieba's version
     and its dictionary file's hash): it unpickles in 0.2 s where jieba's own `initialize`
     reads its marshal cache file in 0.7-0.8 s, which every process that tokenises paid."""
     jieba = _jieba()

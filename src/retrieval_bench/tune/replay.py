@@ -34,7 +34,7 @@ from retrieval_bench.config import RunConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.config.schema import DOC
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.io import writable_dir
+from retrieval_bench.io.folders import writable_dir
 from retrieval_bench.job.assemble import (
     build_context,
     build_parser,

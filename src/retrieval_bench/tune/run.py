@@ -26,7 +26,9 @@ from retrieval_bench.config import RunConfig
 from retrieval_bench.config.compose import CONF_DIR, compose_dict
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion import TYPE_FROM_LABEL
-from retrieval_bench.io import atomic_write_json, atomic_write_text, claim_new_dir, file_lock
+from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
+from retrieval_bench.io.claims import claim_new_dir
+from retrieval_bench.io.locks import file_lock
 from retrieval_bench.job.check import check_config
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.progress import progress

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.config.tune import TuneConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.io import atomic_write_text
+from retrieval_bench.io.atomic import atomic_write_text
 from retrieval_bench.tune.names import TUNED_CONFIG_NAME, TUNED_YAML
 
 # Override roots that are not the job's: how it is run, and the tuning's own settings.

@@ -46,7 +46,7 @@ from retrieval_bench.benchmark.sweep import group_members, sweep_record
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.io import jsonl_text
+from retrieval_bench.io.strict_json import jsonl_text
 
 # A deliberately weakened month: the final list is cut to one passage, so every `pair` query
 # loses one of its two relevant passages and every `deep` query its only one. top_k is part of

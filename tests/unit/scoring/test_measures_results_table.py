@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from retrieval_bench.job.result import JobResult
+from retrieval_bench.jobdir.results_table import arrow_schema, arrow_table
 from retrieval_bench.jobdir.write import write_results_table
-from retrieval_bench.scoring.table import COLUMNS, arrow_schema, arrow_table, result_rows
+from retrieval_bench.scoring.table import COLUMNS, result_rows
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from conftest import compose_config, run_in_process
 
 from retrieval_bench.data.trec import read_qrels, read_run
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.io import jsonl_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.records import (
     EvalQuery,
     FilterDecision,
