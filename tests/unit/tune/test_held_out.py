@@ -20,7 +20,7 @@ import optuna
 import pytest
 
 from retrieval_bench.api import compose
-from retrieval_bench.io import jsonl_text
+from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.tune.names import TUNE_JSON
 from retrieval_bench.tune.run import Tuner, TuneRequest
