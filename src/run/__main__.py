@@ -77,7 +77,7 @@ def _task(dict_cfg: DictConfig) -> float | None:
         cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
         check_config(cfg)
         if cfg.benchmark.enabled:  # python -m run experiment=monthly: the benchmark driver
-            from retrieval_bench.benchmark.driver import run_from_hydra
+            from run.monthly import run_from_hydra
 
             _exit_code[0] = run_from_hydra(cfg)
             return None

@@ -24,7 +24,6 @@ from pathlib import Path
 from hydra.errors import HydraException
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from retrieval_bench.benchmark.sweep import PARENT_PID_ENV
 from retrieval_bench.config import nearest_key
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
@@ -37,6 +36,7 @@ from retrieval_bench.errors import (
     stop_signal,
     stopped_how,
 )
+from run.sweep_process import PARENT_PID_ENV
 
 
 class JobFailed(BaseException):

@@ -359,11 +359,11 @@ def test_a_job_killed_outright_reads_interrupted_not_running(tmp_path: Path) -> 
 def test_ctrl_c_in_the_monthly_job_exits_130_with_one_line(tmp_path: Path) -> None:
     patch = """
         import os, signal, time
-        from retrieval_bench.benchmark import driver
+        from run import monthly
         def launch(*args, **kwargs):  # Ctrl-C while the month's jobs run
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(30)
-        driver._launch = launch
+        monthly._launch = launch
     """
     args = [
         "experiment=monthly",

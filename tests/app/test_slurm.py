@@ -17,7 +17,7 @@ import pytest
 from conftest import mini_overrides, run_app
 from support.slurm import slurm, submitted
 
-from retrieval_bench.benchmark.driver import launcher_overrides
+from retrieval_bench.benchmark.month import launcher_overrides
 from retrieval_bench.errors import ConfigError
 from run.slurm import Node, check_fits, slurm_fit
 

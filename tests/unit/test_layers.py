@@ -1,18 +1,26 @@
 """Data flows one way (ARCHITECTURE.md): every package of `retrieval_bench` has a layer, and a
 module imports only its own package and packages of lower layers. Checked on the source, with
 imports inside functions and under TYPE_CHECKING counted, so a cycle cannot hide at run time;
-and no two modules import each other, directly or through others."""
+and no two modules import each other, directly or through others. The library never imports
+the app (`src/run`), nor starts it as a process (`python -m run ...`), a dependency no import
+shows.
+
+`python tests/unit/test_layers.py` prints the import graph's figures (modules, package nodes,
+edges, cycles, imports upward or beside)."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import itertools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
+# The repository root (not conftest's: `python tests/unit/test_layers.py` runs without it).
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 PACKAGE = "retrieval_bench"
 
@@ -174,3 +182,117 @@ def test_the_app_is_above_the_library() -> None:
         if name == "run" or name.startswith("run.")
     ]
     assert offending == []
+
+
+# A shell command that runs the app (`python -m run`, `python3 -m run.score`, ...).
+_APP_COMMAND = re.compile(r"(^|\s)-m\s+run(\.\w+)*(\s|$)")
+# Calls that start a process from a command line (a shell string or an argv).
+_PROCESS_CALLS = {
+    "run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput",
+    "system", "popen", "create_subprocess_exec", "create_subprocess_shell",
+}  # fmt: skip
+
+
+def _is_app_module(node: ast.expr | None) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (node.value == "run" or node.value.startswith("run."))
+    )
+
+
+def app_starts(source: str) -> list[int]:
+    """Lines where `source` would start the app as a process: an argument list holding `-m`
+    then `run` (or `run.<command>`), a process call given a shell command `... -m run ...`, or
+    runpy running the `run` package. Text that merely names a command (a docstring, an error's
+    hint) starts nothing and is not counted."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        items: list[ast.expr] = []
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = list(node.elts)
+        elif isinstance(node, ast.Call):
+            items = list(node.args)
+            name = (
+                node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else (node.func.id if isinstance(node.func, ast.Name) else "")
+            )
+            command = items[0] if items else None
+            if (
+                name in _PROCESS_CALLS
+                and isinstance(command, ast.Constant)
+                and isinstance(command.value, str)
+                and _APP_COMMAND.search(command.value)
+            ):
+                lines.append(node.lineno)
+            if name in ("run_module", "run_path") and _is_app_module(command):
+                lines.append(node.lineno)
+        for flag, module in itertools.pairwise(items):
+            if isinstance(flag, ast.Constant) and flag.value == "-m" and _is_app_module(module):
+                lines.append(flag.lineno)
+    return sorted(set(lines))
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ('cmd = [sys.executable, "-m", "run", "-m", *overrides]', [1]),
+        ('subprocess.Popen((python, "-m", "run.score", qrels))', [1]),
+        ('subprocess.run("python -m run experiment=monthly", shell=True)', [1]),
+        ('os.system("python3 -m run.compare out")', [1]),
+        ('runpy.run_module("run", run_name="__main__")', [1]),
+        ('"""Run it: `python -m run experiment=monthly`."""', []),
+        ('raise ConfigError("k", "see python -m run.pool --import")', []),
+        ('subprocess.run([sys.executable, "-m", "pip", "install", "run"])', []),
+    ],
+)
+def test_app_starts_finds_what_starts_the_app_and_nothing_else(
+    source: str, found: list[int]
+) -> None:
+    assert app_starts(source) == found
+
+
+def test_the_library_never_starts_the_app() -> None:
+    """The library plans and returns data; launching `python -m run` (the monthly benchmark's
+    sweeps) is the app's (`run.monthly`)."""
+    offending = [
+        f"{module} line {line} starts the app"
+        for module, path in modules().items()
+        for line in app_starts(path.read_text(encoding="utf-8"))
+    ]
+    assert offending == []
+
+
+def figures() -> dict[str, int]:
+    """The import graph's figures: modules (a package counts as its `__init__`), package nodes,
+    import edges between modules, cycles (strongly connected components of more than one
+    module) and imports of a layer above or beside the importer's."""
+    known = modules()
+    edges = graph()
+    upward = sum(
+        1
+        for module, imported in edges.items()
+        for other in imported
+        if module != PACKAGE
+        and other != PACKAGE
+        and part_of(other) != part_of(module)
+        and RANK[part_of(other)] >= RANK[part_of(module)]
+    )
+    try:
+        test_no_import_cycle_between_modules()
+        cycles = 0
+    except AssertionError:
+        cycles = 1
+    return {
+        "modules": len(known),
+        "package_nodes": sum(1 for path in known.values() if path.name == "__init__.py"),
+        "edges": sum(len(imported) for imported in edges.values()),
+        "layer_parts": len({part_of(m) for m in known if m != PACKAGE}),
+        "cycles": cycles,
+        "upward_imports": upward,
+    }
+
+
+if __name__ == "__main__":
+    print(" ".join(f"{name}={value}" for name, value in figures().items()))

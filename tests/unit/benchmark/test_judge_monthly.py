@@ -14,9 +14,9 @@ import pytest
 from conftest import FIXTURE, run_mini
 from support.judge_server import chat_model
 
-from retrieval_bench.benchmark.driver import gate_month
 from retrieval_bench.benchmark.history import month_jobs
 from retrieval_bench.benchmark.judge_step import judge_month, month_judge
+from retrieval_bench.benchmark.month import gate_month
 from retrieval_bench.compare.build import compare_dirs
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.config.benchmark import BenchmarkJudgeConfig
@@ -67,7 +67,7 @@ def test_a_month_judges_its_pool_and_the_gate_says_what_rests_on_it(tmp_path: Pa
     assert "judge_estimates" in result.record["datasets"]["mini"]
     assert "Estimates with the judge's labels" in (folder / "comparison.md").read_text("utf-8")
 
-    assert gate_month(cfg, root, "2026-02", current) in (True, False)
+    assert gate_month(cfg, root, "2026-02", current) is not None
     gate = json.loads((second / "gate.json").read_text(encoding="utf-8"))
     assert any("baseline re-scored against current labels" in line for line in gate["relabelled"])
     shares = [c["judged_share"] for c in gate["checks"] if c["n"] > 0]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,16 @@ from hydra import initialize_config_dir
 from support.service_server import Reply, labelled_answers, serve
 from support.synth_dataset import write_synthetic
 
-from retrieval_bench.benchmark.driver import (
+from retrieval_bench.benchmark.history import (
+    Baseline,
+    BenchmarkError,
+    JobKey,
+    gate_status,
+    month_jobs,
+    month_lock,
+    resolve_baseline,
+)
+from retrieval_bench.benchmark.month import (
     check_allowed_changes,
     compose_jobs,
     gate_month,
@@ -34,19 +43,13 @@ from retrieval_bench.benchmark.driver import (
     jobs_to_run,
     refuse_live_sweeps,
 )
-from retrieval_bench.benchmark.history import (
-    Baseline,
-    BenchmarkError,
-    gate_status,
-    month_jobs,
-    month_lock,
-    resolve_baseline,
-)
 from retrieval_bench.benchmark.sweep import group_members, sweep_record
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.io.strict_json import jsonl_text
+from retrieval_bench.jobdir.read import FinishedJob
+from run.monthly import print_gate
 
 # A deliberately weakened month: the final list is cut to one passage, so every `pair` query
 # loses one of its two relevant passages and every `deep` query its only one. top_k is part of
@@ -165,19 +168,27 @@ def gate_cfg(root: Path, **gate: Any) -> RunConfig:
     return cfg
 
 
+def gated(cfg: RunConfig, root: Path, month: str, jobs: Mapping[JobKey, FinishedJob]) -> bool:
+    """The month gated as the monthly command gates it: the gate's files written, its verdict
+    printed (`run.monthly.print_gate`); whether it passed."""
+    gate = gate_month(cfg, root, month, jobs)
+    print_gate(month, gate)
+    return gate is None or gate.passed
+
+
 def test_a_failed_month_is_not_the_next_months_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_month(tmp_path, "2026-09", "no baseline", value=1.0)
     bad = write_month(tmp_path, "2026-10", None, value=0.0)
     cfg = gate_cfg(tmp_path)
-    assert gate_month(cfg, tmp_path, "2026-10", month_jobs(bad)) is False
+    assert gated(cfg, tmp_path, "2026-10", month_jobs(bad)) is False
     assert gate_status(bad) == "failed"
     err = capsys.readouterr().err
     assert "GATE FAILED: 2 significant drop(s) beyond tolerance" in err
     # The next month, as bad, is gated against 2026-09, not against the bad month.
     worse = write_month(tmp_path, "2026-11", None, value=0.0)
-    assert gate_month(cfg, tmp_path, "2026-11", month_jobs(worse)) is False
+    assert gated(cfg, tmp_path, "2026-11", month_jobs(worse)) is False
     out = capsys.readouterr().out
     assert (
         f"gate 2026-11 against {tmp_path / '2026-09'} (2026-09: the latest earlier finished "
@@ -195,7 +206,7 @@ def test_a_gate_with_no_checks_fails_naming_why(
 ) -> None:
     write_month(tmp_path, "2026-09", "no baseline", dataset="travel")
     month = write_month(tmp_path, "2026-10", None, dataset="synth")
-    assert gate_month(gate_cfg(tmp_path), tmp_path, "2026-10", month_jobs(month)) is False
+    assert gated(gate_cfg(tmp_path), tmp_path, "2026-10", month_jobs(month)) is False
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "GATE FAILED: no checks: no job and metric of this month could be paired with the "
@@ -211,7 +222,7 @@ def test_the_first_month_passes_with_nothing_gated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     month = write_month(tmp_path, "2026-09", None)
-    assert gate_month(gate_cfg(tmp_path), tmp_path, "2026-09", month_jobs(month)) is True
+    assert gated(gate_cfg(tmp_path), tmp_path, "2026-09", month_jobs(month)) is True
     assert capsys.readouterr().out == (
         "gate 2026-09: no baseline, nothing gated (no earlier finished month: the first "
         "benchmark)\n"
@@ -221,7 +232,7 @@ def test_the_first_month_passes_with_nothing_gated(
 
 def test_a_disabled_gate_records_the_month_as_not_gated(tmp_path: Path) -> None:
     month = write_month(tmp_path, "2026-09", None)
-    assert gate_month(gate_cfg(tmp_path, enabled=False), tmp_path, "2026-09", {}) is True
+    assert gate_month(gate_cfg(tmp_path, enabled=False), tmp_path, "2026-09", {}) is None
     assert gate_status(month) == "not gated"
 
 

@@ -150,7 +150,7 @@ def test_a_months_robustness_node_reaches_every_job() -> None:
     job (a key given on the command line stays the command line's), which compose back to it."""
     from conftest import compose_config
 
-    from retrieval_bench.benchmark.driver import robustness_overrides
+    from retrieval_bench.benchmark.month import robustness_overrides
     from retrieval_bench.config.robustness import RobustnessConfig
 
     node = RobustnessConfig(kinds=["traditional", "spacing"], rate=0.5, opencc_traditional="s2tw")

@@ -19,8 +19,8 @@ import yaml
 from conftest import FIXTURE, ROOT, compose_config, config_record, mini_overrides
 from omegaconf import OmegaConf
 
-from retrieval_bench.benchmark.driver import gate_month
 from retrieval_bench.benchmark.history import month_jobs
+from retrieval_bench.benchmark.month import gate_month
 from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.config import RunConfig, register_configs
 from retrieval_bench.config.benchmark import BenchmarkConfig, GateConfig
@@ -33,6 +33,7 @@ from retrieval_bench.jobdir.read import RescoreError
 from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.labels.rescore import rescore_job
 from retrieval_bench.records import Dataset
+from run.monthly import print_gate
 from run.rescore import main as rescore_main
 
 register_configs()
@@ -288,7 +289,9 @@ def test_the_gate_rescores_a_baseline_scored_against_other_labels(
     cfg = RunConfig()
     cfg.benchmark = BenchmarkConfig(enabled=True, root=str(root), gate=GateConfig())
     cfg.compare.n_resamples = 2000
-    assert gate_month(cfg, root, "2026-10", month_jobs(month)) is True
+    gate = gate_month(cfg, root, "2026-10", month_jobs(month))
+    print_gate("2026-10", gate)  # as the monthly command shows it
+    assert gate is not None and gate.passed
     line = (
         "mini/bm25: baseline re-scored against current labels: "
         f"{short(old_hash)} -> {short(new_hash)}"
@@ -355,7 +358,9 @@ def test_a_baseline_whose_corpus_changed_is_compared_as_recorded_and_says_why(
     cfg.benchmark = BenchmarkConfig(enabled=True, root=str(root), gate=GateConfig())
     cfg.compare.n_resamples = 2000
     # The changed files are plan differences the gate was not told to allow.
-    assert gate_month(cfg, root, "2026-10", month_jobs(month)) is False
+    gate = gate_month(cfg, root, "2026-10", month_jobs(month))
+    print_gate("2026-10", gate)  # as the monthly command shows it
+    assert gate is not None and not gate.passed
     record = json.loads((month / "gate.json").read_text())
     [line] = record["relabelled"]
     assert line.startswith("mini/bm25: labels changed (")

@@ -1,4 +1,5 @@
-"""`python -m run experiment=monthly`: one month's benchmark, gated against an earlier month.
+"""One month's benchmark as the library plans, keeps the books of, compares and gates it; the
+app (`run.monthly`, `python -m run experiment=monthly`) launches the sweeps and prints.
 
 1. Resolve the month (`benchmark.month`, default this month) once; everything of this run goes
    under `<root>/<month>/`, and a lock on that folder keeps a second run of the same month out.
@@ -8,11 +9,12 @@
 2. Record the plan (datasets x retrievers, and the command-line overrides applied to every job)
    in `benchmark.json`. A rerun of an unfinished month must carry the same plan, so a month is
    never a mix of two configurations; finished jobs are kept and only the rest are run.
-3. Run the missing jobs as a Hydra multirun per dataset (`python -m run -m ...`, through the
-   `hydra/launcher` named by `benchmark.launcher`, with `benchmark.launcher_settings` as its
-   `hydra.launcher.*` settings), each into `<month>/<dataset name>/<retriever>/`. The sweep
-   runs in a process group of its own that stops with the driver (`sweep`), and a rerun that
-   finds an earlier run's sweep still alive refuses, naming its pids.
+3. The missing jobs run as a Hydra multirun per dataset, through the `hydra/launcher` named by
+   `benchmark.launcher`, with `benchmark.launcher_settings` as its `hydra.launcher.*` settings,
+   each into `<month>/<dataset name>/<retriever>/` (`sweep_overrides`; the app starts the
+   sweep with them in a process group of its own that stops with the driver:
+   `run.sweep_process`). A rerun that finds an earlier run's sweep still alive refuses, naming
+   its pids (`sweep.live_sweeps`).
 4. With `benchmark.judge`, pool each dataset's jobs, grade the new pool entries with the model
    judge and re-score the jobs against people's plus the judge's labels (`judge_step`).
    Compare each dataset's jobs per type (comparison.md next to them, with the three estimates
@@ -21,17 +23,20 @@
    baseline job scored against other labels than this month's is re-scored against the
    current labels first, see retrieval_bench.labels.rescore),
    write gate.md/gate.json (with the month's gate status, which decides whether it can be a
-   later month's baseline); redraw the trend over every finished month. Exit 1 when the gate
-   fails: a regression, a plan difference not allowed, or no check at all.
+   later month's baseline); redraw the trend over every finished month. The gate fails on a
+   regression, a plan difference not allowed, or no check at all (the app exits 1).
+
+Each step returns what it found (the answers scored, the judge's lines, each comparison, the
+gate's result) rather than printing it: what the console shows is the app's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import subprocess
-import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +71,13 @@ from retrieval_bench.benchmark.history import (
     resolve_baseline,
     write_state,
 )
-from retrieval_bench.benchmark.judge_step import judge_month, month_judge
-from retrieval_bench.benchmark.sweep import live_sweeps, run_sweep, sweep_record
+from retrieval_bench.benchmark.judge_step import month_judge
+from retrieval_bench.benchmark.sweep import live_sweeps, sweep_record
 from retrieval_bench.benchmark.trend import write_trend
-from retrieval_bench.compare.build import compare_dirs
+from retrieval_bench.compare.build import ComparisonOutput, compare_dirs
 from retrieval_bench.config import RunConfig
 from retrieval_bench.config.robustness import RobustnessConfig
-from retrieval_bench.errors import ConfigError, interrupt_leaves
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
 from retrieval_bench.io.folders import check_output_dir
 from retrieval_bench.job.check import check_config
@@ -242,50 +247,6 @@ def launcher_overrides(settings: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _launch(
-    month_dir: Path,
-    dataset: str,
-    folder: str,
-    retrievers: Sequence[str],
-    cfg: RunConfig,
-    overrides: Sequence[str],
-    state: dict[str, Any],
-) -> None:
-    """One dataset's missing jobs as a sweep (`sweep.run_sweep`: a process group of its own
-    that dies with the driver), recorded in the month's state so that a rerun can tell
-    whether it is still running."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "run",
-        "-m",
-        f"dataset={dataset}",
-        f"retriever={','.join(retrievers)}",
-        *overrides,
-        f"hydra.sweep.dir={_quote(str((month_dir / folder).resolve()))}",
-        f"hydra.sweep.subdir={_SUBDIR}",
-        f"hydra/launcher={cfg.benchmark.launcher}",
-        *launcher_overrides(cfg.benchmark.launcher_settings),
-        "compare.enabled=false",
-    ]
-    print(
-        f"benchmark {month_dir.name}: running {dataset} ({folder}) x {list(retrievers)}", flush=True
-    )
-
-    def record(proc: subprocess.Popen[Any]) -> None:
-        state["runs"][-1].setdefault("sweeps", []).append(sweep_record(proc))
-        write_state(month_dir, state)
-
-    code = run_sweep(cmd, record)
-    if code != 0:
-        states = {r: job_folder_state(month_dir / folder / r) for r in retrievers}
-        why = "".join(f"; {_job_line(dataset, r, s)}" for r, s in states.items() if s)
-        raise BenchmarkError(
-            f"jobs for {dataset} x {list(retrievers)} failed (exit {code}){why}; "
-            "finished jobs are kept: rerun the same command to resume"
-        )
-
-
 def _job_line(dataset: str, retriever: str, state: str | None) -> str:
     """`<dataset>/<retriever>`, with why its folder is not finished when it says."""
     return f"{dataset}/{retriever}" + (f" ({state})" if state else "")
@@ -317,8 +278,24 @@ def refuse_live_sweeps(month_dir: Path, state: Mapping[str, Any] | None) -> None
         )
 
 
-def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | None = None) -> int:
-    """Run, compare, gate and trend one month; 0 = gate passed, 1 = gate failed."""
+@dataclass(frozen=True)
+class MonthPlan:
+    """One month's run as planned and checked before any work (`plan_month`): where it goes,
+    the overrides every job gets, each dataset's folder, and the plan `benchmark.json` records
+    (a rerun of the month must carry the same)."""
+
+    month: str
+    root: Path
+    month_dir: Path
+    overrides: list[str]
+    folders: dict[str, str]
+    plan: dict[str, Any]
+
+
+def plan_month(cfg: RunConfig, task_overrides: Sequence[str]) -> MonthPlan:
+    """The month of `cfg.benchmark`, every job composed and validated, its folders checked to
+    lie inside the month, the allowed plan changes and the judge's settings checked: a bad
+    value fails here (ConfigError, exit 2) before any job runs. Needs Hydra initialised."""
     bench = cfg.benchmark
     month = bench.month or current_month()
     root = Path(bench.root)
@@ -336,60 +313,120 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
         "retrievers": list(bench.retrievers),
         "overrides": [o for o in overrides if o.split("=")[0].lstrip("+") not in _NOT_PLAN],
     }
-    with month_lock(month_dir):
-        refuse_live_sweeps(month_dir, read_month_state(month_dir))
-        state = _start(month_dir, month, plan, log_dir)
-        todo = jobs_to_run(month_dir, bench.datasets, bench.retrievers)
-        if not todo:
-            print(f"benchmark {month}: every job already finished; nothing to run", flush=True)
-        for dataset, retrievers in todo.items():
-            _launch(month_dir, dataset, folders[dataset], retrievers, cfg, overrides, state)
-        finished = month_jobs(month_dir)
-        # A generator's answers.jsonl dropped beside a job: scored before compare and gate.
-        scored = score_found_answers([job.path for job in finished.values()])
-        for line in scored:
-            print(line, flush=True)
-        if scored:
-            finished = month_jobs(month_dir)
-        done = planned_done(finished.values())
-        absent = [
-            _job_line(d, r, job_folder_state(month_dir / folders[d] / r))
-            for d in bench.datasets
-            for r in bench.retrievers
-            if (d, r) not in done
-        ]
-        if absent:
-            raise BenchmarkError(f"{month_dir}: jobs did not finish: {', '.join(absent)}")
-        current = _planned_jobs(finished, plan)
-        snapshots: dict[Path, Path] = {}
-        if bench.judge.enabled:
-            current, snapshots, judged = judge_month(cfg, current)
-            for line in judged:
-                print(line, flush=True)
-        for folder in sorted({job.path.parent for job in current.values()}):
-            result = compare_dirs(
-                [folder],
-                cfg.compare,
-                out_dir=folder,
-                baselines=[],
-                judged_labels=snapshots.get(folder),
-            )
-            print(result.text, flush=True)
-        state["status"] = FINISHED
-        state["runs"][-1]["finished"] = _now()
-        write_state(month_dir, state)
+    return MonthPlan(month, root, month_dir, overrides, folders, plan)
 
-    gate_ok = gate_month(cfg, root, month, current)
-    files = write_trend(root, bench.trend_metrics or list(bench.gate.tolerances), cfg.compare.stage)
-    print("trend: " + ", ".join(str(f) for f in files), flush=True)
-    return 0 if gate_ok else 1
+
+@contextlib.contextmanager
+def open_month(plan: MonthPlan, log_dir: str | None) -> Iterator[dict[str, Any]]:
+    """The month's lock held (a second run of the month is refused), no earlier run's sweep
+    alive, and its state (`benchmark.json`) started or resumed under the same plan: yields the
+    state, which `record_sweep` and `mark_finished` update."""
+    with month_lock(plan.month_dir):
+        refuse_live_sweeps(plan.month_dir, read_month_state(plan.month_dir))
+        yield _start(plan.month_dir, plan.month, plan.plan, log_dir)
+
+
+def sweep_overrides(
+    plan: MonthPlan, cfg: RunConfig, dataset: str, retrievers: Sequence[str]
+) -> list[str]:
+    """The overrides of one dataset's sweep of its missing jobs (the app starts the sweep with
+    them): every retriever into `<month>/<dataset folder>/<retriever>/`, through
+    `benchmark.launcher`, without a comparison of its own (the month compares)."""
+    return [
+        f"dataset={dataset}",
+        f"retriever={','.join(retrievers)}",
+        *plan.overrides,
+        f"hydra.sweep.dir={_quote(str((plan.month_dir / plan.folders[dataset]).resolve()))}",
+        f"hydra.sweep.subdir={_SUBDIR}",
+        f"hydra/launcher={cfg.benchmark.launcher}",
+        *launcher_overrides(cfg.benchmark.launcher_settings),
+        "compare.enabled=false",
+    ]
+
+
+def record_sweep(plan: MonthPlan, state: dict[str, Any], proc: subprocess.Popen[Any]) -> None:
+    """A started sweep's process group in the month's state, so that a rerun can tell whether
+    it is still running."""
+    state["runs"][-1].setdefault("sweeps", []).append(sweep_record(proc))
+    write_state(plan.month_dir, state)
+
+
+def sweep_failed(
+    plan: MonthPlan, dataset: str, retrievers: Sequence[str], code: int
+) -> BenchmarkError:
+    """The error of a dataset's sweep that exited `code`, naming each job that did not finish
+    and why its folder says so."""
+    folder = plan.month_dir / plan.folders[dataset]
+    states = {r: job_folder_state(folder / r) for r in retrievers}
+    why = "".join(f"; {_job_line(dataset, r, s)}" for r, s in states.items() if s)
+    return BenchmarkError(
+        f"jobs for {dataset} x {list(retrievers)} failed (exit {code}){why}; "
+        "finished jobs are kept: rerun the same command to resume"
+    )
+
+
+def score_answers(plan: MonthPlan) -> tuple[dict[JobKey, FinishedJob], list[str]]:
+    """Score the answers a generator dropped beside a job of the month (`answers.jsonl`, scored
+    before compare and gate): the month's jobs as they are then, and a line per job scored."""
+    finished = month_jobs(plan.month_dir)
+    scored = score_found_answers([job.path for job in finished.values()])
+    if scored:
+        finished = month_jobs(plan.month_dir)
+    return finished, scored
+
+
+def planned_finished(
+    plan: MonthPlan, finished: Mapping[JobKey, FinishedJob]
+) -> dict[JobKey, FinishedJob]:
+    """The month's planned jobs, once every one of them finished; a BenchmarkError naming
+    those that did not (and why their folders say so)."""
+    done = planned_done(finished.values())
+    absent = [
+        _job_line(d, r, job_folder_state(plan.month_dir / plan.folders[d] / r))
+        for d in plan.plan["datasets"]
+        for r in plan.plan["retrievers"]
+        if (d, r) not in done
+    ]
+    if absent:
+        raise BenchmarkError(f"{plan.month_dir}: jobs did not finish: {', '.join(absent)}")
+    return _planned_jobs(finished, plan.plan)
+
+
+def compare_month(
+    cfg: RunConfig, current: Mapping[JobKey, FinishedJob], snapshots: Mapping[Path, Path]
+) -> Iterator[ComparisonOutput]:
+    """Each dataset folder's comparison of the month's jobs (comparison.md next to them, with
+    the three estimates where the judge's label snapshot is given), one at a time."""
+    for folder in sorted({job.path.parent for job in current.values()}):
+        yield compare_dirs(
+            [folder],
+            cfg.compare,
+            out_dir=folder,
+            baselines=[],
+            judged_labels=snapshots.get(folder),
+        )
+
+
+def mark_finished(plan: MonthPlan, state: dict[str, Any]) -> None:
+    """The month's state says every job finished and was compared."""
+    state["status"] = FINISHED
+    state["runs"][-1]["finished"] = _now()
+    write_state(plan.month_dir, state)
+
+
+def trend(cfg: RunConfig) -> list[Path]:
+    """The trend over every finished month of `benchmark.root`, redrawn; the files written."""
+    bench = cfg.benchmark
+    metrics = bench.trend_metrics or list(bench.gate.tolerances)
+    return write_trend(Path(bench.root), metrics, cfg.compare.stage)
 
 
 def gate_month(
     cfg: RunConfig, root: Path, month: str, current: Mapping[JobKey, FinishedJob]
-) -> bool:
+) -> GateResult | None:
     """Gate a finished month's jobs against its baseline; write gate.json/gate.md (its status
-    decides whether this month can be a later month's baseline) and print the verdict."""
+    decides whether this month can be a later month's baseline) and return the result; None
+    when the gate is off (`benchmark.gate.enabled=false`: written as not gated)."""
     bench = cfg.benchmark
     month_dir = root / month
     if not bench.gate.enabled:
@@ -402,8 +439,7 @@ def gate_month(
             f"# Regression gate {month}: not gated\n\nbenchmark.gate.enabled=false: this month "
             "is no later month's baseline unless pinned (benchmark.baseline).\n",
         )
-        print(f"gate {month}: not gated (benchmark.gate.enabled=false)", flush=True)
-        return True
+        return None
     choice = resolve_baseline(root, month, bench.baseline)
     baseline: dict[JobKey, FinishedJob] | None = None
     relabelled: list[str] = []
@@ -424,8 +460,7 @@ def gate_month(
         gate.no_baseline_reason = choice.reason
     gate.relabelled = relabelled
     _write_gate(month_dir, month, gate)
-    _print_gate(month, gate)
-    return gate.passed
+    return gate
 
 
 def _start(
@@ -468,7 +503,7 @@ def _planned_jobs(jobs: Mapping[JobKey, FinishedJob], plan: dict[str, Any]) -> d
     }
 
 
-def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
+def gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
     rows = []
     for c in gate.checks:
         if only_flagged and c.status in (OK, IMPROVED):
@@ -493,7 +528,7 @@ def _gate_rows(gate: GateResult, only_flagged: bool) -> list[list[Any]]:
     return rows
 
 
-_GATE_HEADER = [
+GATE_HEADER = [
     "dataset",
     "retriever",
     "type",
@@ -510,7 +545,7 @@ _GATE_HEADER = [
 ]
 
 
-def _baseline_line(gate: GateResult) -> str:
+def baseline_line(gate: GateResult) -> str:
     if gate.baseline is None and not gate.no_baseline_reason:
         return f"no baseline, nothing gated ({gate.baseline_reason})"
     if gate.baseline is None:
@@ -524,7 +559,7 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult) -> None:
     lines = [
         f"# Regression gate {month}: {verdict}",
         "",
-        f"Baseline: {_baseline_line(gate)}.",
+        f"Baseline: {baseline_line(gate)}.",
         "",
         *(f"- {line}" for line in gate.relabelled),
         *([""] if gate.relabelled else []),
@@ -550,51 +585,6 @@ def _write_gate(month_dir: Path, month: str, gate: GateResult) -> None:
             "",
             *(f"- not gated: {m}" for m in gate.missing),
             *([""] if gate.missing else []),
-            markdown_table(_GATE_HEADER, _gate_rows(gate, only_flagged=False)),
+            markdown_table(GATE_HEADER, gate_rows(gate, only_flagged=False)),
         ]
     atomic_write_text(month_dir / names.GATE_MD, "\n".join([*lines, ""]))
-
-
-def _print_gate(month: str, gate: GateResult) -> None:
-    if gate.baseline is None and gate.passed:
-        print(f"gate {month}: {_baseline_line(gate)}", flush=True)
-        return
-    if gate.baseline is not None:
-        print(
-            f"\ngate {month} against {_baseline_line(gate)}: {len(gate.tested)} checks",
-            flush=True,
-        )
-    for line in gate.relabelled:
-        print(line, flush=True)
-    for d in gate.plan:
-        state = "allowed" if d.allowed else "NOT allowed"
-        print(f"plan difference ({state}): {d.describe()}", flush=True)
-    flagged = _gate_rows(gate, only_flagged=True)
-    if flagged:
-        from retrieval_bench.reports.tables import text_table
-
-        print(text_table(_GATE_HEADER, flagged), flush=True)
-    for m in gate.missing:
-        print(f"not gated: {m}", flush=True)
-    if gate.passed:
-        print(f"gate {month}: PASSED", flush=True)
-        return
-    for c in gate.failures:
-        print(c.message(), file=sys.stderr, flush=True)
-    for reason in gate.reasons:
-        print(f"GATE FAILED: {reason}", file=sys.stderr, flush=True)
-    print(f"gate {month}: FAILED", file=sys.stderr, flush=True)
-
-
-def run_from_hydra(cfg: RunConfig) -> int:
-    """Entry from the Hydra app: the driver runs once, never as a job of a sweep."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        raise ConfigError("benchmark.enabled", "run the benchmark without -m/--multirun")
-    month_dir = Path(cfg.benchmark.root) / (cfg.benchmark.month or current_month())
-    # Ctrl-C: one line saying what is left (finished jobs are kept; a rerun resumes).
-    with interrupt_leaves(f"benchmark {month_dir} is unfinished: rerun the same command to resume"):
-        return run_benchmark(cfg, list(hydra_cfg.overrides.task), hydra_cfg.runtime.output_dir)
