@@ -1,22 +1,102 @@
 """The one plug-in convention: a config node names a class by `_target_` (anywhere on the path,
 not only in this package) and its other keys are that class's keyword arguments, checked against
 the class's typed node, so a typo fails naming the key and its nearest known name before any
-work. Arms, combiners, stages and encoders are all built this way."""
+work. Arms, combiners, stages and encoders are all built this way.
+
+It is also the plug-in boundary: an exception raised inside a plug-in whose class lives outside
+this package (its `__init__`, `build`, `check`, `active`, `search`, `apply`, `combine`, `info`,
+an encoder's `identity`, `dimension`, `encode_*`), a built object without its protocol's
+methods, or an `info()` that is not JSON is that plug-in's failure: `PluginError` (exit 2)
+naming the plug-in, the method and its message. The same inside a class of this package is
+this project's bug and keeps its traceback (exit 3)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
-from collections.abc import Mapping, Sequence
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from hydra.errors import InstantiationException
-from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 from retrieval_bench.errors import BenchError, ConfigError, nearest_hint
+from retrieval_bench.io.strict_json import strict_dumps
 
 T = TypeVar("T")
+PACKAGE = "retrieval_bench."
+
+
+class PluginError(BenchError):
+    """A plug-in from outside this package raised inside one of its methods, or gave back what
+    its protocol forbids: its failure, named with its class and method (module doc)."""
+
+
+def plugin_class(component: object) -> type:
+    """`component` itself when it is a class, else its class."""
+    return component if isinstance(component, type) else type(component)
+
+
+def is_builtin(component: object) -> bool:
+    """Whether `component` (an object or a class) is one of this package's own."""
+    return plugin_class(component).__module__.startswith(PACKAGE)
+
+
+def plugin_name(component: object) -> str:
+    """`module.Class` of the plug-in, as its `_target_` names it."""
+    cls = plugin_class(component)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def guarded_call(what: str, component: object, call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, a method of `component`; an exception raised by an outside plug-in becomes
+    a PluginError naming it (`what`: "arm 'x'", "stage 'y'"), the method and the message; one
+    raised by a built-in propagates as the bug it is, as does any BenchError (already named)."""
+    try:
+        return call(*args)
+    except BenchError:
+        raise
+    except Exception as exc:
+        if is_builtin(component):
+            raise
+        method = "__init__" if isinstance(call, type) else getattr(call, "__name__", "call")
+        raise PluginError(
+            f"{what}: {plugin_name(component)}.{method}() raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def require_methods(
+    what: str, maker: object, built: object, kind: str, methods: Sequence[str]
+) -> None:
+    """PluginError when `built` (what `maker`'s build returned) lacks a method of its protocol
+    (`kind`: "Arm", "Stage", "Combiner"), before anything calls it."""
+    missing = [m for m in methods if not callable(getattr(built, m, None))]
+    if missing:
+        raise PluginError(
+            f"{what}: {plugin_name(maker)}.build() returned {type(built).__qualname__}, which "
+            f"has no {missing[0]}() method ({'an' if kind[0] in 'AEIOU' else 'a'} {kind} has "
+            f"{', '.join(f'{m}()' for m in methods)}; see retrieval_bench.protocols)"
+        )
+
+
+def checked_info(what: str, component: object) -> dict[str, Any]:
+    """`component.info()`, guarded, which the manifest writes: a mapping that is JSON, else a
+    PluginError naming the plug-in (a built-in's is a bug and propagates)."""
+    info = guarded_call(what, component, component.info)  # type: ignore[attr-defined]
+    try:
+        if not isinstance(info, Mapping):
+            raise TypeError(f"returned {type(info).__name__}, not a mapping")
+        strict_dumps(info)
+    except (TypeError, ValueError) as exc:
+        if is_builtin(component):
+            raise
+        raise PluginError(
+            f"{what}: {plugin_name(component)}.info() is not JSON, which the manifest "
+            f"records ({exc})"
+        ) from exc
+    return dict(info)
 
 
 def locate(key: str, target: object, known: Sequence[str] = ()) -> type:
@@ -52,24 +132,97 @@ def locate(key: str, target: object, known: Sequence[str] = ()) -> type:
     return found
 
 
-def _check_keywords(key: str, cls: type, keywords: Mapping[str, Any]) -> None:
+def _check_keywords(key: str, cls: type, keywords: Mapping[str, Any]) -> dict[str, Any]:
     """Each keyword must be a parameter of `cls` (its typed node): an unknown one is refused
-    naming `key.<keyword>` and its nearest parameter. A class taking **kwargs checks its own
-    (the built-in specs check them against their config node with `with_overrides`)."""
+    naming `key.<keyword>` and its nearest parameter, a value its annotation refuses naming
+    `key.<keyword>` and the type, a required parameter left out naming it. Returns the keywords
+    as the annotations read them (`annotated_value`). A class taking **kwargs checks those
+    itself (the built-in specs check them against their config node with `with_overrides`)."""
     try:
         parameters = inspect.signature(cls).parameters
     except (TypeError, ValueError):
-        return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return
-    names = [name for name, p in parameters.items() if p.kind is not p.VAR_POSITIONAL]
-    for keyword in keywords:
+        return dict(keywords)
+    hints = _init_hints(cls)
+    names = [
+        name for name, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    checked = {}
+    for keyword, given in keywords.items():
+        value = OmegaConf.to_container(given, resolve=True) if OmegaConf.is_config(given) else given
         if keyword not in names:
+            if takes_any:
+                checked[keyword] = value
+                continue
             raise ConfigError(
                 f"{key}.{keyword}",
                 f"unknown key; {nearest_hint(keyword, names)} ({cls.__qualname__} takes "
                 f"{', '.join(names) or 'no keyword arguments'})",
             )
+        checked[keyword] = annotated_value(f"{key}.{keyword}", hints.get(keyword), value)
+    missing = [
+        name
+        for name, p in parameters.items()
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and name not in keywords
+    ]
+    if missing:
+        raise ConfigError(
+            f"{key}.{missing[0]}",
+            f"missing: {cls.__qualname__} needs {', '.join(missing)} (set {key}.{missing[0]})",
+        )
+    return checked
+
+
+def _init_hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of `cls.__init__`'s parameters; a name that does not resolve
+    (imported only for type checkers) leaves its parameter unchecked."""
+    try:
+        return typing.get_type_hints(cls.__init__)  # type: ignore[misc]
+    except Exception:
+        return {}
+
+
+def annotated_value(key: str, annotation: Any, value: Any) -> Any:
+    """`value` as `annotation` reads it (pydantic's lax mode: 3 for a float is 3.0, a list for
+    a tuple is a tuple), or ConfigError naming `key`, the type and the value: `2.5` or `'abc'`
+    for an int fails here, at the config check, not as a TypeError deep inside the plug-in.
+    No annotation, `Any`, or one pydantic cannot check (an arbitrary class) passes as is."""
+    if annotation is None or annotation is Any:
+        return value
+    adapter = _adapter(annotation)
+    if adapter is None:
+        return value
+    from pydantic import ValidationError
+
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "".join(f"[{part!r}]" for part in error.get("loc", ()))
+        raise ConfigError(
+            key,
+            f"expects {_type_name(annotation)}, got {value!r}"
+            f"{' (at ' + where + ')' if where else ''}: {error['msg']}",
+        ) from None
+
+
+@functools.lru_cache(maxsize=512)
+def _adapter(annotation: Any) -> Any:
+    """pydantic's validator of `annotation` (imported on first use), None where it has none."""
+    from pydantic import ConfigDict, PydanticSchemaGenerationError, TypeAdapter
+
+    try:
+        return TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True))
+    except (PydanticSchemaGenerationError, TypeError):
+        return None
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("collections.abc.", "")
 
 
 def instantiate_plugin(
@@ -86,8 +239,7 @@ def instantiate_plugin(
     `key`. `known`: the built-in targets of this kind, for the nearest-name hint."""
     target = node.get("_target_")
     cls = locate(f"{key}._target_", target, known)
-    keywords = {k: v for k, v in node.items() if k != "_target_"}
-    _check_keywords(key, cls, keywords)
+    keywords = _check_keywords(key, cls, {k: v for k, v in node.items() if k != "_target_"})
     missing = [m for m in methods if not callable(getattr(cls, m, None))]
     if missing:
         raise ConfigError(
@@ -96,19 +248,27 @@ def instantiate_plugin(
             f"(a {kind} has {', '.join(f'{m}()' for m in methods)}; see retrieval_bench.protocols)",
         )
     try:
-        # Not recursive: a nested node is the plug-in's own keyword (a dense arm's `encoder`
-        # overrides, `_target_` included), applied to its typed node by the plug-in itself.
-        return instantiate(dict(node), _convert_="all", _recursive_=False)
-    except InstantiationException as error:
-        cause = error.__cause__
-        if isinstance(cause, ConfigError):
-            raise ConfigError(f"{key}.{cause.key}", cause.message) from cause
-        if isinstance(cause, BenchError):
-            raise cause from None
-        reason = f"{type(cause).__name__}: {cause}" if cause is not None else str(error)
-        raise ConfigError(key, f"cannot build {target}: {reason}") from (cause or error)
+        # A nested node is the plug-in's own keyword (a dense arm's `encoder` overrides,
+        # `_target_` included), applied to its typed node by the plug-in itself.
+        return cls(**keywords)
     except ConfigError as error:
         raise ConfigError(f"{key}.{error.key}", error.message) from error
+    except BenchError:
+        raise
+    except Exception as exc:
+        if is_builtin(cls):
+            raise  # this package's own spec: a bug (exit 3)
+        raise ConfigError(
+            key, f"{plugin_name(cls)}.__init__() raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _field_hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of a typed config node's fields."""
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:
+        return {}
 
 
 def with_overrides(base: T, overrides: Mapping[str, Any]) -> T:
@@ -126,5 +286,8 @@ def with_overrides(base: T, overrides: Mapping[str, Any]) -> T:
                 value = with_overrides(current, value)
             except ConfigError as error:
                 raise ConfigError(f"{key}.{error.key}", error.message) from error
+        else:
+            hints = _field_hints(type(base))  # type: ignore[arg-type]
+            value = annotated_value(key, hints.get(key), value)
         changes[key] = value
     return dataclasses.replace(base, **changes)  # type: ignore[type-var]

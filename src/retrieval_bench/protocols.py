@@ -134,10 +134,12 @@ class StageSpec(Protocol):
 
     `placement` says where the stage runs (BEFORE_CUT, CUT or AFTER_CUT): the pipeline has
     exactly one CUT stage (`final`), every BEFORE_CUT stage before it and every AFTER_CUT stage
-    after it. `active(ctx)` says whether the stage runs under the job's settings (a reranker
-    with `reranker=none`, a context with no budget: off, so the shipped pipeline
-    [rerank, final, context] is [final] by default); `build` makes it once the corpus is
-    loaded; an optional `check(name, ctx)` runs for every stage before any arm builds."""
+    after it. A BEFORE_CUT stage re-orders or selects from what it is given, never returns
+    more passages than that (job.contract refuses it). `active(ctx)` says whether the stage
+    runs under the job's settings (a reranker with `reranker=none`, a context with no budget:
+    off, so the shipped pipeline [rerank, final, context] is [final] by default); `build`
+    makes it once the corpus is loaded; an optional `check(name, ctx)` runs for every stage
+    before any arm builds."""
 
     placement: str
 

@@ -11,11 +11,19 @@ built, so the base install without the `flag` extra runs the offline USE encoder
 from __future__ import annotations
 
 from retrieval_bench.config.encoder import EncoderConfig
+from retrieval_bench.encoders.checked import CheckedEncoder
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.plugins import locate
+from retrieval_bench.plugins import guarded_call, locate
 from retrieval_bench.protocols import Encoder
 
-__all__ = ["Encoder", "EncoderConfig", "build_encoder", "check_encoder_config", "encoder_class"]
+__all__ = [
+    "CheckedEncoder",
+    "Encoder",
+    "EncoderConfig",
+    "build_encoder",
+    "check_encoder_config",
+    "encoder_class",
+]
 
 
 def encoder_class(cfg: EncoderConfig, key: str = "encoder") -> type:
@@ -32,17 +40,21 @@ def check_encoder_config(cfg: EncoderConfig, key: str = "encoder") -> None:
     """The node's own checks (`validate`), then its class's `check_config`, before any model
     loads; ConfigError naming the key."""
     cfg.validate()
-    check = getattr(encoder_class(cfg, key), "check_config", None)
+    cls = encoder_class(cfg, key)
+    check = getattr(cls, "check_config", None)
     if check is not None:
-        check(cfg)
+        guarded_call("encoder", cls, check, cfg)
 
 
-def build_encoder(cfg: EncoderConfig) -> Encoder:
-    """The encoder `cfg._target_` names, checked and built with `cfg`; no model is loaded until
-    first encode."""
+def build_encoder(cfg: EncoderConfig) -> CheckedEncoder:
+    """The encoder `cfg._target_` names, checked and built with `cfg`, behind the encoder
+    boundary (`encoders.checked`: its calls guarded, its vectors checked); no model is loaded
+    until first encode."""
     check_encoder_config(cfg)
     if is_precomputed(cfg):  # files, not a model: the dense arm reads them (load_precomputed)
         raise ConfigError(
             "encoder._target_", "precomputed vectors are read from encoder.path, never encoded"
         )
-    return encoder_class(cfg)(cfg)  # type: ignore[no-any-return]
+    cls = encoder_class(cfg)
+    encoder = guarded_call("encoder", cls, cls, cfg)
+    return CheckedEncoder(encoder, unit=cfg.normalize)

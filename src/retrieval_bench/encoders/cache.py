@@ -15,6 +15,11 @@ time, so:
   that wants the same key waits, then reads what the first one wrote instead of encoding again;
 * a read checks the sidecar against the file (checksum, shape, dtype, count); a truncated,
   corrupt or unmatched entry is logged as a warning and rebuilt.
+
+Every encoder is called through the encoder boundary (`encoders.checked`), and a cached entry's
+vectors are checked by the same rules before they are handed on: an entry an earlier, buggy
+encoder wrote (NaN, not unit-norm) is logged and encoded again, and if the encoder still gives
+such vectors, the job stops naming it (exit 2), as it would have when the entry was written.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
+from retrieval_bench.encoders.checked import CheckedEncoder, EncoderOutputError, checked
 from retrieval_bench.io.atomic import atomic_writer
 from retrieval_bench.io.hashing import update_len_prefixed, update_texts
 from retrieval_bench.io.locks import file_lock, lock_path_for, remove_stale_temps
@@ -140,9 +146,12 @@ class EmbeddingCache:
     def encode(
         self, encoder: Encoder, texts: list[str], role: str
     ) -> tuple[np.ndarray, CacheStats]:
-        """The vectors for `texts`, from the cache when a valid entry exists, else encoded now."""
+        """The vectors for `texts`, from the cache when a valid entry exists, else encoded now;
+        either way checked at the encoder boundary (module doc). A raw encoder is taken
+        through it with unit vectors expected, as its protocol says."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        encoder = checked(encoder)
         texts = list(texts)
         identity = encoder.identity()
         key = cache_key(identity, role, texts)
@@ -163,7 +172,9 @@ class EmbeddingCache:
             npy,
             sidecar,
             f"the embedding cache entry of {len(texts)} {role}",
-            read=lambda: self._read(npy, sidecar, key, role, len(texts)),
+            read=lambda: _checked(
+                encoder, self._read(npy, sidecar, key, role, len(texts)), texts, role
+            ),
             build=build,
             write=lambda built: self._write(npy, sidecar, built, key, identity, role, took),
         )
@@ -175,27 +186,24 @@ class EmbeddingCache:
         return array, CacheStats(len(texts), 0, key, took[0], size)
 
     def lookup(self, encoder: Encoder, texts: list[str], role: str) -> np.ndarray | None:
-        """The cached vectors for `texts`, or None when no valid entry exists; never encodes
-        (and so never loads a model: the identity of a FlagEmbedding encoder is a file walk)."""
-        key = cache_key(encoder.identity(), role, list(texts))
+        """The cached vectors for `texts`, or None when no valid entry exists (one whose vectors
+        the encoder boundary refuses included); never encodes (and so never loads a model: the
+        identity of a FlagEmbedding encoder is a file walk)."""
+        encoder = checked(encoder)
+        texts = list(texts)
+        key = cache_key(encoder.identity(), role, texts)
         npy, sidecar, _ = self.paths(key)
         try:
-            return self._read(npy, sidecar, key, role, len(texts))
+            return _checked(encoder, self._read(npy, sidecar, key, role, len(texts)), texts, role)
         except CacheEntryInvalid:
             return None
 
     # -- internals ----------------------------------------------------------------------------
     @staticmethod
-    def _run_encoder(encoder: Encoder, texts: list[str], role: str) -> np.ndarray:
+    def _run_encoder(encoder: CheckedEncoder, texts: list[str], role: str) -> np.ndarray:
+        """The encoder's vectors, checked at its boundary (a float32 matrix, one row a text)."""
         encode = encoder.encode_queries if role == "queries" else encoder.encode_passages
-        raw = encode(texts)
-        array = np.ascontiguousarray(raw, dtype=np.float32)
-        if array.ndim != 2 or array.shape[0] != len(texts):
-            raise ValueError(
-                f"encoder returned shape {array.shape} for {len(texts)} {role}; "
-                "expected one row per text"
-            )
-        return array
+        return encode(texts)
 
     @staticmethod
     def _read(npy: Path, sidecar: Path, key: str, role: str, count: int) -> np.ndarray:
@@ -262,6 +270,15 @@ class EmbeddingCache:
         }
         text = strict_dumps(meta, indent=2, sort_keys=True).encode()
         _atomic_write(sidecar, lambda fh: fh.write(text))
+
+
+def _checked(encoder: CheckedEncoder, array: np.ndarray, texts: list[str], role: str) -> np.ndarray:
+    """A cached entry's vectors through the encoder boundary's check; refused ones make the
+    entry invalid (so it is encoded again, and the fresh vectors checked in turn)."""
+    try:
+        return encoder.check(array, texts, role)
+    except EncoderOutputError as exc:
+        raise CacheEntryInvalid(f"its vectors are refused: {exc}") from exc
 
 
 def _size(path: Path) -> int:

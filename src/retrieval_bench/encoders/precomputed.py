@@ -26,17 +26,14 @@ from typing import ClassVar
 import numpy as np
 
 from retrieval_bench.config.encoder import EncoderConfig
+from retrieval_bench.encoders.checked import UNIT_NORM_TOLERANCE, row_norms
 from retrieval_bench.errors import ConfigError, DataError
 
-UNIT_NORM_TOLERANCE = 1e-3
-"""How far from 1 a norm may be before a vector counts as not unit-norm (float16 exports
-round to about 1e-3)."""
 ALREADY_UNIT = 1e-6
 """Rows this close to norm 1 (float32 rounding) are kept as given, bit for bit, when
 normalising: rescaling them would only move their last bits, and the vectors an encoder of this
 project wrote must rank exactly as they did in that encoder's job."""
 _SHOWN = 3
-_NORM_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -199,15 +196,7 @@ def read_vectors(path_value: str, ids_value: str, key: str, ids_key: str) -> Vec
 def _unit(table: VectorTable, normalize: bool) -> np.ndarray:
     """Unit-norm rows, normalised or refused as `encoder.normalize` says."""
     vectors = table.vectors
-    # In float64 by blocks of rows: the same norms as one call, without a float64 copy of the
-    # whole matrix (4 GB at 1M x 512).
-    norms = np.concatenate(
-        [np.zeros(0)]
-        + [
-            np.linalg.norm(vectors[start : start + _NORM_ROWS].astype(np.float64), axis=1)
-            for start in range(0, len(vectors), _NORM_ROWS)
-        ]
-    )
+    norms = row_norms(vectors)
     zero = norms == 0
     if zero.any():
         rows = [table.ids[i] for i in np.flatnonzero(zero)]

@@ -5,7 +5,7 @@ assembles each trial with the same functions, so a replayed trial runs the job's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from retrieval_bench.config import RunConfig
@@ -90,10 +90,12 @@ def build_pipeline(
     rule_set: RuleSet | None,
     passage_filter: PassageFilter,
     parse: Callable[[str], ParsedQuery] | None = None,
+    before_cut: Collection[str] = (),
 ) -> Pipeline:
     """The job's pipeline over built `arms` and `stages`: its router and baselines, the
     combiners every strategy names (and each query type's own, with `retriever.type_weights`).
-    `parse` defaults to a fresh `build_parser`."""
+    `parse` defaults to a fresh `build_parser`; `before_cut`: the stages placed before the top_k
+    cut (`job.build.before_cut`)."""
     route, baselines = build_router(rule_set, configured_strategy(cfg), list(arms))
     names = {cfg.retriever.combine, *(s.combine for s in baselines.values())}
     if rule_set:
@@ -116,4 +118,5 @@ def build_pipeline(
         stages=stages,
         typed_combiners=typed,
         type_of=type_source(cfg, dataset),
+        before_cut=before_cut,
     )

@@ -5,7 +5,11 @@ the component against the job's corpus. Nothing here knows a plug-in by name.
 
 Order: every spec is instantiated first (a bad key fails before any work), then every spec's
 optional `check(name, ctx)` runs (a missing model fails before any corpus is encoded), then the
-stages and combiners build (cheap), then the arms (which may encode and index the corpus)."""
+stages and combiners build (cheap), then the arms (which may encode and index the corpus).
+
+Every call into a spec (`check`, `active`, `build`) crosses the plug-in boundary
+(`plugins.guarded_call`: an outside plug-in's exception is its own, exit 2), and what `build`
+returns must have its protocol's methods before anything calls them."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from retrieval_bench.config import RunConfig
 from retrieval_bench.config.schema import BUILTIN_ARMS, BUILTIN_COMBINERS, BUILTIN_STAGES
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.fusion import arm_weights
-from retrieval_bench.plugins import instantiate_plugin
+from retrieval_bench.plugins import guarded_call, instantiate_plugin, require_methods
 from retrieval_bench.protocols import (
     AFTER_CUT,
     BEFORE_CUT,
@@ -104,12 +108,28 @@ def combiner_spec(name: str, node: Mapping[str, Any]) -> CombinerSpec:
     )
 
 
-def run_checks(specs: Mapping[str, object], ctx: BuildContext) -> None:
-    """Each spec's optional `check(name, ctx)`, keyed by the name it was configured under."""
+def run_checks(specs: Mapping[str, object], ctx: BuildContext, kind: str) -> None:
+    """Each spec's optional `check(name, ctx)`, keyed by the name it was configured under
+    (`kind`: "arm" or "stage", for the message naming a plug-in that raised)."""
     for name, spec in specs.items():
         check = getattr(spec, "check", None)
         if check is not None:
-            check(name, ctx)
+            guarded_call(f"{kind} '{name}'", spec, check, name, ctx)
+
+
+def active_stages(cfg: RunConfig, ctx: BuildContext) -> list[tuple[str, StageSpec]]:
+    """The specs of `pipeline` whose settings turn them on (`active(ctx)`), in order."""
+    return [
+        (name, spec)
+        for name, spec in stage_specs(cfg)
+        if guarded_call(f"stage '{name}'", spec, spec.active, ctx)
+    ]
+
+
+def before_cut(specs: Sequence[tuple[str, StageSpec]]) -> frozenset[str]:
+    """The names of the stages that run before the top_k cut (the pipeline refuses such a
+    stage's ranking when it holds more passages than it was given)."""
+    return frozenset(name for name, spec in specs if spec.placement == BEFORE_CUT)
 
 
 def build_stages(
@@ -117,7 +137,13 @@ def build_stages(
 ) -> list[tuple[str, Stage]]:
     """Each stage built, in pipeline order (the caller leaves out the inactive ones: those whose
     settings turn them off)."""
-    return [(name, spec.build(name, ctx)) for name, spec in specs]
+    built = []
+    for name, spec in specs:
+        what = f"stage '{name}'"
+        stage = guarded_call(what, spec, spec.build, name, ctx)
+        require_methods(what, spec, stage, "Stage", ["apply", "info"])
+        built.append((name, stage))
+    return built
 
 
 def build_combiners(
@@ -138,7 +164,11 @@ def build_combiners(
                 "retriever.combine",
                 f"unknown combiner '{name}' (combiners: {', '.join(cfg.combiners)})",
             )
-        built[name] = combiner_spec(name, cfg.combiners[name]).build(name, ctx, weights)
+        spec = combiner_spec(name, cfg.combiners[name])
+        what = f"combiner '{name}'"
+        combiner = guarded_call(what, spec, spec.build, name, ctx, weights)
+        require_methods(what, spec, combiner, "Combiner", ["combine"])
+        built[name] = combiner
     return built
 
 
@@ -178,6 +208,9 @@ def build_arms(
         if name in ready:
             arms[name] = ready[name]
             continue
+        what, spec = f"arm '{name}'", specs[name]
         with phase(f"index_{name}"):
-            arms[name] = specs[name].build(name, ctx)
+            arm = guarded_call(what, spec, spec.build, name, ctx)
+        require_methods(what, spec, arm, "Arm", ["search", "info"])
+        arms[name] = arm
     return arms

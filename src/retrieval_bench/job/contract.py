@@ -14,50 +14,29 @@ with `applies_own_acl = True`: the filter is then not imposed on it, and leak@K 
 it let through (report.md names such arms).
 
 An exception raised inside a plug-in from outside this package is that plug-in's failure, not
-the project's: it also exits 2, naming the plug-in; one raised inside a built-in is a bug and
-keeps its traceback (exit 3).
+the project's: it also exits 2, naming the plug-in and the method (`plugins.guarded_call`); one
+raised inside a built-in is a bug and keeps its traceback (exit 3).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from retrieval_bench.errors import BenchError
+from retrieval_bench.plugins import PluginError
 from retrieval_bench.records import EvalQuery, Ranked
 from retrieval_bench.tiebreak import TieBreak
 
-PACKAGE = "retrieval_bench."
-T = TypeVar("T")
 
-
-class ContractError(BenchError):
+class ContractError(PluginError):
     """A plug-in returned what the stage contract forbids (module doc)."""
 
 
 def applies_own_acl(component: object) -> bool:
     """Whether an arm declares that it filters by its own access rules (`applies_own_acl`)."""
     return bool(getattr(component, "applies_own_acl", False))
-
-
-def is_builtin(component: object) -> bool:
-    return type(component).__module__.startswith(PACKAGE)
-
-
-def guarded_call(what: str, component: object, call: Callable[..., T], *args: Any) -> T:
-    """`call(*args)`; an exception raised by an outside plug-in becomes a ContractError naming
-    it (`what`: "arm 'x'", "stage 'y'"), one raised by a built-in propagates as the bug it is."""
-    try:
-        return call(*args)
-    except BenchError:
-        raise
-    except Exception as exc:
-        if is_builtin(component):
-            raise
-        kind = f"{type(component).__module__}.{type(component).__qualname__}"
-        raise ContractError(f"{what} ({kind}) raised {type(exc).__name__}: {exc}") from exc
 
 
 class StageContract:
@@ -100,6 +79,24 @@ class StageContract:
             given = inputs[i] if inputs is not None else None
             checked.append(self._check_one(what, query.query_id, ranked, asked, mask, given))
         return checked
+
+    def check_not_grown(
+        self,
+        what: str,
+        queries: Sequence[EvalQuery],
+        rankings: Sequence[Ranked],
+        given: Sequence[Ranked],
+    ) -> None:
+        """A stage before the top_k cut re-orders or selects from the ranking it was given: one
+        that returns more passages than that (padding a pool the cut then reads) is refused,
+        naming the stage, the query and both counts."""
+        for query, ranked, before in zip(queries, rankings, given, strict=True):
+            if len(ranked.indices) > len(before.indices):
+                raise ContractError(
+                    f"{what}, query {query.query_id}: returned {len(ranked.indices)} passages, "
+                    f"more than the {len(before.indices)} it was given (a stage before the "
+                    "top_k cut re-orders or selects from its input)"
+                )
 
     def _all_kept(
         self, rankings: Sequence[Any], asked: int | None, masks: Sequence[np.ndarray | None] | None

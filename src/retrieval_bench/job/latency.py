@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_bench.job.pipeline import Pipeline
+from retrieval_bench.plugins import guarded_call
 from retrieval_bench.protocols import Arm
 from retrieval_bench.records import EvalQuery, QueryRecord, Ranked, StageRecord
 from retrieval_bench.routing.rules import Strategy
@@ -106,13 +107,16 @@ class _Samples:
         return out
 
 
-def _time_arm(arm: Arm, query: EvalQuery, k: int, mask: np.ndarray | None) -> dict[str, float]:
+def _time_arm(
+    name: str, arm: Arm, query: EvalQuery, k: int, mask: np.ndarray | None
+) -> dict[str, float]:
+    what = f"arm '{name}'"
     timed = getattr(arm, "time_query", None)
-    parts = timed(query, k, mask) if timed is not None else None
+    parts = guarded_call(what, arm, timed, query, k, mask) if timed is not None else None
     if parts is not None:
         return dict(parts)
     start = time.perf_counter()
-    arm.search([query], k, [mask])
+    guarded_call(what, arm, arm.search, [query], k, [mask])
     return {"search_ms": _ms_since(start)}
 
 
@@ -131,7 +135,8 @@ def _probe_one(
     for name in strategy.arms:
         arm = pipeline.arms[name]
         if getattr(arm, "latency_probe", True):
-            total += samples.add(name, "arm", _time_arm(arm, query, pipeline.pool_size, mask))
+            timed = _time_arm(name, arm, query, pipeline.pool_size, mask)
+            total += samples.add(name, "arm", timed)
             continue
         recorded = (infos.get(name) or {}).get("latency_ms_by_query") or {}
         not_probed[name] = "not called again: the batch run's own latency per query"
@@ -143,12 +148,13 @@ def _probe_one(
         pools = [ranked_of(record.stages[name]) for name in strategy.arms]
         combiner = pipeline.combiners[strategy.combine]
         start = time.perf_counter()
-        combiner.combine(pools, pipeline.tie_break)
+        what = f"combiner '{strategy.combine}'"
+        guarded_call(what, combiner, combiner.combine, pools, pipeline.tie_break)
         total += samples.add(strategy.combine, "combiner", {"combine_ms": _ms_since(start)})
     given = ranked_of(record.stages["fused" if len(strategy.arms) > 1 else strategy.arms[0]])
     for name, stage in pipeline.stages:
         start = time.perf_counter()
-        stage.apply([query], [given])
+        guarded_call(f"stage '{name}'", stage, stage.apply, [query], [given])
         total += samples.add(name, "stage", {"apply_ms": _ms_since(start)})
         given = ranked_of(record.stages[name])
     return total if complete else None

@@ -7,14 +7,15 @@ anything else reads it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from retrieval_bench.job.contract import StageContract, applies_own_acl, guarded_call
+from retrieval_bench.job.contract import StageContract, applies_own_acl
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.timing import PluginTiming
+from retrieval_bench.plugins import guarded_call
 from retrieval_bench.protocols import Arm, Combiner, Stage
 from retrieval_bench.records import (
     FILTERED_OUT,
@@ -69,12 +70,15 @@ class Pipeline:
         stages: Sequence[tuple[str, Stage]] | None = None,
         typed_combiners: Mapping[str, Mapping[str, Combiner]] | None = None,
         type_of: TypeOf | None = None,
+        before_cut: Collection[str] = (),
     ) -> None:
         """`combiners`: each combine name a strategy may use -> its combiner. `stages`: the
         later stages in order, by name (job.build checks their placement around the cut);
         default: the cut to `top_k` alone, `final`. `typed_combiners`: a query type's own
         combiners (`retriever.type_weights`), used for the queries `type_of` (query, route)
-        gives that type; the baselines always use `combiners`."""
+        gives that type; the baselines always use `combiners`. `before_cut`: the names of the
+        stages placed before the top_k cut, which re-order or select from what they are given
+        and never return more (the contract refuses it)."""
         self.ids = [p.id for p in passages]
         self.arms = arms
         self.parse = parse
@@ -87,6 +91,7 @@ class Pipeline:
         self.type_of = type_of
         self.baselines = dict(baselines or {})
         self.stages = list(stages) if stages is not None else [("final", TopKCutStage(top_k))]
+        self.before_cut = frozenset(before_cut)
         self.tie_break = shared_tie_break(self.ids)
         self.contract = StageContract(self.ids, self.tie_break)
         # Wall time of each plug-in's calls, by kind and name (job.cost reads it).
@@ -168,6 +173,8 @@ class Pipeline:
                 masks,
                 [r.indices for r in given],
             )
+            if name in self.before_cut:
+                self.contract.check_not_grown(f"stage '{name}'", queries, ranked, given)
             for recorded, result in zip(stages, ranked, strict=True):
                 recorded[name] = self._stage(result)
         records = []

@@ -25,11 +25,12 @@ from retrieval_bench.job.assemble import (
     type_source,
 )
 from retrieval_bench.job.build import (
+    active_stages,
     arm_specs,
+    before_cut,
     build_arms,
     build_stages,
     run_checks,
-    stage_specs,
 )
 from retrieval_bench.job.contract import applies_own_acl
 from retrieval_bench.job.cost import job_cost
@@ -39,6 +40,7 @@ from retrieval_bench.job.machine import MemoryMeter, machine
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.perturb.dataset import with_variants
+from retrieval_bench.plugins import checked_info
 from retrieval_bench.protocols import Arm, ArmSpec
 from retrieval_bench.records import Dataset, QueryRecord, empty_rankings, passage_text
 from retrieval_bench.routing.metrics import router_metrics
@@ -108,9 +110,10 @@ def run_job(
     # fails before any arm encodes the corpus), then the stages (a context budget below the
     # shortest passage is refused at start), then the arms.
     ready, specs = arm_specs(arm_names, cfg.arms, given=arms)
-    later = [(name, spec) for name, spec in stage_specs(cfg) if spec.active(ctx)]
+    later = active_stages(cfg, ctx)
     with timer.phase("load"):
-        run_checks({**specs, **dict(later)}, ctx)
+        run_checks(specs, ctx, "arm")
+        run_checks(dict(later), ctx, "stage")
         stages = build_stages(later, ctx)
     # A refusal.score_stage naming no stage this job can record fails now, not after retrieval
     # (whether a one-arm query records `fused` is known only then: scoring checks again).
@@ -118,13 +121,15 @@ def run_job(
     check_stage(cfg.refusal.score_stage, recorded)
     type_source(cfg, dataset)  # a type_weights key the evaluation set lacks fails before work
     built = build_arms(arm_names, ready, specs, ctx, _measured(timer, memory))
-    pipeline = build_pipeline(cfg, dataset, built, stages, ctx, rule_set, passage_filter)
+    pipeline = build_pipeline(
+        cfg, dataset, built, stages, ctx, rule_set, passage_filter, before_cut=before_cut(later)
+    )
     with timer.phase("retrieve"):
         records = pipeline.run(list(dataset.queries))
     _note_empty_rankings(records)
     # What the arms and stages did in the batch run, before the latency probe calls them again.
-    indexes = {name: arm.info() for name, arm in built.items()}
-    stage_infos = {name: stage.info() for name, stage in stages}
+    indexes = {name: checked_info(f"arm '{name}'", arm) for name, arm in built.items()}
+    stage_infos = {name: checked_info(f"stage '{name}'", stage) for name, stage in stages}
     strategy = configured_strategy(cfg)
     strategies = {strategy.name: strategy}
     if rule_set:
@@ -289,6 +294,8 @@ def run_shard_job(cfg: RunConfig) -> ShardResult:
     texts = [passage_text(p) for p in dataset.passages]
     cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
     index = cfg.encoder.shard_only
-    stats = encode_shard(cache, build_encoder(cfg.encoder), texts, cfg.encoder.shards, index)
+    encoder = build_encoder(cfg.encoder)
+    encoder.name_texts("passages", texts, [p.id for p in dataset.passages])
+    stats = encode_shard(cache, encoder, texts, cfg.encoder.shards, index)
     start, end = shard_bounds(len(texts), cfg.encoder.shards)[index]
     return ShardResult(dataset.name, index, cfg.encoder.shards, end - start, stats)

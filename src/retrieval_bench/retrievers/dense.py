@@ -250,8 +250,13 @@ class DenseArmSpec:
             )
             dimension: int | None = self._source.passages.shape[1]
         else:
-            self._source = build_encoder(encoder_cfg)
-            dimension = self._source.dimension()
+            encoder = self._source = build_encoder(encoder_cfg)
+            # A refused vector is then named by its passage or query id.
+            encoder.name_texts("passages", ctx.texts, ctx.ids)
+            encoder.name_texts(
+                "queries", [q.query for q in ctx.queries], [q.query_id for q in ctx.queries]
+            )
+            dimension = encoder.dimension()
         check_index_fits(index_cfg, len(ctx.ids), dimension, ctx.possible_filters)
 
     def build(self, name: str, ctx: BuildContext) -> Arm:

@@ -42,12 +42,20 @@ from retrieval_bench.job.assemble import (
     configured_strategy,
     job_arm_names,
 )
-from retrieval_bench.job.build import arm_specs, build_arms, build_stages, run_checks, stage_specs
+from retrieval_bench.job.build import (
+    active_stages,
+    arm_specs,
+    before_cut,
+    build_arms,
+    build_stages,
+    run_checks,
+)
 from retrieval_bench.job.contract import applies_own_acl
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Searched
 from retrieval_bench.job.runner import CACHE_SUBDIRS, load_labelled
 from retrieval_bench.paths import resolve_path
+from retrieval_bench.plugins import checked_info, guarded_call
 from retrieval_bench.protocols import Arm, BuildContext, Stage
 from retrieval_bench.records import (
     Dataset,
@@ -107,8 +115,9 @@ class MemoArm:
     """An arm whose pools are kept per (query, k, filter mask): asked again, it answers from
     memory; asked something new, the arm it wraps ranks only that, in one batch."""
 
-    def __init__(self, arm: Arm) -> None:
+    def __init__(self, arm: Arm, name: str) -> None:
         self.arm = arm
+        self.what = f"arm '{name}'"
         self.pools: dict[tuple[str, str, int, bytes | None], Ranked] = {}
         self.searched = 0
         self.reused = 0
@@ -126,7 +135,16 @@ class MemoArm:
         first = {keys[i]: i for i in reversed(missing)}
         todo = sorted(first.values())
         if todo:
-            found = self.arm.search([queries[i] for i in todo], k, [allowed[i] for i in todo])
+            # The arm's own call crosses the plug-in boundary here (an outside arm's exception
+            # is its own): the pipeline sees this memo, one of the package's classes.
+            found = guarded_call(
+                self.what,
+                self.arm,
+                self.arm.search,
+                [queries[i] for i in todo],
+                k,
+                [allowed[i] for i in todo],
+            )
             for i, ranked in zip(todo, found, strict=True):
                 self.pools[keys[i]] = ranked
             self.searched += len(todo)
@@ -134,7 +152,7 @@ class MemoArm:
         return [self.pools[key] for key in keys]
 
     def info(self) -> dict[str, Any]:
-        return self.arm.info()
+        return checked_info(self.what, self.arm)
 
 
 class MemoFilter(PassageFilter):
@@ -184,7 +202,7 @@ class Replay:
         self.filters: dict[str, MemoFilter] = {}
         self.parsers: dict[str, Callable[[str], ParsedQuery]] = {}
         self.rule_sets: dict[str, RuleSet | None] = {}
-        self.stage_sets: dict[str, list[tuple[str, Stage]]] = {}
+        self.stage_sets: dict[str, tuple[list[tuple[str, Stage]], frozenset[str]]] = {}
         self.contexts: dict[str, BuildContext] = {}
         self.memo: dict[tuple[str, ...], dict[str, float]] = {}
         self.searched: dict[str, dict[str, Searched]] = {}
@@ -223,15 +241,17 @@ class Replay:
         ctx = self._context(cfg, rule_set, passage_filter)
         keys = arm_keys(cfg, job_arm_names(cfg, rule_set))
         arms = {name: self._arm(name, key, cfg, ctx) for name, key in keys.items()}
+        stages, stages_before_cut = self._stages(cfg, ctx)
         pipeline = build_pipeline(
             cfg,
             self.dataset,
             arms,
-            self._stages(cfg, ctx),
+            stages,
             ctx,
             rule_set,
             passage_filter,
             parse=self._parse(rule_set),
+            before_cut=stages_before_cut,
         )
         key = "".join(
             [self._router_key(cfg), _canonical(asdict(cfg.filters)), *keys.values(),
@@ -317,20 +337,23 @@ class Replay:
         """Arm `name` of setting `key` (`arm_keys`), built on first use."""
         if key not in self.arms:
             _, specs = arm_specs([name], cfg.arms)
-            run_checks(specs, ctx)
+            run_checks(specs, ctx, "arm")
             built = build_arms([name], {}, specs, ctx, lambda _: contextlib.nullcontext())
-            self.arms[key] = MemoArm(built[name])
+            self.arms[key] = MemoArm(built[name], name)
         return self.arms[key]
 
-    def _stages(self, cfg: RunConfig, ctx: BuildContext) -> list[tuple[str, Stage]]:
+    def _stages(
+        self, cfg: RunConfig, ctx: BuildContext
+    ) -> tuple[list[tuple[str, Stage]], frozenset[str]]:
+        """The trial's built stages and the names of those before the cut."""
         key = _canonical(
             [cfg.pipeline, cfg.stages, asdict(cfg.reranker), asdict(cfg.context), cfg.top_k,
              cfg.retriever.pool_size]
         )  # fmt: skip
         if key not in self.stage_sets:
-            later = [(name, spec) for name, spec in stage_specs(cfg) if spec.active(ctx)]
-            run_checks(dict(later), ctx)
-            self.stage_sets[key] = build_stages(later, ctx)
+            later = active_stages(cfg, ctx)
+            run_checks(dict(later), ctx, "stage")
+            self.stage_sets[key] = (build_stages(later, ctx), before_cut(later))
         return self.stage_sets[key]
 
     def work(self) -> dict[str, int]:

@@ -40,7 +40,9 @@ class HashEncoder:
     def _vectors(self, texts: list[str]) -> np.ndarray:
         self.encoded += texts
         rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:16], np.uint32) for t in texts]
-        return np.asarray(rows, dtype=np.float32).reshape(len(texts), 4)
+        vectors = np.asarray(rows, dtype=np.float64).reshape(len(texts), 4)
+        # Unit rows, as the Encoder protocol asks (the encoder boundary refuses others).
+        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
     encode_passages = _vectors
     encode_queries = _vectors
