@@ -21,6 +21,7 @@ from retrieval_bench.data.beir import load_beir
 from retrieval_bench.data.evalset import load_evalset
 from retrieval_bench.data.passages import load_lexicon
 from retrieval_bench.errors import ConfigError, DataError
+from retrieval_bench.io.folders import check_output_dir
 from retrieval_bench.records import Entity, EvalQuery
 from run.exits import guarded
 
@@ -75,6 +76,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_paths(args: argparse.Namespace) -> None:
+    """Before any work: the input is never the output, `--out` can be a file, and a `--corpus`
+    that is not a folder is refused (ignored, it would leave every entity unprotected)."""
+    out, source = args.out, args.evalset
+    inputs = [source, *([source / "queries.jsonl"] if source.is_dir() else [])]
+    if any(out.exists() and path.exists() and out.samefile(path) for path in inputs):
+        raise ConfigError(
+            "--out",
+            f"{out} is the evaluation set being perturbed; write the variants to another file",
+        )
+    if out.is_dir():
+        raise ConfigError("--out", f"{out} is a folder; name the file to write")
+    check_output_dir(out.parent, "--out")
+    if args.corpus is not None and not args.corpus.is_dir():
+        raise ConfigError(
+            "--corpus",
+            f"{args.corpus} is not a folder (the corpus whose lexicon.jsonl names the "
+            "entities kept out of perturbation)",
+        )
+    if args.corpus_out is not None:
+        check_output_dir(args.corpus_out, "--corpus-out")
+
+
 def _read(args: argparse.Namespace) -> tuple[str, Path, list[EvalQuery], tuple[Entity, ...]]:
     """(format, corpus source, queries, lexicon entities) of the input."""
     if args.evalset.is_dir():
@@ -85,6 +109,8 @@ def _read(args: argparse.Namespace) -> tuple[str, Path, list[EvalQuery], tuple[E
     if args.corpus is not None:
         lexicon = args.corpus / "lexicon.jsonl"
         entities = load_lexicon(lexicon) if lexicon.is_file() else ()
+        if not entities:
+            print(f"warning: {lexicon} names no entity: none is kept out", file=sys.stderr)
     elif args.corpus_out is not None:
         raise ConfigError("--corpus-out", "a native evaluation set needs --corpus DIR to convert")
     return "native", args.corpus or Path(), queries, entities
@@ -101,6 +127,7 @@ def _main(argv: Sequence[str] | None) -> int:
         raise ConfigError(
             "--truncate-chars", f"must be a positive integer, got {args.truncate_chars}"
         )
+    _check_paths(args)
     fmt, source, queries, entities = _read(args)
     if not queries:
         raise DataError(args.evalset, "holds no query to perturb")

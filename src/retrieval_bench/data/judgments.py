@@ -51,6 +51,7 @@ from retrieval_bench.data.jsonl import check_fields, read_jsonl
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.errors import DataError
 from retrieval_bench.io.atomic import current_umask
+from retrieval_bench.io.folders import holds_other_content
 from retrieval_bench.records import EvalQuery
 
 DEFAULT_GRADES = (0, 1)
@@ -440,10 +441,10 @@ def _is_new(
 def _write_new(target: Path, content: bytes) -> bool:
     """Write `target` whole and only if it is not there; True when it already held `content`.
     The content is checked as an evaluation set before it takes the name."""
-    if target.exists():
-        if target.read_bytes() == content:
-            return True
+    if holds_other_content(target, content):
         raise DataError(target, "exists with other content; a snapshot is never overwritten")
+    if target.exists():
+        return True
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

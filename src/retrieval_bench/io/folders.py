@@ -1,5 +1,6 @@
 """Output and cache folders checked before any work: a folder that cannot be created or written
-is the user's error, named by its config key or flag, not an internal error at the first write."""
+is the user's error, named by its config key or flag, not an internal error at the first write;
+and an output file that already holds something else, which a writer refuses to replace."""
 
 from __future__ import annotations
 
@@ -53,3 +54,17 @@ def check_output_dir(path: str | os.PathLike[str], key: str) -> None:
     problem = output_dir_problem(path)
     if problem:
         raise ConfigError(key, problem)
+
+
+def holds_other_content(path: str | os.PathLike[str], content: str | bytes) -> bool:
+    """Whether `path` exists holding something other than `content`: an output a writer must
+    refuse to replace (an annotator's pool file, a label snapshot, an evaluation set given as
+    the output of the command that reads it); writing the same content again is harmless."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        return path.read_bytes() != data
+    except IsADirectoryError:
+        return True

@@ -33,6 +33,7 @@ from retrieval_bench.data.jsonl import file_sha256
 from retrieval_bench.data.passages import load_passages
 from retrieval_bench.errors import BenchError
 from retrieval_bench.io.atomic import atomic_write_text
+from retrieval_bench.io.folders import holds_other_content
 from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import read_rankings
@@ -240,7 +241,7 @@ def write_pool(pool: Pool, out_dir: Path) -> list[Path]:
     }
     for name, text in texts.items():
         path = out_dir / name
-        if path.exists() and path.read_text(encoding="utf-8") != text:
+        if holds_other_content(path, text):
             raise PoolError(
                 f"{path}: exists with other content (an annotator may be filling it); "
                 "pass --out to write the new pool elsewhere, or move the old one away"

@@ -17,6 +17,7 @@ from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.data.passages import load_lexicon, load_passages
 from retrieval_bench.errors import DataError
 from retrieval_bench.io.atomic import atomic_write_text
+from retrieval_bench.io.folders import holds_other_content
 from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.perturb.script import converter
 from retrieval_bench.progress import progress
@@ -45,35 +46,42 @@ def _lexicon(path: Path, convert: Any) -> list[dict[str, Any]]:
 def convert_corpus(source: Path, fmt: str, out_dir: Path, config: str) -> list[Path]:
     """Write the converted dataset to `out_dir` (BEIR: corpus.jsonl converted, queries and
     qrels copied; native: passages.jsonl converted, lexicon.jsonl with converted aliases);
-    returns the files written. The source is validated by its loader first."""
+    returns the files written. The source is validated by its loader first; a file of
+    `out_dir` that holds other content is refused before anything is written, not replaced."""
     convert = converter(config, "--corpus-opencc").convert
     if out_dir.resolve() == source.resolve():
         raise DataError(out_dir, "the converted corpus must go to another folder")
-    written: list[Path] = []
+    texts: dict[str, str] = {}
     if fmt == "beir":
         load_beir(source)  # refuses a malformed folder with its file and line
-        atomic_write_text(
-            out_dir / "corpus.jsonl",
-            jsonl_text(_converted(source / "corpus.jsonl", convert, ("title", "text"))),
+        texts["corpus.jsonl"] = jsonl_text(
+            _converted(source / "corpus.jsonl", convert, ("title", "text"))
         )
-        written.append(out_dir / "corpus.jsonl")
         for name in [
             "queries.jsonl",
             *(f"qrels/{p.name}" for p in (source / "qrels").glob("*.tsv")),
         ]:
-            atomic_write_text(out_dir / name, (source / name).read_text(encoding="utf-8"))
-            written.append(out_dir / name)
-        return written
-    lexicon = source / "lexicon.jsonl"
-    names = {e.name for e in load_lexicon(lexicon)} if lexicon.is_file() else set()
-    load_passages(source / "passages.jsonl", names)
-    atomic_write_text(
-        out_dir / "passages.jsonl",
-        jsonl_text(_converted(source / "passages.jsonl", convert, ("title", "text"))),
-    )
-    written.append(out_dir / "passages.jsonl")
-    if lexicon.is_file():
-        atomic_write_text(out_dir / "lexicon.jsonl", jsonl_text(_lexicon(lexicon, convert)))
-        written.append(out_dir / "lexicon.jsonl")
+            texts[name] = (source / name).read_text(encoding="utf-8")
+    else:
+        lexicon = source / "lexicon.jsonl"
+        names = {e.name for e in load_lexicon(lexicon)} if lexicon.is_file() else set()
+        load_passages(source / "passages.jsonl", names)
+        texts["passages.jsonl"] = jsonl_text(
+            _converted(source / "passages.jsonl", convert, ("title", "text"))
+        )
+        if lexicon.is_file():
+            texts["lexicon.jsonl"] = jsonl_text(_lexicon(lexicon, convert))
+    for name, text in texts.items():
+        if holds_other_content(out_dir / name, text):
+            raise DataError(
+                out_dir / name,
+                "exists with other content, which a converted corpus never replaces: pass "
+                "another --corpus-out, or move the old folder away",
+            )
+    written = []
+    for name, text in texts.items():
+        atomic_write_text(out_dir / name, text)
+        written.append(out_dir / name)
+    if "lexicon.jsonl" in texts:
         load_lexicon(out_dir / "lexicon.jsonl")  # a converted alias two entities claim: refused
     return written

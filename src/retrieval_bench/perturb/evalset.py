@@ -17,6 +17,7 @@ from retrieval_bench.data.evalset import evalset_record, load_evalset
 from retrieval_bench.data.jsonl import read_jsonl
 from retrieval_bench.errors import DataError
 from retrieval_bench.io.atomic import atomic_write_text
+from retrieval_bench.io.folders import holds_other_content
 from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.perturb.base import Perturbation, Variant, rng_for
 from retrieval_bench.progress import progress
@@ -78,8 +79,17 @@ def perturb_queries(
 
 
 def write_perturbed(path: Path, variants: Sequence[EvalQuery]) -> None:
-    """The variants as a native evaluation set, written whole."""
-    atomic_write_text(path, jsonl_text([evalset_record(q) for q in variants]))
+    """The variants as a native evaluation set, written whole. A file holding anything else
+    is refused, not replaced (as `run.pool` refuses to replace a pool file): an evaluation set
+    replaced by variants would be lost, labels and all."""
+    text = jsonl_text([evalset_record(q) for q in variants])
+    if holds_other_content(path, text):
+        raise DataError(
+            path,
+            "exists with other content, which a perturbed set never replaces: pass another "
+            "--out, or move the old file away",
+        )
+    atomic_write_text(path, text)
 
 
 def load_perturbed(path: Path, originals: Mapping[str, EvalQuery]) -> list[EvalQuery]:

@@ -10,6 +10,7 @@ import logging
 import unicodedata
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import jieba
 import opencc
@@ -286,3 +287,53 @@ def test_the_homophone_table_from_the_store_is_the_one_built(
     assert "京" in built["jing"] and all(
         freq[a] >= freq[b] > 0 for a, b in pairwise(built["jing"])
     ), "most frequent first"
+
+
+def test_the_evaluation_set_is_never_its_own_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evalset = tmp_path / "travel.jsonl"
+    evalset.write_bytes(TRAVEL_SET.read_bytes())
+    for out in (evalset, tmp_path / "." / "travel.jsonl"):
+        assert main([str(evalset), "--kinds", "traditional", "--out", str(out)]) == 2
+        assert f"'--out': {out} is the evaluation set being perturbed" in capsys.readouterr().err
+    assert evalset.read_bytes() == TRAVEL_SET.read_bytes()
+
+
+def test_an_existing_file_with_other_content_is_refused_not_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "kept.jsonl"
+    out.write_text("an annotator's file\n", encoding="utf-8")
+    argv = [str(TRAVEL_SET), "--kinds", "traditional", "--out", str(out)]
+    assert main(argv) == 2
+    assert f"{out}: exists with other content" in capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") == "an annotator's file\n"
+    out.unlink()
+    assert main(argv) == 0
+    written = out.read_bytes()
+    assert main(argv) == 0  # the same variants again: nothing is replaced by other content
+    assert out.read_bytes() == written
+
+
+@pytest.mark.parametrize(
+    ("make", "flag", "says"),
+    [
+        (lambda tmp: ["--corpus", str(tmp / "no-such-corpus")], "--corpus", "is not a folder"),
+        (lambda tmp: ["--out", str(tmp / "a-file" / "x.jsonl")], "--out", "is a file, not a"),
+        (lambda tmp: ["--out", str(tmp)], "--out", "is a folder; name the file to write"),
+    ],
+)
+def test_a_path_that_cannot_be_used_exits_2_naming_its_flag(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: Any,
+    flag: str,
+    says: str,
+) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    args = ["--out", str(tmp_path / "p.jsonl"), *make(tmp_path)]
+    assert main([str(TRAVEL_SET), "--kinds", "homophone", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"'{flag}': " in err and says in err, err
+    assert not (tmp_path / "p.jsonl").exists()
