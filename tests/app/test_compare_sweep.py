@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -239,7 +240,8 @@ def test_jobs_scored_in_different_units_labels_or_k_are_never_one_table(tmp_path
     snapshot.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     _job(tmp_path, "relabelled", f"dataset.evalset={snapshot}")
     _job(tmp_path, "deeper", "top_k=5")
-    record = compare_dirs([tmp_path], CompareConfig()).record
+    out = tmp_path / "comparison"
+    record = compare_dirs([tmp_path], CompareConfig(), out_dir=out).record
     groups = {n: [c["path"] for c in ds["configurations"]] for n, ds in record["datasets"].items()}
     assert len(groups) == 4  # each kind alone; no verdict mixes two kinds
     by_folder = {Path(p).parent.name: name for name, paths in groups.items() for p in paths}
@@ -248,6 +250,15 @@ def test_jobs_scored_in_different_units_labels_or_k_are_never_one_table(tmp_path
     assert by_folder["relabelled"] != by_folder["passage"]
     for ds in record["datasets"].values():
         assert ds["separated"].startswith("mini's jobs differ in what their values measure (")
+    # The sweep's table: one system name for all four, told apart by its own columns.
+    with (out / "results.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len({r["system"] for r in rows}) == 1
+    kinds = {(r["unit"], r["labels"], r["top_k"]) for r in rows}
+    assert len(kinds) == 4
+    assert {unit for unit, _, _ in kinds} == {"passage", "doc"}
+    assert len({labels for _, labels, _ in kinds}) == 2
+    assert {k for _, _, k in kinds} == {"6", "5"}
 
 
 @pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests

@@ -49,6 +49,12 @@ from retrieval_bench.scoring.registry import (
     is_robustness_measure,
     lower_is_better,
 )
+from retrieval_bench.scoring.table import (
+    SWEEP_COLUMNS,
+    label_snapshot,
+    scoring_unit,
+    sweep_rows,
+)
 from retrieval_bench.stats.settings import significance_settings
 from retrieval_bench.stats.verdicts import (
     ALL,
@@ -367,18 +373,9 @@ INTERVALS = {
 
 
 
-def _unit(job: FinishedJob) -> str:
-    return str(job.metrics.get("unit") or "passage")
-
-
-def _labels(job: FinishedJob) -> str:
-    from retrieval_bench.data.hashes import short
-
-    return short((job.manifest.get("labels") or {}).get("hash"))
-
-
 # What must be equal for two jobs' values to share a table: (name in a group's title, value).
-_SAME = (("unit", _unit), ("labels", _labels))
+# The sweep's results table holds the same aspects as columns (scoring.table.SWEEP_COLUMNS).
+_SAME = (("unit", scoring_unit), ("labels", label_snapshot))
 
 
 def comparable_groups(jobs: Sequence[FinishedJob]) -> dict[str, tuple[list[FinishedJob], str]]:
@@ -490,11 +487,10 @@ def compare_dirs(
         )
         from retrieval_bench.compare.html import write_comparison_html
         from retrieval_bench.jobdir.write import write_results_table
-        from retrieval_bench.scoring.table import sweep_rows
 
         members = {name: group for name, (group, _) in groups.items()}
         html = write_comparison_html(out, datasets, members, record["settings"], scan.skipped)
-        tables = write_results_table(out, sweep_rows(jobs))
+        tables = write_results_table(out, sweep_rows(jobs), SWEEP_COLUMNS)
         files = [out / n for n in (names.COMPARISON_MD, names.COMPARISON_JSON, names.BADCASES_MD)]
         files += [*html, *tables, *(h for h in heatmaps if h is not None)]
     text = "\n".join([*scan.skipped_lines(), comparison_text(record, files)])

@@ -30,7 +30,7 @@ from retrieval_bench.reports.html import write_html
 from retrieval_bench.reports.markdown import job_report
 from retrieval_bench.reports.plots import write_plots
 from retrieval_bench.scoring.records import doc_stage
-from retrieval_bench.scoring.table import result_rows, system_tag
+from retrieval_bench.scoring.table import COLUMNS, result_rows, system_tag
 from retrieval_bench.scoring.units import passage_docs
 
 PACKAGES = (
@@ -95,10 +95,13 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     return job_dir
 
 
-def write_results_table(folder: Path, rows: list[tuple[Any, ...]]) -> list[Path]:
+def write_results_table(
+    folder: Path, rows: list[tuple[Any, ...]], columns: tuple[str, ...] = COLUMNS
+) -> list[Path]:
     """results.csv (and results.parquet when pyarrow is importable) of `rows`
-    (`scoring.table.result_rows`, or `sweep_rows` in a sweep folder); returns the files."""
-    return write_table(folder / names.RESULTS_CSV, folder / names.RESULTS_PARQUET, rows)
+    (`scoring.table.result_rows`, or `sweep_rows` with `SWEEP_COLUMNS` in a sweep folder);
+    returns the files."""
+    return write_table(folder / names.RESULTS_CSV, folder / names.RESULTS_PARQUET, rows, columns)
 
 
 def _export(

@@ -8,6 +8,12 @@ One row per system x stage x query x metric, then the aggregates of the same sta
 
     system, stage, scope, query_id, query_type, metric, value
 
+A sweep's table (a sweep's folder, `python -m run.compare --out`) holds its jobs' rows with
+what sets their values apart after `system` (`SWEEP_COLUMNS`): the dataset, the scoring unit,
+the label snapshot and the job's top_k, the same aspects the comparison never mixes in one
+verdict table (`compare.build.comparable_groups`), so two jobs of one system name that scored
+documents and passages, or against other labels, stay apart here too.
+
 `scope` is `query` (one query's value), `type` (the mean over one query type's scored queries)
 or `overall`; `query_id` is empty on aggregate rows, `query_type` on `overall` rows. `stage` is
 a recorded stage (`bm25`, `final`, ...) or `baselines/<name>`. Every per-query number of
@@ -22,6 +28,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 COLUMNS = ("system", "stage", "scope", "query_id", "query_type", "metric", "value")
+SWEEP_COLUMNS = ("system", "dataset", "unit", "labels", "top_k", *COLUMNS[1:])
+"""A sweep's table: a job's columns and, after `system`, what the job's values measure (module
+doc): `labels` is the short labels hash (manifest `labels.hash`), `top_k` the job's K."""
 
 
 def result_rows(metrics: Mapping[str, Any], system: str) -> Iterator[tuple[Any, ...]]:
@@ -60,13 +69,37 @@ class SweepJob(Protocol):
 
     label: str
     metrics: dict[str, Any]
+    manifest: dict[str, Any]
+
+    @property
+    def dataset(self) -> str: ...
+
+    @property
+    def top_k(self) -> int: ...
+
+
+def scoring_unit(job: SweepJob) -> str:
+    """The unit a job scored (`scoring.unit`: passage or doc)."""
+    return str(job.metrics.get("unit") or "passage")
+
+
+def label_snapshot(job: SweepJob) -> str:
+    """The labels a job was scored against, as the short form of its labels hash."""
+    from retrieval_bench.data.hashes import short
+
+    return short((job.manifest.get("labels") or {}).get("hash"))
 
 
 def sweep_rows(jobs: Iterable[SweepJob]) -> list[tuple[Any, ...]]:
-    """The sweep's table: every job's rows, `system` being the job's label in the comparison
-    (`retriever=bm25`, `top_k=8,retriever=hybrid`, ...), so jobs of one retriever that differ in
-    another setting stay apart."""
-    return [row for job in jobs for row in result_rows(job.metrics, job.label)]
+    """The sweep's table (`SWEEP_COLUMNS`): every job's rows, `system` being the job's label in
+    the comparison (`retriever=bm25`, `top_k=8,retriever=hybrid`, ...), so jobs of one
+    retriever that differ in another setting stay apart, and beside it what its values measure
+    (dataset, unit, label snapshot, top_k)."""
+    rows: list[tuple[Any, ...]] = []
+    for job in jobs:
+        about = (job.label, job.dataset, scoring_unit(job), label_snapshot(job), job.top_k)
+        rows.extend((*about, *row[1:]) for row in result_rows(job.metrics, job.label))
+    return rows
 
 
 def metrics_frame(metrics: Mapping[str, Any], system: str = "run") -> Any:

@@ -134,3 +134,41 @@ def test_writing_the_table_does_not_import_pandas(job: Path, tmp_path: Path) -> 
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     assert (tmp_path / "results.parquet").read_bytes() == (job / "results.parquet").read_bytes()
+
+
+def test_a_sweeps_table_tells_apart_what_its_jobs_measured(job: Path, tmp_path: Path) -> None:
+    """Two jobs of one system name, one scored in documents against other labels at another
+    K: their rows say so in the sweep table's own columns (CSV and Parquet alike), so no
+    reader adds up values that measure different things."""
+    from dataclasses import replace
+
+    from retrieval_bench.jobdir.read import FinishedJob
+    from retrieval_bench.scoring.table import SWEEP_COLUMNS, sweep_rows
+
+    first = replace(FinishedJob.load(job), label="bm25")
+    other = replace(
+        first,
+        metrics={**first.metrics, "unit": "doc"},
+        manifest={**first.manifest, "labels": {"hash": "f" * 64}},
+        config={**first.config, "top_k": 3},
+    )
+    write_results_table(tmp_path, sweep_rows([first, other]), SWEEP_COLUMNS)
+    with (tmp_path / "results.csv").open() as handle:
+        header, *rows = list(csv.reader(handle))
+    assert tuple(header) == SWEEP_COLUMNS
+    about = {tuple(row[:5]) for row in rows}
+    labels = first.manifest["labels"]["hash"][:12]
+    assert about == {
+        ("bm25", "mini", "passage", labels, str(first.top_k)),
+        ("bm25", "mini", "doc", "f" * 12, "3"),
+    }
+    half = len(rows) // 2
+    assert [r[5:] for r in rows[:half]] == [r[5:] for r in rows[half:]]  # the same values
+    assert [r[5:] for r in rows[:half]] == [list(r[1:]) for r in csv.reader(
+        (job / "results.csv").open())][1:]  # fmt: skip
+    table = pq.read_table(tmp_path / "results.parquet")
+    assert table.schema.field("top_k").type == "int64"
+    assert [tuple(r[c] for c in SWEEP_COLUMNS) for r in table.to_pylist()] == [
+        (*row[:4], int(row[4]), *row[5:-1], None if row[-1] == "" else float(row[-1]))
+        for row in rows
+    ]
