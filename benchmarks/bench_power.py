@@ -6,14 +6,17 @@ interleaved in one run.
 
 Why: every comparison sizes a power entry (`stats.power.power_entry`: the sd of the
 differences, the MDE and the queries needed) for each pair, query type and metric: 264 of them in
-`experiment=robustness`. Each entry calls the power function ~50 times (a root and a bisection),
-and `stats.nct.sf` spent 0.36 ms a call in argument handling. The project calls the
-distributions' `_ppf`, `_sf` and `_cdf` directly (what the public methods return).
+`experiment=robustness`. Each entry evaluates the test's power ~15 times (a root and a search
+over n), each the t-test's power at 24 levels (the randomized test's power integrates over its
+resampling: `stats.power`), and `stats.nct.sf` spent 0.36 ms a call in argument handling. The
+project calls the distributions' `_ppf`, `_sf` and `_cdf` directly (what the public methods
+return), on arrays.
 
 Both sides run `power_entry` on the same random per-query differences (166 queries, the travel
-set's size; the alpha of a 48-test family), the reference with `t_test_power` swapped for
-`tests/support/references.py: scipy_stats_power`. Every entry of both sides must be identical
-(asserted). RESULT: the reference's median ms per entry over the project's.
+set's size; the alpha of a 48-test family), the reference with `t_test_power` and `_t_powers`
+swapped for `tests/support/references.py: scipy_stats_power` and `scipy_stats_powers` (one
+public call per value). Every entry of both sides must be identical (asserted). RESULT: the
+reference's median ms per entry over the project's.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from support.references import scipy_stats_power
+from support.references import scipy_stats_power, scipy_stats_powers
 from timing import add_rounds, at_least_one, timed
 
 from retrieval_bench.stats import power
@@ -41,7 +44,10 @@ def _entries(differences: list[np.ndarray], alpha: float) -> list[dict[str, Any]
 
 
 def _reference(differences: list[np.ndarray], alpha: float) -> list[dict[str, Any]]:
-    with mock.patch.object(power, "t_test_power", scipy_stats_power):
+    with (
+        mock.patch.object(power, "t_test_power", scipy_stats_power),
+        mock.patch.object(power, "_t_powers", scipy_stats_powers),
+    ):
         return _entries(differences, alpha)
 
 

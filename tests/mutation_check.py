@@ -64,6 +64,8 @@ ANSWERS = "src/retrieval_bench/answers/score.py"
 DRIVER = "src/retrieval_bench/benchmark/month.py"
 VALIDATE = "src/retrieval_bench/config/validate.py"
 TUNE_RUN = "src/retrieval_bench/tune/run.py"
+POWER = "src/retrieval_bench/stats/power.py"
+POWER_TESTS = ("tests/unit/stats/test_power.py",)
 HELD_OUT_TESTS = ("tests/unit/tune/test_held_out.py",)
 GATE_TESTS = ("tests/unit/benchmark/test_gate_units.py", "tests/unit/benchmark/test_monthly.py")
 # The job on the mini fixture, in-process and through the app.
@@ -331,6 +333,13 @@ MUTATIONS = [
         ("tests/unit/config/test_config.py",),
     ),
     # Issue 35: what a tired developer writes, which no fast test caught.
+    Mutation(
+        "the randomized test's power taken as the t-test's at alpha (resampling ignored)",
+        POWER,
+        "return float(weights @ _t_powers(delta, sd, n, criticals))",
+        "return t_test_power(delta, sd, n, alpha_test)",
+        POWER_TESTS,
+    ),
     Mutation(
         "every tuning study's sampler seeded with the run's seed",
         TUNE_RUN,

@@ -32,3 +32,28 @@ def scipy_stats_power(delta: float, sd: float, n: int, alpha_test: float) -> flo
     if math.isnan(upper):
         upper = 1.0 if shift > critical else 0.0
     return upper + (0.0 if math.isnan(lower) else lower)
+
+
+def scipy_stats_powers(delta: float, sd: float, n: int, criticals: Any) -> Any:
+    """`stats.power._t_powers` (the t-test's power at each of several critical values)
+    through scipy.stats's public `nct.sf` and `nct.cdf`, one value at a time, with its
+    conventions: at |delta|, NaN tails as in `scipy_stats_power`, the far tail added only
+    where it can reach 1e-9."""
+    import math
+
+    import numpy as np
+    from scipy import stats
+
+    df = n - 1
+    shift = abs(delta) * math.sqrt(n) / sd
+    out = []
+    widest = float(stats.nct.cdf(-float(np.min(criticals)), df, shift))
+    for critical in criticals:
+        upper = float(stats.nct.sf(critical, df, shift))
+        if math.isnan(upper):
+            upper = 1.0 if shift > critical else 0.0
+        if not (math.isnan(widest) or widest < 1e-9):
+            lower = float(stats.nct.cdf(-critical, df, shift))
+            upper += 0.0 if math.isnan(lower) else lower
+        out.append(upper)
+    return np.array(out)

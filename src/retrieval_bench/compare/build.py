@@ -344,12 +344,15 @@ def settings_record(cfg: CompareConfig) -> dict[str, Any]:
         "power": cfg.power,
         "target_delta": cfg.target_delta,
         "power_method": (
-            "the sign-flip test rejects on a monotone function of Student's t, so its power "
-            "is the t-test's (noncentral t): MDE = the difference with power `power` at a on "
-            "n queries, sd of the per-query differences (ddof 1), a = alpha / m (m: tests in "
-            "the family; the level "
-            "a test must reach alone under Holm and BH alike); n_needed: the smallest n with "
-            "MDE <= target_delta"
+            "the sign-flip test rejects on a monotone function of Student's t, so with every "
+            "sign pattern its power is the t-test's (noncentral t); as run, exact tests reject "
+            "at the largest level 2c/2**n below a, and randomized ones when at most K of their "
+            "n_resamples patterns are as extreme, i.e. the t-test at the level 2Q, "
+            "Q ~ Beta(K + 1, n_resamples - K), averaged over Q: MDE = the difference with "
+            "power `power` at a on n queries, sd of the per-query differences (ddof 1), "
+            "a = alpha / m (m: tests in the family; the level a test must reach alone under "
+            "Holm and BH alike); n_needed: the smallest n from which on the power at "
+            "target_delta is at least `power`"
         ),
     }
 

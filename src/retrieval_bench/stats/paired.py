@@ -88,7 +88,7 @@ class SignFlip:
     def __init__(self, d: np.ndarray, n_resamples: int, seed: int) -> None:
         n = int(d.size)
         self.mean = float(d.mean())
-        self.exact = _exact(n, n_resamples)
+        self.exact = is_exact(n, n_resamples)
         parts_a, parts_b = [], []
         for signs in self._patterns(n, n_resamples, seed):
             parts_a.append(signs @ d / n)
@@ -114,7 +114,7 @@ class SignFlip:
     def _patterns(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
         """Every sign pattern (exact), else `n_resamples` seeded random ones, in chunks."""
         rows = max(1, _CHUNK_ELEMENTS // n)
-        exact = _exact(n, n_resamples)
+        exact = is_exact(n, n_resamples)
         if (2**n if exact else n_resamples) <= rows:  # one chunk (at most 32 MB): kept
             yield _kept_patterns(n, n_resamples, seed)
             return
@@ -134,8 +134,7 @@ class SignFlip:
     def p_value(self, delta: float = 0.0) -> float:
         """Two-sided p-value of mean(d) = delta."""
         ge, le = self._counts(delta)
-        extra = 0 if self.exact else 1
-        return min(1.0, 2.0 * (min(ge, le) + extra) / (self.total + extra))
+        return p_value_of_count(min(ge, le), self.total, self.exact)
 
     def interval(self, confidence: float) -> tuple[float, float]:
         """Every delta the test does not reject at 1 - confidence (p >= 1 - confidence);
@@ -149,14 +148,40 @@ class SignFlip:
         return low, high
 
 
-def _exact(n: int, n_resamples: int) -> bool:
+def is_exact(n: int, n_resamples: int) -> bool:
     """Whether every sign pattern of n is tested: there are no more than `n_resamples`."""
     return n < 63 and 2**n <= n_resamples
 
 
+def p_value_of_count(count: int, total: int, exact: bool) -> float:
+    """The two-sided p-value when the smaller of #{T* >= T} and #{T* <= T} over `total`
+    patterns is `count`: 2 count / 2**n (exact, the observed pattern among those counted), or
+    scipy's 2 (count + 1) / (R + 1) (R random patterns)."""
+    extra = 0 if exact else 1
+    return min(1.0, 2.0 * (count + extra) / (total + extra))
+
+
+def rejection_count(n: int, n_resamples: int, alpha: float) -> int:
+    """The largest count (the smaller of #{T* >= T} and #{T* <= T}) at which the test on `n`
+    pairs rejects at `alpha` (p < alpha). Below the smallest count there can be (1 exact: the
+    observed pattern; 0 randomized) when it rejects nothing at alpha. What the test's power
+    rests on (`stats.power`): a randomized test with R patterns rejects only when at most
+    this many of them are as extreme as the data, however small the true p-value."""
+    exact = is_exact(n, n_resamples)
+    total = 2**n if exact else n_resamples
+    smallest = 1 if exact else 0
+    # p rises with the count: start at the count alpha asks for, step to the last one below.
+    count = max(smallest - 1, math.floor(alpha * (total + (0 if exact else 1)) / 2.0) + 1)
+    while count >= smallest and not p_value_of_count(count, total, exact) < alpha:
+        count -= 1
+    while p_value_of_count(count + 1, total, exact) < alpha:
+        count += 1
+    return count
+
+
 def _one_chunk_of_patterns(n: int, n_resamples: int, seed: int) -> np.ndarray:
     """Every sign pattern of n (exact), else `n_resamples` seeded random ones, in one array."""
-    if _exact(n, n_resamples):
+    if is_exact(n, n_resamples):
         codes = np.arange(2**n, dtype=np.int64)[:, None]
         return (1 - 2 * ((codes >> np.arange(n)) & 1)).astype(np.float64)
     rng = np.random.default_rng(seed)
@@ -230,7 +255,7 @@ def resampling_floor(n: int, n_resamples: int) -> float | None:
     """The smallest p-value the randomized test reports on `n` pairs, 2 / (n_resamples + 1):
     no resample was as extreme as the data, and the true p-value is smaller still. None when
     the test is exact (2**n <= n_resamples), whose smallest p-value is a real value."""
-    if n <= 0 or _exact(n, n_resamples):
+    if n <= 0 or is_exact(n, n_resamples):
         return None
     return 2.0 / (n_resamples + 1)
 
