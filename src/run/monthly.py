@@ -31,6 +31,7 @@ from retrieval_bench.benchmark.month import (
     open_month,
     plan_month,
     planned_finished,
+    quote_override,
     record_sweep,
     score_answers,
     sweep_failed,
@@ -46,7 +47,7 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
     """Run, compare, gate and trend one month; 0 = gate passed (or not gated), 1 = gate
     failed."""
     bench = cfg.benchmark
-    plan = plan_month(cfg, task_overrides)
+    plan = plan_month(cfg, task_overrides, caller_search_path())
     with open_month(plan, log_dir) as state:
         todo = jobs_to_run(plan.month_dir, bench.datasets, bench.retrievers)
         if not todo:
@@ -98,6 +99,29 @@ def _launch(
     code = run_sweep(cmd, lambda proc: record_sweep(plan, state, proc))
     if code != 0:
         raise sweep_failed(plan, dataset, retrievers, code)
+
+
+# Where a config source came from (Hydra's `runtime.config_sources`): the command line's
+# `--config-dir` and `hydra.searchpath=[...]`. The app's own conf/, Hydra's and its plug-ins'
+# sources, and a primary config's own searchpath, the sweep finds by itself.
+_CALLER_SOURCES = ("command-line", "hydra.searchpath in command-line")
+
+
+def caller_search_path() -> list[str]:
+    """The driver's own config search path beyond what every `python -m run` has (a
+    `--config-dir`, a `hydra.searchpath` on its command line), as the one override that gives
+    the month's jobs the same path, when the driver composes and validates them and in the
+    sweep that runs them: a retriever or dataset found there is found by both. [] when there
+    is none."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    sources = HydraConfig.get().runtime.config_sources
+    entries = [f"{s.schema}://{s.path}" for s in sources if s.provider in _CALLER_SOURCES]
+    if not entries:
+        return []
+    return [f"hydra.searchpath=[{','.join(quote_override(e) for e in entries)}]"]
 
 
 def print_gate(month: str, gate: GateResult | None) -> None:

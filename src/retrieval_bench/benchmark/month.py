@@ -36,7 +36,7 @@ import contextlib
 import datetime as dt
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -133,23 +133,27 @@ def robustness_overrides(node: RobustnessConfig, given: Sequence[str]) -> list[s
         if value == getattr(defaults, item.name) or key in named:
             continue
         if isinstance(value, list):
-            out.append(f"{key}=[{','.join(_quote(str(v)) for v in value)}]")
+            out.append(f"{key}=[{','.join(quote_override(str(v)) for v in value)}]")
         else:
-            out.append(f"{key}={_quote(value) if isinstance(value, str) else value}")
+            out.append(f"{key}={quote_override(value) if isinstance(value, str) else value}")
     return out
 
 
-def _quote(value: str) -> str:
+def quote_override(value: str) -> str:
     """A Hydra override value that reads back as `value` (paths may hold any character)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def compose_jobs(
-    datasets: Sequence[str], retrievers: Sequence[str], overrides: Sequence[str]
+    datasets: Sequence[str],
+    retrievers: Sequence[str],
+    overrides: Sequence[str],
+    search_path: Sequence[str] = (),
 ) -> dict[tuple[str, str], RunConfig]:
     """Each planned job's config, composed and validated as the job will compose it, so a bad
-    value fails here (exit 2) and not after other jobs ran. Needs Hydra initialised (the app,
-    or `hydra.initialize_config_dir` in a test)."""
+    value fails here (exit 2) and not after other jobs ran. `search_path`: the caller's own
+    config search path as overrides (`hydra.searchpath=[...]`), which the jobs get too. Needs
+    Hydra initialised (the app, or `hydra.initialize_config_dir` in a test)."""
     from hydra import compose
 
     jobs: dict[tuple[str, str], RunConfig] = {}
@@ -158,7 +162,12 @@ def compose_jobs(
             try:
                 composed = compose(
                     config_name="config",
-                    overrides=[f"dataset={dataset}", f"retriever={retriever}", *overrides],
+                    overrides=[
+                        f"dataset={dataset}",
+                        f"retriever={retriever}",
+                        *overrides,
+                        *search_path,
+                    ],
                 )
                 job: RunConfig = OmegaConf.to_object(composed)  # type: ignore[assignment]
             except (HydraException, OmegaConfBaseException) as exc:
@@ -242,7 +251,7 @@ def launcher_overrides(settings: Mapping[str, Any]) -> list[str]:
         elif isinstance(value, (bool, int, float)):
             text = str(value).lower() if isinstance(value, bool) else str(value)
         else:
-            text = _quote(str(value))
+            text = quote_override(str(value))
         out.append(f"hydra.launcher.{key}={text}")
     return out
 
@@ -290,12 +299,19 @@ class MonthPlan:
     overrides: list[str]
     folders: dict[str, str]
     plan: dict[str, Any]
+    # The caller's config search path (`--config-dir`, `hydra.searchpath`) as overrides: the
+    # jobs are composed against it here and the sweeps get it; where configs are found is not
+    # what is measured, so the plan does not record it.
+    search_path: list[str] = field(default_factory=list)
 
 
-def plan_month(cfg: RunConfig, task_overrides: Sequence[str]) -> MonthPlan:
-    """The month of `cfg.benchmark`, every job composed and validated, its folders checked to
-    lie inside the month, the allowed plan changes and the judge's settings checked: a bad
-    value fails here (ConfigError, exit 2) before any job runs. Needs Hydra initialised."""
+def plan_month(
+    cfg: RunConfig, task_overrides: Sequence[str], search_path: Sequence[str] = ()
+) -> MonthPlan:
+    """The month of `cfg.benchmark`, every job composed and validated (against `search_path`,
+    the caller's own config search path as overrides), its folders checked to lie inside the
+    month, the allowed plan changes and the judge's settings checked: a bad value fails here
+    (ConfigError, exit 2) before any job runs. Needs Hydra initialised."""
     bench = cfg.benchmark
     month = bench.month or current_month()
     root = Path(bench.root)
@@ -303,7 +319,7 @@ def plan_month(cfg: RunConfig, task_overrides: Sequence[str]) -> MonthPlan:
     month_dir = inside(root, root / month, "benchmark.month")
     overrides = job_overrides(task_overrides)
     overrides += robustness_overrides(cfg.robustness, overrides)
-    jobs = compose_jobs(bench.datasets, bench.retrievers, overrides)
+    jobs = compose_jobs(bench.datasets, bench.retrievers, overrides, search_path)
     folders = job_folders(month_dir, jobs)
     check_allowed_changes(bench.gate.allow_plan_changes, jobs)
     if bench.judge.enabled:
@@ -313,7 +329,7 @@ def plan_month(cfg: RunConfig, task_overrides: Sequence[str]) -> MonthPlan:
         "retrievers": list(bench.retrievers),
         "overrides": [o for o in overrides if o.split("=")[0].lstrip("+") not in _NOT_PLAN],
     }
-    return MonthPlan(month, root, month_dir, overrides, folders, plan)
+    return MonthPlan(month, root, month_dir, overrides, folders, plan, list(search_path))
 
 
 @contextlib.contextmanager
@@ -332,15 +348,17 @@ def sweep_overrides(
     """The overrides of one dataset's sweep of its missing jobs (the app starts the sweep with
     them): every retriever into `<month>/<dataset folder>/<retriever>/`, through
     `benchmark.launcher`, without a comparison of its own (the month compares)."""
+    folder = plan.folders[dataset]
     return [
         f"dataset={dataset}",
         f"retriever={','.join(retrievers)}",
         *plan.overrides,
-        f"hydra.sweep.dir={_quote(str((plan.month_dir / plan.folders[dataset]).resolve()))}",
+        f"hydra.sweep.dir={quote_override(str((plan.month_dir / folder).resolve()))}",
         f"hydra.sweep.subdir={_SUBDIR}",
         f"hydra/launcher={cfg.benchmark.launcher}",
         *launcher_overrides(cfg.benchmark.launcher_settings),
         "compare.enabled=false",
+        *plan.search_path,
     ]
 
 

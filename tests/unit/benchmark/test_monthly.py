@@ -523,6 +523,36 @@ def test_a_bad_month_is_gated_against_the_last_good_one_until_pinned(
 
 
 @pytest.mark.slow
+def test_a_retriever_from_a_config_dir_runs_in_the_months_sweep(
+    data: list[str], tmp_path: Path
+) -> None:
+    """The driver validates its jobs against `--config-dir` and `hydra.searchpath`; the sweep it
+    starts is given the same search path, so the jobs find the same retriever."""
+    own = tmp_path / "own-conf" / "retriever"
+    own.mkdir(parents=True)
+    bm25 = (ROOT / "conf" / "retriever" / "bm25.yaml").read_text(encoding="utf-8")
+    (own / "own_bm25.yaml").write_text(bm25.replace("name: bm25", "name: own_bm25"))
+    more = tmp_path / "more-conf" / "retriever"
+    more.mkdir(parents=True)
+    (more / "more_bm25.yaml").write_text(bm25.replace("name: bm25", "name: more_bm25"))
+    root = tmp_path / "bench"
+    result = monthly(
+        root,
+        data,
+        "2026-09",
+        "benchmark.retrievers=[own_bm25,more_bm25]",
+        f"hydra.searchpath=[file://{more.parent}]",
+        "--config-dir",
+        str(own.parent),
+    )
+    assert result.returncode == 0, result.stderr
+    [dataset] = [p for p in (root / "2026-09").iterdir() if p.is_dir()]
+    for name in ("own_bm25", "more_bm25"):
+        manifest = json.loads((dataset / name / "manifest.json").read_text())
+        assert manifest["config"]["retriever"]["name"] == name
+
+
+@pytest.mark.slow
 def test_a_beir_month_stays_in_its_root_and_resumes(tmp_path: Path) -> None:
     # As in the report: a relative dataset.path, no dataset.name, a relative root.
     tiny_beir(tmp_path / "mini-beir")
