@@ -30,7 +30,7 @@ from retrieval_bench.retrievers.bm25_kernel import score_rows, top_rows
 from retrieval_bench.text.token_cache import TokenizedCorpus
 
 if TYPE_CHECKING:
-    from retrieval_bench.text.tokenizer import Tokenizer
+    from retrieval_bench.text.tokenizer import CharBigramTokenizer, Tokenizer
 from retrieval_bench.tiebreak import shared_tie_break
 
 
@@ -309,38 +309,53 @@ class BM25ArmSpec:
         self.tokens = tokens
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
-        from retrieval_bench.text.segment.parity import checked_tokenizer
-        from retrieval_bench.text.token_cache import tokenize_corpus
-        from retrieval_bench.text.tokenizer import (
-            CharBigramTokenizer,
-            cached_tokenizer,
-            lexicon_of,
-        )
+        from retrieval_bench.text.tokenizer import CharBigramTokenizer
 
         config = with_overrides(ctx.cfg.bm25, self.overrides)
         text = with_overrides(ctx.cfg.text, self.text)
-        tokenizer: Tokenizer | CharBigramTokenizer
         if self.tokens == "char_bigram":
-            tokenizer = CharBigramTokenizer(text)
+            tokenizer: Tokenizer | CharBigramTokenizer = CharBigramTokenizer(text)
+            start = time.perf_counter()
+            tokens = _cached_tokens(ctx, tokenizer, text)
+            tokens_s = time.perf_counter() - start
         else:
-            tokenizer = cached_tokenizer(text, *lexicon_of(ctx.entities))
-            # text.impl=fast: jieba instead where the fast cut differs on a sample of this corpus.
-            tokenizer = checked_tokenizer(tokenizer, ctx.texts, ctx.ids)
+            tokenizer, tokens, tokens_s = jieba_tokens(ctx, text)
             if not self.text:
                 # The manifest's `tokenizer`: the job's own `text` settings, recorded by the arm
                 # that tokenises with them, so a job without such an arm loads no jieba; an arm
                 # with its own records its tokenizer in its `info()`.
                 ctx.stats["tokenizer"] = tokenizer.identity()
-        start = time.perf_counter()
-        tokens = tokenize_corpus(
-            ctx.texts,
-            tokenizer.tokenize,
-            tokenizer.identity(),
-            ctx.cache_dir / "tokens",
-            text.resolved_workers(),
-        )
-        tokens_s = time.perf_counter() - start
         retriever = BM25Retriever(ctx.ids, tokens, tokenizer.tokenize, config)
         retriever.tokenizer = tokenizer.identity()
         retriever.tokens_s = tokens_s
         return TextArm(retriever)
+
+
+def jieba_tokens(ctx: BuildContext, text: TextConfig) -> tuple[Tokenizer, TokenizedCorpus, float]:
+    """The corpus as a BM25 arm with `text` settings tokenises it (jieba with the dataset's
+    lexicon; `text.impl=fast` checked against jieba on a sample), through the token cache:
+    (tokenizer, tokens, seconds it took). Also what a learned router's term statistics read,
+    so both share one cache entry."""
+    from retrieval_bench.text.segment.parity import checked_tokenizer
+    from retrieval_bench.text.tokenizer import cached_tokenizer, lexicon_of
+
+    tokenizer = cached_tokenizer(text, *lexicon_of(ctx.entities))
+    # text.impl=fast: jieba instead where the fast cut differs on a sample of this corpus.
+    tokenizer = checked_tokenizer(tokenizer, ctx.texts, ctx.ids)
+    start = time.perf_counter()
+    tokens = _cached_tokens(ctx, tokenizer, text)
+    return tokenizer, tokens, time.perf_counter() - start
+
+
+def _cached_tokens(
+    ctx: BuildContext, tokenizer: Tokenizer | CharBigramTokenizer, text: TextConfig
+) -> TokenizedCorpus:
+    from retrieval_bench.text.token_cache import tokenize_corpus
+
+    return tokenize_corpus(
+        ctx.texts,
+        tokenizer.tokenize,
+        tokenizer.identity(),
+        ctx.cache_dir / "tokens",
+        text.resolved_workers(),
+    )

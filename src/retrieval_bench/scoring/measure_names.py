@@ -13,16 +13,21 @@ report (its rankings are cut), so it must be written with one (`AP@10`, `AP@K`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from retrieval_bench.config.benchmark import BenchmarkConfig
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.scoring.registry import (
+    DOC,
     answer_measures,
+    find,
     ir_measures_names,
     is_answer_measure,
     is_robustness_measure,
     known_metrics,
+    reported,
     robustness_measures,
 )
 
@@ -55,6 +60,31 @@ def canonical_metric(spec: str, key: str) -> str:
         hint = nearest_hint(name, [*known, *spellings, *robustness_measures()], suffix=f"@{k}")
         raise ConfigError(key, f"{spec!r} is not a metric: {hint}")
     return f"{name}@{k}"
+
+
+def per_query_measure(
+    spec: str, key: str, top_k: int, cutoffs: Sequence[int]
+) -> tuple[str, int, bool]:
+    """(measure name, cut-off, higher is better) of `spec` where a per-query value of a
+    ranking is needed (what `run.tune` searches on, what a learned router learns): a doc
+    measure with a value per query, at K (`top_k`) or a cut-off the job scores (`top_k` or
+    one of `cutoffs`). ConfigError naming `key` otherwise."""
+    spec = canonical_metric(spec, key)
+    name, _, k_text = spec.partition("@")
+    if name not in reported(DOC) or find(name).pooled is not None:
+        options = [n for n in reported(DOC) if find(n).pooled is None]
+        raise ConfigError(
+            key,
+            f"{spec!r}: needs a per-query measure of the ranking, "
+            f"{nearest_hint(name, options, suffix='@K')}",
+        )
+    k = top_k if k_text == "K" else int(k_text)
+    scored = sorted({top_k, *cutoffs})
+    if k not in scored:
+        raise ConfigError(
+            key, f"{spec!r}: the job scores at {scored}; add scoring.cutoffs=[{k}] or use @K"
+        )
+    return name, k, find(name).higher_is_better
 
 
 def canonical_compare_metrics(cfg: CompareConfig) -> None:

@@ -8,12 +8,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from retrieval_bench.config.refusal import RefusalConfig
 from retrieval_bench.config.schema import DOC, PASSAGE
 from retrieval_bench.records import QueryRecord, StageRecord, empty_rankings
-from retrieval_bench.scoring.aggregate import CodedLabels, score_stage, score_stage_coded
+from retrieval_bench.scoring.aggregate import (
+    CodedLabels,
+    per_query_columns,
+    per_query_columns_coded,
+    score_stage,
+    score_stage_coded,
+)
 from retrieval_bench.scoring.families import ScoringContext, merge_headlines, score_families
 from retrieval_bench.scoring.labels import Judgements
+from retrieval_bench.scoring.metrics import pad_rankings
 from retrieval_bench.scoring.refusal import choose_stage, score_refusal
 from retrieval_bench.scoring.stage_loss import stage_loss
 from retrieval_bench.scoring.units import doc_ranking
@@ -99,6 +108,35 @@ def score_records(
             result["baselines"][name]["counts"]["empty_rankings"] = empty_rankings(stage_records)
             _flag_depth(result["baselines"][name], stage_records, cutoffs)
     return result
+
+
+def per_query_values(
+    stages: Sequence[StageRecord],
+    qids: Sequence[str],
+    judgements: Judgements,
+    labels: CodedLabels,
+    metric: tuple[str, int],
+    doc_of: Mapping[str, str] | None = None,
+) -> np.ndarray:
+    """One measure (name, cut-off) of each recorded ranking, query `qids[i]`'s for `stages[i]`
+    (every one labelled): through the integer core as a job scores its stages (passage
+    indices against `labels`), or, with `doc_of` (scoring.unit=doc), each ranking mapped to
+    documents first, as `score_records` does."""
+    name, k = metric
+    if doc_of is None:
+        rows = np.array([labels.row_of[q] for q in qids], dtype=np.int64)
+        columns = per_query_columns_coded(
+            pad_rankings([np.asarray(s.indices) for s in stages]),
+            labels.ids[rows],
+            labels.grades[rows],
+            [k],
+            only={name},
+        )
+    else:
+        ids = [doc_stage(s, doc_of).ids for s in stages]
+        qrels = [judgements.qrels[q] for q in qids]
+        columns = per_query_columns(ids, qrels, [k], list(qids), only={name})
+    return np.asarray(columns[f"{name}@{k}"], dtype=np.float64)
 
 
 def doc_stage(stage: StageRecord, doc_of: Mapping[str, str]) -> StageRecord:

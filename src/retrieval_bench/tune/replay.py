@@ -67,13 +67,8 @@ from retrieval_bench.records import (
 )
 from retrieval_bench.routing.router import build_router
 from retrieval_bench.routing.rules import RuleSet, load_rule_set
-from retrieval_bench.scoring.aggregate import (
-    CodedLabels,
-    per_query_columns,
-    per_query_columns_coded,
-)
-from retrieval_bench.scoring.metrics import pad_rankings
-from retrieval_bench.scoring.records import doc_stage
+from retrieval_bench.scoring.aggregate import CodedLabels
+from retrieval_bench.scoring.records import per_query_values
 from retrieval_bench.scoring.units import passage_docs
 
 # Config keys no arm reads when it is built or asked: its pool size and filter masks reach it
@@ -284,7 +279,6 @@ class Replay:
     def _score(
         self, records: Sequence[QueryRecord], metric: tuple[str, int], stage: str
     ) -> dict[str, float]:
-        name, k = metric
         qids = [r.query.query_id for r in records]
         missing = [q for q, r in zip(qids, records, strict=True) if stage not in r.stages]
         if missing:
@@ -293,22 +287,11 @@ class Replay:
                 f"'{stage}' is not recorded for query {missing[0]} (recorded: "
                 f"{', '.join(records[qids.index(missing[0])].stages)})",
             )
-        if self.doc_of is None:
-            rows = np.array([self.labels.row_of[q] for q in qids], dtype=np.int64)
-            rankings = [r.stages[stage].indices for r in records]
-            columns = per_query_columns_coded(
-                pad_rankings([np.asarray(x) for x in rankings]),
-                self.labels.ids[rows],
-                self.labels.grades[rows],
-                [k],
-                only={name},
-            )
-        else:
-            doc_of = self.doc_of
-            ids = [doc_stage(r.stages[stage], doc_of).ids for r in records]
-            qrels = [self.judgements.qrels[q] for q in qids]
-            columns = per_query_columns(ids, qrels, [k], qids, only={name})
-        return dict(zip(qids, columns[f"{name}@{k}"].tolist(), strict=True))
+        values = per_query_values(
+            [r.stages[stage] for r in records], qids, self.judgements, self.labels, metric,
+            self.doc_of,
+        )  # fmt: skip
+        return dict(zip(qids, values.tolist(), strict=True))
 
     def _filter(self, config: FilterConfig) -> MemoFilter:
         key = _canonical(asdict(config))
