@@ -308,6 +308,9 @@ class QueryRecord:
     # With a router: each single retriever cut to top_k on the same query, filtered as without
     # a router (no exclusions), so routed and unrouted are compared on identical queries.
     baselines: dict[str, StageRecord] = field(default_factory=dict)
+    # With a learned router: the features it chose the route from (routing.features); None
+    # for a feature that could not be computed. Absent (None) without one.
+    features: dict[str, float | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -323,6 +326,8 @@ class QueryRecord:
             "stages": {name: stage.to_json() for name, stage in self.stages.items()},
             "baselines": {name: stage.to_json() for name, stage in self.baselines.items()},
         }
+        if self.features is not None:
+            out["features"] = dict(self.features)
         if self.query.perturbed_from is not None:  # a variant: the explorer shows its original
             out[PERTURBED_FROM] = self.query.perturbed_from
             out[PERTURBATION] = self.query.meta.get(PERTURBATION)
@@ -362,7 +367,21 @@ class QueryRecord:
             stages=_stages(data, "stages", positions),
             rule=data["rule"],
             baselines=_stages(data, "baselines", positions),
+            features=_features(data),
         )
+
+
+def _features(data: dict[str, Any]) -> dict[str, float | None] | None:
+    """A learned router's features as its line recorded them (`to_json`), or None."""
+    features = data.get("features")
+    if features is None:
+        return None
+    if not isinstance(features, dict):
+        raise ValueError("'features' must be an object of feature values")
+    for name, value in features.items():
+        if value is not None and not _is_number(value):
+            raise ValueError(f"features.{name}: must be a number or null, got {value!r}")
+    return {str(name): None if v is None else float(v) for name, v in features.items()}
 
 
 def _variant_meta(data: dict[str, Any]) -> dict[str, Any]:

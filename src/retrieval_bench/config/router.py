@@ -1,11 +1,18 @@
 """The router's typed schema (`router.*`, `conf/router/`): rules (conditions tested in order) pick
 a route, a route names the strategy that answers it. `routing.rules` turns it into a validated
-`RuleSet`."""
+`RuleSet`. `router=learned` adds the keys of a router learned from labelled queries
+(`routing.learned`, `job.learned`); it keeps the rules, whose parse it reads and whose router
+it is compared with."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
+
+# router=learned: the model families searched and each one's settings (ridge's alpha, the
+# forest's min_samples_leaf); the margins a departure from the reference must exceed.
+DEFAULT_ESTIMATORS = {"ridge": [1.0, 10.0, 100.0, 1000.0], "forest": [3.0, 10.0, 30.0]}
+DEFAULT_MARGINS = [0.0, 0.01, 0.03, 0.1]
 
 
 @dataclass
@@ -75,3 +82,26 @@ class RouterConfig:
     # scored queries, stratified by labelled type, seeded, for the best fixed strategy per type.
     ceiling_folds: int = 5
     ceiling_seed: int = 0
+
+    # router=learned (routing.learned). The ceiling's folds and seed above are also the folds
+    # its held-out estimate routes by: each fold's queries by a model fitted on the others.
+    # A saved router (router.json of a finished job) to apply; empty: learn from this job's
+    # labelled queries.
+    model: str = ""
+    # hard: choose one candidate strategy per query; soft: choose the per-arm RRF weights of
+    # retriever.arms per query (each arm's weight from 0, .25, .5, .75, 1; the parsed exclusions
+    # applied, as exclude strategies do).
+    mode: str = "hard"
+    # hard: the strategies it chooses among, by name: an arm (alone), `hybrid` (RRF of every
+    # arm) or a strategy of `strategies`; empty: every arm, hybrid and every strategy.
+    candidates: list[str] = field(default_factory=list)
+    # What a choice is worth on a query (the target it learns): a per-query measure at K (top_k)
+    # or at a cut-off the job scores.
+    metric: str = "ndcg@K"
+    # The model families searched (ridge, forest) and each one's settings.
+    estimators: dict[str, list[float]] = field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_ESTIMATORS.items()}
+    )
+    margins: list[float] = field(default_factory=lambda: list(DEFAULT_MARGINS))
+    # The strategy of a query whose features cannot be computed (an arm returned nothing).
+    fallback: str = "hybrid"

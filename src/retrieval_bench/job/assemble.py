@@ -13,9 +13,10 @@ from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion import TYPE_FROM_LABEL
 from retrieval_bench.job.build import build_combiners
 from retrieval_bench.job.filters import PassageFilter
-from retrieval_bench.job.pipeline import Pipeline, TypeOf
+from retrieval_bench.job.learned import LearnedRouting
+from retrieval_bench.job.pipeline import BaselineStrategy, Pipeline, TypeOf
 from retrieval_bench.paths import resolve_path
-from retrieval_bench.protocols import Arm, BuildContext, Stage
+from retrieval_bench.protocols import Arm, BuildContext, Combiner, Stage
 from retrieval_bench.records import Dataset, ParsedQuery
 from retrieval_bench.routing.parser import NegationRules, QueryParser
 from retrieval_bench.routing.router import build_router
@@ -91,13 +92,22 @@ def build_pipeline(
     passage_filter: PassageFilter,
     parse: Callable[[str], ParsedQuery] | None = None,
     before_cut: Collection[str] = (),
+    learned: LearnedRouting | None = None,
 ) -> Pipeline:
     """The job's pipeline over built `arms` and `stages`: its router and baselines, the
     combiners every strategy names (and each query type's own, with `retriever.type_weights`).
     `parse` defaults to a fresh `build_parser`; `before_cut`: the stages placed before the top_k
-    cut (`job.build.before_cut`)."""
-    route, baselines = build_router(rule_set, configured_strategy(cfg), list(arms))
-    names = {cfg.retriever.combine, *(s.combine for s in baselines.values())}
+    cut (`job.build.before_cut`). With a learned router, the pipeline searches for it (every
+    arm, its candidates and comparisons as the baselines); the job then chooses each query's
+    strategy (`LearnedRouting.select`) and finishes it."""
+    route, rule_baselines = build_router(rule_set, configured_strategy(cfg), list(arms))
+    baselines: dict[str, BaselineStrategy] = dict(rule_baselines)
+    extra: dict[str, Combiner] = {}
+    names = {cfg.retriever.combine, *(s.combine for s in rule_baselines.values())}
+    if learned is not None:
+        route, baselines, extra = learned.presearch, learned.baselines(), learned.combiners(ctx)
+        names.update(s.combine for s in learned.strategies.values() if s.combine not in extra)
+        names.add(learned.plain.combine)
     if rule_set:
         names.update(served.strategy.combine for served in rule_set.routes.values())
     combine_names = sorted(names)
@@ -113,7 +123,7 @@ def build_pipeline(
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
-        combiners=build_combiners(cfg, combine_names, ctx),
+        combiners={**build_combiners(cfg, combine_names, ctx), **extra},
         baselines=baselines,
         stages=stages,
         typed_combiners=typed,

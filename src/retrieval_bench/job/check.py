@@ -12,8 +12,11 @@ from retrieval_bench.config import RunConfig, validate
 from retrieval_bench.encoders import check_encoder_config
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion import TYPE_FROM_ROUTE, check_fusion, check_strategy_weights
+from retrieval_bench.job.assemble import job_arm_names
 from retrieval_bench.job.build import arm_spec, combiner_spec, stage_specs
-from retrieval_bench.routing.rules import load_rule_set
+from retrieval_bench.job.learned import learned_metric
+from retrieval_bench.routing.candidates import check_learned
+from retrieval_bench.routing.rules import LEARNED, load_rule_set
 from retrieval_bench.scoring.groups import check_field
 from retrieval_bench.scoring.measure_names import (
     canonical_benchmark_metrics,
@@ -39,6 +42,9 @@ def check_config(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         check_field(name)
     # router=rules: its rules, routes, strategies and cues
     rule_set = load_rule_set(cfg.router, (*cfg.arms, *given_arms), tuple(cfg.combiners))
+    if cfg.router.name == LEARNED:  # its candidates, settings and metric
+        check_learned(cfg.router, rule_set, job_arm_names(cfg, rule_set), cfg.retriever.arms)
+        learned_metric(cfg)
     if cfg.retriever.type_weights and cfg.retriever.type_weights_from == TYPE_FROM_ROUTE:
         routes = list(rule_set.routes) if rule_set is not None else []
         if not routes:

@@ -23,7 +23,7 @@ interpolation) over the probed queries.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -127,12 +127,15 @@ def _probe_one(
     infos: Mapping[str, Mapping[str, Any]],
     samples: _Samples,
     not_probed: dict[str, str],
+    router: Callable[[QueryRecord], Mapping[str, float]] | None = None,
 ) -> float | None:
     """One query through its arms, combiner and stages, each timed into `samples`; its end to
-    end milliseconds (None when an unprobed arm recorded no latency for it)."""
+    end milliseconds (None when an unprobed arm recorded no latency for it). With a `router`
+    chosen after the search (a learned router), every arm ranks the query and the router's
+    own work is a component."""
     query, mask = record.query, record.filter.mask
     total, complete = 0.0, True
-    for name in strategy.arms:
+    for name in list(pipeline.arms) if router is not None else strategy.arms:
         arm = pipeline.arms[name]
         if getattr(arm, "latency_probe", True):
             timed = _time_arm(name, arm, query, pipeline.pool_size, mask)
@@ -144,6 +147,8 @@ def _probe_one(
             total += samples.add(name, "arm", {"search_ms": float(recorded[query.query_id])})
         else:
             complete = False
+    if router is not None:
+        total += samples.add("router", "router", router(record))
     if len(strategy.arms) > 1:
         pools = [ranked_of(record.stages[name]) for name in strategy.arms]
         combiner = pipeline.combiners[strategy.combine]
@@ -166,23 +171,25 @@ def probe_latency(
     strategies: Mapping[str, Strategy],
     count: int,
     infos: Mapping[str, Mapping[str, Any]],
+    router: Callable[[QueryRecord], Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The probe of the module docstring over `count` of `records` (the batch run's, with
     their filter masks); `strategies` by name (the strategy each record names); `infos`: each
     arm's `info()` taken after the batch run, for the latency an unprobed arm recorded. The
     first probed query runs once untimed first: a model loaded lazily (an encoder whose
-    vectors all came from the cache) loads there, not inside a timed query."""
+    vectors all came from the cache) loads there, not inside a timed query. `router`: a
+    router that chooses after the search (`_probe_one`), timed per query."""
     samples = _Samples()
     end_to_end: list[float] = []
     not_probed: dict[str, str] = {}
     positions = probe_positions(len(records), count)
     for i in positions[:1]:
         record = records[i]
-        _probe_one(pipeline, record, strategies[record.strategy], infos, _Samples(), {})
+        _probe_one(pipeline, record, strategies[record.strategy], infos, _Samples(), {}, router)
     for i in positions:
         record = records[i]
         total = _probe_one(
-            pipeline, record, strategies[record.strategy], infos, samples, not_probed
+            pipeline, record, strategies[record.strategy], infos, samples, not_probed, router
         )
         if total is not None:
             end_to_end.append(total)

@@ -55,6 +55,21 @@ class Searched:
     arm_records: dict[str, StageRecord]
 
 
+# A system recorded beside the routed one (QueryRecord.baselines): one strategy for every
+# query, or one chosen per query from its search (the rules router's choice beside a learned
+# router), which may use only the arms the query's routed strategy asked for.
+BaselineStrategy = Strategy | Callable[[Searched], Strategy]
+
+
+@dataclass(frozen=True)
+class Selected:
+    """A choice made after the search (a learned router): the query's routing, and the
+    features it was chosen from (QueryRecord.features)."""
+
+    routing: Routing
+    features: dict[str, float | None] | None = None
+
+
 class Pipeline:
     def __init__(
         self,
@@ -66,7 +81,7 @@ class Pipeline:
         pool_size: int,
         top_k: int,
         combiners: Mapping[str, Combiner],
-        baselines: Mapping[str, Strategy] | None = None,
+        baselines: Mapping[str, BaselineStrategy] | None = None,
         stages: Sequence[tuple[str, Stage]] | None = None,
         typed_combiners: Mapping[str, Mapping[str, Combiner]] | None = None,
         type_of: TypeOf | None = None,
@@ -114,7 +129,9 @@ class Pipeline:
         ]
         wanted = [set(r.strategy.arms) for r in routed]
         masks = [d.mask for d in decisions]
-        baseline_arms = {arm for s in self.baselines.values() for arm in s.arms}
+        baseline_arms = {
+            arm for s in self.baselines.values() if isinstance(s, Strategy) for arm in s.arms
+        }
         # Baselines share the routed pools when the routed filter excluded nothing; otherwise
         # they rank again under the filter a router-less job would have used. Both kinds of
         # request go to each arm in one batch, so a query is encoded once per job.
@@ -147,9 +164,24 @@ class Pipeline:
             )
         ]
 
-    def finish(self, searched: Sequence[Searched]) -> list[QueryRecord]:
+    def finish(
+        self,
+        searched: Sequence[Searched],
+        compared: Sequence[dict[str, StageRecord]] | None = None,
+        selected: Sequence[Selected] | None = None,
+    ) -> list[QueryRecord]:
         """The searched queries combined (each by its strategy's combiner, or its type's),
-        through the later stages, every stage recorded, and the baselines beside them."""
+        through the later stages, every stage recorded, and the baselines beside them.
+        `compared`: the baselines already computed (`compare`) for `searched`; `selected`: each
+        query's routing chosen after its search (`rerouted`), with its features."""
+        if compared is None:
+            compared = self.compare(searched)
+        features: Sequence[dict[str, float | None] | None] = [None] * len(searched)
+        if selected is not None:
+            searched = [
+                self.rerouted(i, s.routing) for i, s in zip(searched, selected, strict=True)
+            ]
+            features = [s.features for s in selected]
         queries = [s.query for s in searched]
         masks = [s.decision.mask for s in searched]
         ranked = self._combine_all(searched)
@@ -177,28 +209,57 @@ class Pipeline:
                 self.contract.check_not_grown(f"stage '{name}'", queries, ranked, given)
             for recorded, result in zip(stages, ranked, strict=True):
                 recorded[name] = self._stage(result)
-        records = []
-        for item, recorded in zip(searched, stages, strict=True):
-            query, base_pools, mask = item.query, item.baseline_pools, item.baseline_mask
-            baselines = {
-                name: self._stage(
-                    cut(self._combine(query, s, [base_pools[a] for a in s.arms], mask), self.top_k)
-                )
-                for name, s in self.baselines.items()
-            }
-            records.append(
-                QueryRecord(
-                    query,
-                    item.routing.route,
-                    item.routing.strategy.name,
-                    item.parse,
-                    item.decision,
-                    recorded,
-                    rule=item.routing.rule,
-                    baselines=baselines,
-                )
+        return [
+            QueryRecord(
+                item.query,
+                item.routing.route,
+                item.routing.strategy.name,
+                item.parse,
+                item.decision,
+                recorded,
+                rule=item.routing.rule,
+                baselines=baselines,
+                features=query_features,
             )
-        return records
+            for item, recorded, baselines, query_features in zip(
+                searched, stages, compared, features, strict=True
+            )
+        ]
+
+    def compare(self, searched: Sequence[Searched]) -> list[dict[str, StageRecord]]:
+        """Each query's baselines, cut to top_k: a strategy that excludes ranks the routed
+        pools under the routed filter, any other the baseline pools under the filter a
+        router-less job would have used."""
+        out = []
+        for item in searched:
+            records = {}
+            for name, spec in self.baselines.items():
+                strategy = spec if isinstance(spec, Strategy) else spec(item)
+                pools, mask = (
+                    (item.pools, item.decision.mask)
+                    if strategy.exclude
+                    else (item.baseline_pools, item.baseline_mask)
+                )
+                combined = self._combine(item.query, strategy, [pools[a] for a in strategy.arms],
+                                         mask)  # fmt: skip
+                records[name] = self._stage(cut(combined, self.top_k))
+            out.append(records)
+        return out
+
+    def rerouted(self, item: Searched, routing: Routing) -> Searched:
+        """`item` answered by `routing` (chosen after the search): a strategy that excludes
+        keeps the routed pools and filter decision, any other takes the baseline pools and the
+        decision a router-less job would have made."""
+        if routing.strategy.exclude or item.baseline_pools is item.pools:
+            return replace(item, routing=routing)
+        decision = self.passage_filter.decide(item.parse.cities, item.query.user_role, ())
+        return replace(
+            item,
+            routing=routing,
+            decision=decision,
+            pools=item.baseline_pools,
+            arm_records={name: self._stage(p) for name, p in item.baseline_pools.items()},
+        )
 
     def _search(
         self,

@@ -29,6 +29,9 @@ class JobResult:
     own_acl_arms: list[str] = field(default_factory=list)
     # What the quality cost, per arm and stage, and the machine (job.cost.job_cost).
     cost: dict[str, Any] = field(default_factory=dict)
+    # router=learned: the router fitted on every labelled query (RouterModel.to_json), saved
+    # with the job; None otherwise, and when the job applied a saved one.
+    router_model: dict[str, Any] | None = None
 
     def to_dataframe(self, system: str | None = None) -> Any:
         """The job's metrics as the long pandas table of results.csv (one row per system x

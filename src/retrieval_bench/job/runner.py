@@ -36,15 +36,19 @@ from retrieval_bench.job.contract import applies_own_acl
 from retrieval_bench.job.cost import job_cost
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.latency import probe_latency
+from retrieval_bench.job.learned import LearnedRouting
 from retrieval_bench.job.machine import MemoryMeter, machine
+from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.perturb.dataset import with_variants
 from retrieval_bench.plugins import checked_info
 from retrieval_bench.protocols import Arm, ArmSpec
 from retrieval_bench.records import Dataset, QueryRecord, empty_rankings, passage_text
+from retrieval_bench.routing.learned_metrics import LearnedOutcome, learned_metrics
 from retrieval_bench.routing.metrics import router_metrics
-from retrieval_bench.routing.rules import RuleSet, load_rule_set
+from retrieval_bench.routing.rules import LEARNED, RuleSet, load_rule_set
+from retrieval_bench.scoring.aggregate import CodedLabels
 from retrieval_bench.scoring.families import ScoringContext
 from retrieval_bench.scoring.groups import build_group_by
 from retrieval_bench.scoring.labels import Judgements
@@ -120,12 +124,28 @@ def run_job(
     recorded = [*arm_names, *(arms or {}), "fused", *(name for name, _ in stages)]
     check_stage(cfg.refusal.score_stage, recorded)
     type_source(cfg, dataset)  # a type_weights key the evaluation set lacks fails before work
+    learned = None
+    if cfg.router.name == LEARNED:
+        with timer.phase("load"):
+            learned = LearnedRouting(cfg, rule_set, arm_names, ctx)
     built = build_arms(arm_names, ready, specs, ctx, _measured(timer, memory))
     pipeline = build_pipeline(
-        cfg, dataset, built, stages, ctx, rule_set, passage_filter, before_cut=before_cut(later)
+        cfg,
+        dataset,
+        built,
+        stages,
+        ctx,
+        rule_set,
+        passage_filter,
+        before_cut=before_cut(later),
+        learned=learned,
     )
+    outcome = None
     with timer.phase("retrieve"):
-        records = pipeline.run(list(dataset.queries))
+        if learned is None:
+            records = pipeline.run(list(dataset.queries))
+        else:
+            records, outcome = _route_learned(cfg, dataset, judgements, pipeline, learned)
     _note_empty_rankings(records)
     # What the arms and stages did in the batch run, before the latency probe calls them again.
     indexes = {name: checked_info(f"arm '{name}'", arm) for name, arm in built.items()}
@@ -134,12 +154,31 @@ def run_job(
     strategies = {strategy.name: strategy}
     if rule_set:
         strategies.update({s.strategy.name: s.strategy for s in rule_set.routes.values()})
+    if learned is not None:
+        strategies.update(learned.strategy_names())
     probe = None
     if cfg.cost.latency_queries:
         with timer.phase("latency_probe"):
-            probe = probe_latency(pipeline, records, strategies, cfg.cost.latency_queries, indexes)
+            probe = probe_latency(
+                pipeline,
+                records,
+                strategies,
+                cfg.cost.latency_queries,
+                indexes,
+                router=learned.time_query if learned is not None else None,
+            )
     with timer.phase("score"):
         metrics = score_job(cfg, dataset, judgements, groups, records, rule_set)
+        if learned is not None and outcome is not None:
+            metrics["learned_router"] = learned_metrics(
+                records,
+                outcome,
+                metrics,
+                cfg.router.ceiling_folds,
+                cfg.router.ceiling_seed,
+                significance_settings(cfg.compare),
+                cfg.compare.min_queries,
+            )
     cost = job_cost(
         machine(), pipeline.timing.to_json(), indexes, probe, memory.phases, memory.job_peak()
     )
@@ -155,7 +194,30 @@ def run_job(
         stages=stage_infos,
         own_acl_arms=[name for name, arm in built.items() if applies_own_acl(arm)],
         cost=cost,
+        router_model=outcome.model.to_json()
+        if outcome is not None and outcome.model is not None and outcome.applied is None
+        else None,
     )
+
+
+def _route_learned(
+    cfg: RunConfig,
+    dataset: Dataset,
+    judgements: Judgements,
+    pipeline: Pipeline,
+    learned: LearnedRouting,
+) -> tuple[list[QueryRecord], LearnedOutcome]:
+    """router=learned: search every query, record every candidate, choose each query's
+    strategy (job.learned), finish."""
+    searched = pipeline.search(list(dataset.queries))
+    compared = pipeline.compare(searched)
+    positions = {p.id: i for i, p in enumerate(dataset.passages)}
+    labels = CodedLabels.build(judgements, positions)
+    doc_of = passage_docs(dataset.passages) if cfg.scoring.unit == DOC else None
+    selected, outcome = learned.select(
+        searched, compared, judgements, labels, doc_of, dataset.name
+    )
+    return pipeline.finish(searched, compared, selected), outcome
 
 
 def _measured(timer: _Timer, memory: MemoryMeter) -> Callable[[str], AbstractContextManager[None]]:
@@ -221,7 +283,7 @@ def score_job(
         passage_ids=[p.id for p in dataset.passages],
         doc_of=passage_docs(dataset.passages) if cfg.scoring.unit == DOC else None,
     )
-    if rule_set:
+    if rule_set and cfg.router.name != LEARNED:  # a learned router's: run_job adds them
         metrics["router"] = router_metrics(records, rule_set, dataset.passages, metrics, cfg.top_k)
     if variants or cfg.robustness.active:
         metrics["robustness"] = _score_variants(cfg, dataset, metrics, variants)

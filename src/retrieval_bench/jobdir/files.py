@@ -11,6 +11,7 @@ of error messages: a malformed or truncated file fails with a `DataError` naming
   explorer, bad cases, pools and answers need (the query as the line recorded it, no labels).
 * `metrics.json` (`read_metrics`), `manifest.json` (`read_manifest`), `answers.json`
   (`read_scored_answers`): JSON objects, as written.
+* `router.json` (`read_router`): a learned router, through `routing.learned.load_model`.
 * `qrels.trec` (`read_job_qrels`), the job's config (`job_config`, typed), its plots
   (`read_plots`), a month's `benchmark.json` and `gate.json` (`read_month_state`,
   `read_gate_record`).
@@ -34,6 +35,7 @@ from retrieval_bench.data.trec import Qrels, read_qrels
 from retrieval_bench.errors import BenchError, DataError
 from retrieval_bench.jobdir import names
 from retrieval_bench.records import QueryRecord
+from retrieval_bench.routing.learned import RouterModel, load_model
 
 
 class JobFolderError(BenchError):
@@ -97,6 +99,15 @@ def read_job_qrels(job_dir: Path) -> Qrels | None:
         return read_qrels(job_dir / names.QRELS)
     except FileNotFoundError:
         return None
+
+
+def read_router(job_dir: Path) -> RouterModel:
+    """The learned router a `router=learned` job saved (router.json); a job without one, or a
+    file that is not one, fails naming the file."""
+    path = job_dir / names.ROUTER_MODEL
+    if not path.is_file():
+        raise DataError(path, "no saved router: the job did not learn one (router=learned)")
+    return load_model(path)
 
 
 def read_rankings(job_dir: Path, positions: Mapping[str, int] | None = None) -> list[QueryRecord]:

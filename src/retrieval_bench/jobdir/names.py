@@ -28,6 +28,9 @@ METRICS = "metrics.json"
 MANIFEST = "manifest.json"
 # The labels scored against, as TREC qrels.
 QRELS = "qrels.trec"
+# router=learned: the router fitted on every labelled query (routing.learned.RouterModel),
+# which `router.model=<job>/router.json` applies to another job.
+ROUTER_MODEL = "router.json"
 # One TREC run per recorded stage (`trec/<stage>.run`), and `trec/<stage>.qrels` where a stage
 # ran only some of the labelled queries; a router's baselines in their own folder.
 TREC_DIR = "trec"

@@ -71,6 +71,8 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
         stages = {r.query.query_id: scored(r.baselines.get(name)) for r in originals}
         _export(job_dir / names.TREC_BASELINES_DIR, name, stages, qrels, name)
     write_qrels(job_dir / names.QRELS, qrels)
+    if result.router_model is not None:
+        atomic_write_json(job_dir / names.ROUTER_MODEL, result.router_model, indent=None)
     rankings = [r.to_json() for r in result.records]
     atomic_write_text(job_dir / names.RANKINGS, jsonl_text(rankings))
     atomic_write_json(job_dir / names.METRICS, result.metrics, indent=None)

@@ -9,6 +9,7 @@ from typing import Any
 from retrieval_bench.config.schema import DOC, PASSAGE
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.reports.families import console_lines
+from retrieval_bench.reports.learned_router import learned_text
 from retrieval_bench.reports.robustness import job_view, robustness_text
 from retrieval_bench.reports.router import router_summary
 from retrieval_bench.reports.tables import (
@@ -24,11 +25,13 @@ def job_summary(result: JobResult, k: int, job_dir: Path) -> str:
     stage = result.metrics["stages"]["final"]
     table = "\n".join(per_type_table(stage, core_columns(k), text_table))
     router = result.metrics.get("router")
+    learned = result.metrics.get("learned_router")
     return (
         f"\n{table_heading(result.dataset.name, result.metrics, k)}\n"
         f"{table}\n{exclusions_line(stage)}{_cache_text(result)}\n"
         + console_lines(result.metrics, k)
         + (router_summary(router, k) if router else "")
+        + (learned_text(learned) + "\n" if learned else "")
         + _robustness_text(result)
         + f"outputs: {job_dir}\n"
     )

@@ -16,6 +16,7 @@ from retrieval_bench.reports.families import (
     headline_section,
     refusal_section,
 )
+from retrieval_bench.reports.learned_router import learned_markdown
 from retrieval_bench.reports.plots import ROBUSTNESS
 from retrieval_bench.reports.robustness import job_view, robustness_markdown
 from retrieval_bench.reports.router import router_section
@@ -56,6 +57,8 @@ def job_report(
     top_k = int(config.get("top_k", cutoffs[0]))
     if "router" in result.metrics:
         lines += router_section(result.metrics["router"], top_k)
+    if "learned_router" in result.metrics:
+        lines += learned_markdown(result.metrics["learned_router"])
     lines += headline_section(result.metrics, top_k, plots)
     if result.metrics.get("robustness"):
         view = job_view(result.metrics["robustness"], "this job", config.get("compare") or {})

@@ -23,7 +23,8 @@ from retrieval_bench.errors import ConfigError, DataError, nearest_hint
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.routing.parser import NegationRules
 
-ROUTER_NAMES = ("none", "rules")
+ROUTER_NAMES = ("none", "rules", "learned")
+LEARNED = "learned"
 # The rule recorded for a query no rule matched.
 DEFAULT_RULE = "default"
 
@@ -156,11 +157,14 @@ def load_rule_set(
     known_arms: tuple[str, ...],
     known_combiners: tuple[str, ...] = tuple(BUILTIN_COMBINERS),
 ) -> RuleSet | None:
-    """The validated rule set for `router=rules`, None for `router=none`; the first bad entry
-    raises ConfigError naming its key, or DataError naming the rules file and the entry.
+    """The validated rule set for `router=rules` (and `router=learned`, which keeps the rules),
+    None for `router=none`; the first bad entry raises ConfigError naming its key, or DataError
+    naming the rules file and the entry.
     `known_arms` / `known_combiners`: the `arms.<name>` / `combiners.<name>` nodes of the job."""
     if cfg.name not in ROUTER_NAMES:
         raise ConfigError("router.name", f"'{cfg.name}' is not one of: {', '.join(ROUTER_NAMES)}")
+    if cfg.model and cfg.name != LEARNED:
+        raise ConfigError("router.model", "a saved router is only read with router=learned")
     if cfg.name == "none":
         if cfg.rules_file:
             raise ConfigError("router.rules_file", "is only read with router=rules")

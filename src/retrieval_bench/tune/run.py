@@ -33,8 +33,8 @@ from retrieval_bench.job.check import check_config
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.progress import progress
 from retrieval_bench.routing.ceiling import assign_folds
-from retrieval_bench.scoring.measure_names import canonical_metric
-from retrieval_bench.scoring.registry import DOC, find, reported
+from retrieval_bench.routing.rules import LEARNED
+from retrieval_bench.scoring.measure_names import per_query_measure
 from retrieval_bench.tune.configs import TrialConfigs
 from retrieval_bench.tune.estimate import (
     DEFINITIONS,
@@ -120,23 +120,7 @@ def split_overrides(overrides: Sequence[str]) -> tuple[list[str], dict[str, str]
 def resolve_metric(cfg: RunConfig) -> tuple[str, int, bool]:
     """(measure name, cut-off, higher is better) of `tune.metric`: a doc measure with a value
     per query, at a cut-off the job scores (top_k or one of scoring.cutoffs)."""
-    spec = canonical_metric(cfg.tune.metric, "tune.metric")
-    name, _, k_text = spec.partition("@")
-    if name not in reported(DOC) or find(name).pooled is not None:
-        options = [n for n in reported(DOC) if find(n).pooled is None]
-        raise ConfigError(
-            "tune.metric",
-            f"{spec!r}: the search needs a per-query measure of the ranking, "
-            f"{nearest_hint(name, options, suffix='@K')}",
-        )
-    k = cfg.top_k if k_text == "K" else int(k_text)
-    scored = sorted({cfg.top_k, *cfg.scoring.cutoffs})
-    if k not in scored:
-        raise ConfigError(
-            "tune.metric",
-            f"{spec!r}: the job scores at {scored}; add scoring.cutoffs=[{k}] or use @K",
-        )
-    return name, k, find(name).higher_is_better
+    return per_query_measure(cfg.tune.metric, "tune.metric", cfg.top_k, cfg.scoring.cutoffs)
 
 
 def baseline_values(cfg: RunConfig, space: SearchSpace, base: Any) -> dict[str, Any]:
@@ -180,6 +164,13 @@ class Tuner:
         self.base = compose_dict(job, request.config_dir)
         self.cfg = cast(RunConfig, OmegaConf.to_object(self.base))
         check_config(self.cfg)
+        if self.cfg.router.name == LEARNED:
+            raise ConfigError(
+                "router",
+                "run.tune replays a job's fusion and routing settings; router=learned chooses "
+                "its own settings inside its training folds: run it as a job (python -m run "
+                "router=learned), whose report holds its held-out estimate",
+            )
         self.metric_name, self.k, self.higher = resolve_metric(self.cfg)
         specs = {**self.cfg.tune.space, **cli_space}
         for key, spec in specs.items():

@@ -103,6 +103,8 @@ def test_with_the_corpus_order_each_stage_gets_its_passage_indices(
         (lambda r: r["stages"]["final"].pop("pool_returned"), "stages.final: missing"),
         (lambda r: r.pop("strategy"), "no 'strategy'"),
         (lambda r: r.update(query_id=7), "'query_id' must be a string"),
+        (lambda r: r.update(features=[1.0]), "'features' must be an object"),
+        (lambda r: r.update(features={"bm25.top": "x"}), "features.bm25.top: must be a number"),
     ],
 )
 @pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
