@@ -49,6 +49,18 @@ def learnable(n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list
     return x, u, types
 
 
+def toy_router(
+    n: int, grid: dict[str, list[float]], candidates: tuple[Candidate, ...] = CANDIDATES
+) -> RouterModel:
+    """A router fitted on `learnable(n)` over features f0-f2, margin 0."""
+    x, u, types = learnable(n)
+    features, arms = ["f0", "f1", "f2"], ["bm25", "dense"]
+    trained_on = {"dataset": "toy", "queries": n}
+    return fit_router(
+        x, u, types, features, arms, candidates, grid, [0.0], 3, 0, "ndcg@6", trained_on
+    )
+
+
 def test_stored_ridge_predicts_as_scikit_learn() -> None:
     from sklearn.linear_model import Ridge
     from sklearn.pipeline import make_pipeline
@@ -139,21 +151,7 @@ def test_cross_fit_routes_each_fold_without_its_own_labels() -> None:
 
 @pytest.mark.parametrize("family", ["ridge", "forest"])
 def test_a_saved_router_round_trips(tmp_path: Path, family: str) -> None:
-    x, u, types = learnable(60)
-    model = fit_router(
-        x,
-        u,
-        types,
-        ["f0", "f1", "f2"],
-        ["bm25", "dense"],
-        CANDIDATES,
-        {family: [3.0]},
-        [0.0],
-        3,
-        0,
-        "ndcg@6",
-        {"dataset": "toy", "queries": 60},
-    )
+    model = toy_router(60, {family: [3.0]})
     path = tmp_path / "router.json"
     path.write_text(json.dumps(model.to_json()))
     back = load_model(path)
@@ -174,21 +172,7 @@ def test_a_file_that_is_no_saved_router_is_refused_naming_it(tmp_path: Path) -> 
     bad.write_text(json.dumps({"format": "something else"}))
     with pytest.raises(DataError, match="not a learned router"):
         load_model(bad)
-    x, u, types = learnable(30)
-    model = fit_router(
-        x,
-        u,
-        types,
-        ["f0", "f1", "f2"],
-        ["bm25", "dense"],
-        CANDIDATES,
-        {"ridge": [1.0]},
-        [0.0],
-        3,
-        0,
-        "ndcg@6",
-        {},
-    )
+    model = toy_router(30, {"ridge": [1.0]})
     document = model.to_json()
     document["version"] = 99
     bad.write_text(json.dumps(document))
