@@ -45,8 +45,8 @@ from retrieval_bench.records import QueryRecord
 from retrieval_bench.routing.candidates import HYBRID, RULES
 from retrieval_bench.routing.ceiling import routing_ceiling
 from retrieval_bench.routing.learned import RouterModel
-from retrieval_bench.scoring.comparison import ALL, delta_families, ordered_types
-from retrieval_bench.scoring.significance import SignificanceSettings
+from retrieval_bench.stats.settings import SignificanceSettings
+from retrieval_bench.stats.verdicts import ALL, delta_families, ordered_types
 
 LEARNED = "learned"
 # Departures listed in full (the counts cover all).
