@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 
 def nearest_hint(name: str, known: Sequence[str], prefix: str = "", suffix: str = "") -> str:
@@ -63,6 +65,57 @@ class NothingUsable(BenchError):
     evaluation set or corpus, a service answering only ids the corpus lacks): its rankings
     would all be empty and score 0, so the job stops naming what the arm lacked (exit 2), as a
     job that scored nothing does, instead of reporting zeros with a warning."""
+
+
+# The errnos of a file operation the machine refused, with what happened and what to do: the
+# state of the machine (a read-only mount, a full disk, a quota, permissions), neither a bad
+# value the user gave nor this project's bug.
+_ENVIRONMENT = {
+    errno.EROFS: ("the file system is read-only", "point {where} to a writable folder"),
+    errno.ENOSPC: (
+        "no space left on the device",
+        "free space there, or point {where} to another disk",
+    ),
+    errno.EDQUOT: ("disk quota exceeded", "free space there, or point {where} elsewhere"),
+    errno.EACCES: ("permission denied", "give this user access, or point {where} elsewhere"),
+    errno.EPERM: ("operation not permitted", "give this user access, or point {where} elsewhere"),
+}
+
+
+class EnvironmentFault(BenchError):
+    """The machine refused a file operation (module constant `_ENVIRONMENT`): one line naming
+    the path, what happened and what to do (exit 2), not an internal error."""
+
+    def __init__(self, path: object, code: int, where: str = "the output") -> None:
+        reason, advice = _ENVIRONMENT[code]
+        super().__init__(f"{path}: {reason}; {advice.format(where=where)}")
+        self.path = path
+        self.code = code
+
+    def naming(self, keys: Mapping[Path, str]) -> EnvironmentFault:
+        """The same fault, its advice naming the setting whose folder holds the path (`keys`:
+        folder -> config key or flag, e.g. the job folder -> `hydra.run.dir`)."""
+        path = Path(str(self.path)).absolute()
+        for folder, key in keys.items():
+            if path == folder or folder in path.parents:
+                return EnvironmentFault(self.path, self.code, key)
+        return self
+
+
+def environment_fault(exc: BaseException) -> EnvironmentFault | None:
+    """`exc` (or the OSError it was raised from) as an EnvironmentFault when the machine refused
+    a file operation (a read-only or full file system, a quota, permissions), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, EnvironmentFault):
+            return current
+        if isinstance(current, OSError) and current.errno in _ENVIRONMENT:
+            path = current.filename if current.filename is not None else "(a file)"
+            return EnvironmentFault(path, current.errno)
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class InternalError(Exception):

@@ -29,6 +29,7 @@ from retrieval_bench.errors import (
     BenchError,
     InternalError,
     NothingScored,
+    environment_fault,
     interrupt_leaves,
     stopped_how,
 )
@@ -38,7 +39,7 @@ from retrieval_bench.job.runner import run_job, run_shard_job
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.marker import RUNNING, mark_unfinished
 from retrieval_bench.jobdir.write import write_job
-from retrieval_bench.paths import PROJECT_ROOT
+from retrieval_bench.paths import PROJECT_ROOT, resolve_path
 from retrieval_bench.reports.console import job_line, job_summary
 from run.exits import JobFailed, die_with_parent, guarded, log_traceback, stop_signals
 from run.slurm import slurm_fit
@@ -107,11 +108,16 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
         mark_unfinished(job_dir, stopped_how(exc))
         raise
     except BenchError as exc:
-        mark_unfinished(job_dir, f"failed: {exc}")
+        _mark_failed(job_dir, f"failed: {exc}")
         raise
     except Exception as exc:
+        fault = environment_fault(exc)  # the machine refused a write: named, exit 2
+        if fault is not None:
+            fault = fault.naming(_output_keys(cfg, job_dir))
+            _mark_failed(job_dir, f"failed: {fault}")
+            raise fault from exc
         where = log_traceback(exc)
-        mark_unfinished(job_dir, f"failed: internal error {type(exc).__name__} (see {where})")
+        _mark_failed(job_dir, f"failed: internal error {type(exc).__name__} (see {where})")
         raise InternalError(exc, where) from exc
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.mode == RunMode.MULTIRUN:  # one line per job; the sweep's comparison follows
@@ -121,6 +127,20 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
         print(job_summary(result, cfg.top_k, job_dir))
     _check_scored(result.metrics, job_dir)
     return result.metrics["stages"]["final"]["overall"].get(f"ndcg@{cfg.top_k}")
+
+
+def _output_keys(cfg: RunConfig, job_dir: Path) -> dict[Path, str]:
+    """The folders a job writes to, each with the setting that moves it."""
+    run_dir = "hydra.sweep.dir" if HydraConfig.get().mode == RunMode.MULTIRUN else "hydra.run.dir"
+    return {job_dir.resolve(): run_dir, resolve_path(cfg.cache_dir).resolve(): "cache_dir"}
+
+
+def _mark_failed(job_dir: Path, state: str) -> None:
+    """Say why the job failed in its marker, as far as the folder lets (a full or read-only
+    disk may not: the marker then still says `running`, which reads as interrupted once this
+    process is gone)."""
+    with contextlib.suppress(OSError):
+        mark_unfinished(job_dir, state)
 
 
 def _check_scored(metrics: dict[str, Any], job_dir: Path) -> None:

@@ -33,6 +33,7 @@ from retrieval_bench.errors import (
     InternalError,
     Interrupted,
     Terminated,
+    environment_fault,
     stop_signal,
     stopped_how,
 )
@@ -77,6 +78,9 @@ def bad_input_message(exc: BaseException) -> str | None:
     None. Hydra's override/composition errors keep the OmegaConf cause they explain."""
     if isinstance(exc, BenchError):
         return str(exc)
+    fault = environment_fault(exc)  # a read-only or full disk, a quota, permissions
+    if fault is not None:
+        return str(fault)
     if isinstance(exc, HydraException):
         hint = unknown_key_hint(exc)
         if hint is not None:

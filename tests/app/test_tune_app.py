@@ -66,3 +66,29 @@ def test_a_bad_key_exits_2_naming_it(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "config key 'tune.space.retriever.rrf'" in proc.stderr
     assert "did you mean 'retriever.rrf_k'" in proc.stderr
+
+
+def test_a_tune_dir_that_cannot_hold_a_study_exits_2_naming_it(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    """Under a regular file: refused before any work. A study file that is not a database:
+    named with what to do, and left as it was."""
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    args = ["experiment=tune_fusion", "tune.trials=2", "tune.folds=2", f"cache_dir={shared_cache}"]
+    under = tune([*args, f"tune.dir={tmp_path / 'a-file' / 'tuning'}"])
+    assert under.returncode == 2, under.stderr
+    assert under.stderr.strip().splitlines()[-1] == (
+        f"error: config key 'tune.dir': {tmp_path / 'a-file' / 'tuning'} cannot be a folder: "
+        f"{tmp_path / 'a-file'} is a file, not a folder"
+    )
+    folder = tmp_path / "damaged"
+    folder.mkdir()
+    (folder / "study.sqlite3").write_bytes(b"not a database" * 100)
+    damaged = tune([*args, f"tune.dir={folder}"])
+    assert damaged.returncode == 2, damaged.stderr
+    assert damaged.stderr.strip().splitlines()[-1] == (
+        f"error: {folder / 'study.sqlite3'}: the study file is corrupt or truncated (file is not "
+        "a database); move it away to start this tuning afresh (its trials are lost), or put "
+        "back a copy"
+    )
+    assert (folder / "study.sqlite3").read_bytes() == b"not a database" * 100

@@ -25,7 +25,11 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     removed on failure, so `path` only ever holds a whole file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        exc.filename = str(path)  # the file meant, not the temp name it never got
+        raise
     try:
         with os.fdopen(fd, "wb") as handle:
             # mkstemp makes 0600; give the file what open() would have.
@@ -34,8 +38,10 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk fails a write, which names no file
         raise
 
 

@@ -28,6 +28,7 @@ from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion import TYPE_FROM_LABEL
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
 from retrieval_bench.io.claims import claim_new_dir
+from retrieval_bench.io.folders import check_output_dir, writable_dir
 from retrieval_bench.io.locks import file_lock
 from retrieval_bench.job.check import check_config
 from retrieval_bench.paths import resolve_path
@@ -71,6 +72,7 @@ from retrieval_bench.tune.study import (
     sampler_seeds,
     sqlite_storage,
     storage_url,
+    study_file_faults,
     trial_counts,
 )
 from retrieval_bench.tune.tuned import job_overrides, tuned_document, write_tuned
@@ -296,8 +298,12 @@ class Tuner:
     # --- the run ---------------------------------------------------------------------------
 
     def folder(self) -> Path:
+        """`tune.dir` (refused, before any work, where it cannot be a folder), else a new
+        folder under outputs/tune/."""
         if self.cfg.tune.dir:
-            return Path(resolve_path(self.cfg.tune.dir))
+            folder = Path(resolve_path(self.cfg.tune.dir))
+            check_output_dir(folder, "tune.dir")
+            return folder
         stamp = datetime.datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
         base = resolve_path(f"outputs/tune/{stamp}-{self.replay.dataset.name}")
         return Path(claim_new_dir(str(base)))
@@ -319,8 +325,7 @@ class Tuner:
         }
 
     def run(self) -> Tuning:
-        folder = self.folder()
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = writable_dir(self.folder(), "tune.dir")  # a read-only one: named, exit 2
         with file_lock(folder / LOCK, f"tuning folder {folder}"):
             return self._run(folder)
 
@@ -336,27 +341,28 @@ class Tuner:
             raise ConfigError("tune.baseline", f"the job refuses it: {exc}") from exc
         baseline_scores = self.scores(baseline_cfg, self.ids, baseline_overrides)
         quiet_optuna()
-        storage = sqlite_storage(folder)
         direction: Literal["maximize", "minimize"] = "maximize" if self.higher else "minimize"
         plan = self.plan()
         names = [ALL_QUERIES, *(fold_study(f) for f in range(tune.folds))]
         seeds = sampler_seeds(tune.seed, tune.folds)
-        studies = {
-            name: open_study(
-                storage, name, make_sampler(tune.sampler, seeds[name]), direction, plan, folder
-            )
-            for name in names
-        }
-        total = len(names) * tune.trials
-        done = sum(min(finished(s), tune.trials) for s in studies.values())
-        if done:
-            log.info("resuming %s: %d of %d trials already finished", folder, done, total)
-        what = f"tuning ({tune.folds} folds + all queries, {tune.trials} trials each)"
-        with progress(what, total, "trial") as bar:
-            bar.update(done)
-            for name, study in studies.items():
-                train = self.ids if name == ALL_QUERIES else self._train(name)
-                run_trials(study, tune.trials, self.objective(train), lambda: bar.update(1))
+        with study_file_faults(folder):  # corrupt, truncated, locked: named, exit 2
+            storage = sqlite_storage(folder)
+            studies = {
+                name: open_study(
+                    storage, name, make_sampler(tune.sampler, seeds[name]), direction, plan, folder
+                )
+                for name in names
+            }
+            total = len(names) * tune.trials
+            done = sum(min(finished(s), tune.trials) for s in studies.values())
+            if done:
+                log.info("resuming %s: %d of %d trials already finished", folder, done, total)
+            what = f"tuning ({tune.folds} folds + all queries, {tune.trials} trials each)"
+            with progress(what, total, "trial") as bar:
+                bar.update(done)
+                for name, study in studies.items():
+                    train = self.ids if name == ALL_QUERIES else self._train(name)
+                    run_trials(study, tune.trials, self.objective(train), lambda: bar.update(1))
         summary = self._summary(studies, baseline, baseline_overrides, baseline_scores, folder)
         summary["seconds"] = round(time.perf_counter() - start, 2)
         summary["work"] = self.replay.work()

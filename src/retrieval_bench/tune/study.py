@@ -11,9 +11,10 @@ in-memory copy of each study and are stored one commit each as they finish (`Stu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +25,7 @@ import sqlalchemy
 from optuna.trial import FrozenTrial, TrialState
 
 from retrieval_bench.config.tune import SAMPLERS
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.tune.names import STUDY_DB
 
 ALL_QUERIES = "all"
@@ -34,6 +35,70 @@ PLAN_ATTR = "plan"
 
 def fold_study(fold: int) -> str:
     return f"fold-{fold}"
+
+
+# How long a write waits for another process's lock on the study file before it is refused.
+BUSY_TIMEOUT_S = 60.0
+
+
+class StudyFileError(BenchError):
+    """The study's SQLite file cannot be used: corrupt or truncated, locked by another process,
+    or on a disk that refuses the write. One line naming the file and what to do (exit 2)."""
+
+
+# SQLite's result codes (Python 3.11's `sqlite_errorname`; the message's words before) -> what
+# happened to the study file and what to do about it.
+_STUDY_FAULTS = (
+    (
+        ("SQLITE_NOTADB", "SQLITE_CORRUPT", "not a database", "malformed"),
+        "is corrupt or truncated",
+        "move it away to start this tuning afresh (its trials are lost), or put back a copy",
+    ),
+    (
+        ("SQLITE_BUSY", "SQLITE_LOCKED", "database is locked", "database table is locked"),
+        "is locked by another process (an optuna-dashboard or sqlite3 session writing to it?)",
+        "close that, then rerun the same command to resume",
+    ),
+    (
+        ("SQLITE_READONLY", "readonly database"),
+        "cannot be written (a read-only file or file system)",
+        "make it writable, or give another tune.dir",
+    ),
+    (
+        ("SQLITE_FULL", "database or disk is full"),
+        "cannot grow: the disk is full",
+        "free space there, or give another tune.dir",
+    ),
+    (
+        ("SQLITE_CANTOPEN", "unable to open database file", "SQLITE_IOERR", "disk I/O error"),
+        "cannot be opened or read",
+        "check the folder's permissions and disk, or give another tune.dir",
+    ),
+)
+
+
+@contextlib.contextmanager
+def study_file_faults(folder: Path) -> Iterator[None]:
+    """Within the block, SQLite refusing the study file (`_STUDY_FAULTS`) is a StudyFileError
+    naming it; the file is left as it was (each trial is stored in one commit, so nothing
+    stored is half-written)."""
+    try:
+        yield
+    except (sqlalchemy.exc.DBAPIError, optuna.exceptions.StorageInternalError) as exc:
+        # Optuna raises its own error from SQLAlchemy's, which holds SQLite's own.
+        found: BaseException | None = exc
+        while found is not None and not isinstance(found, sqlalchemy.exc.DBAPIError):
+            found = found.__cause__
+        if found is None:
+            raise
+        cause = found.orig
+        said = f"{getattr(cause, 'sqlite_errorname', '')} {cause}"
+        for marks, what, todo in _STUDY_FAULTS:
+            if any(mark in said for mark in marks):
+                raise StudyFileError(
+                    f"{folder / STUDY_DB}: the study file {what} ({cause}); {todo}"
+                ) from exc
+        raise
 
 
 def storage_url(folder: Path) -> str:
@@ -46,7 +111,7 @@ def sqlite_storage(folder: Path) -> optuna.storages.RDBStorage:
     fsync per commit cost more than the trials themselves. A killed process loses nothing
     (the log is the OS's once written); only a power cut may lose the last commits."""
     storage = optuna.storages.RDBStorage(
-        storage_url(folder), engine_kwargs={"connect_args": {"timeout": 60}}
+        storage_url(folder), engine_kwargs={"connect_args": {"timeout": BUSY_TIMEOUT_S}}
     )
     sqlalchemy.event.listen(storage.engine, "connect", _fast_sqlite)
     storage.engine.dispose()  # connections opened before the listener close
