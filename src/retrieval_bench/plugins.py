@@ -1,7 +1,8 @@
 """The one plug-in convention: a config node names a class by `_target_` (anywhere on the path,
-not only in this package) and its other keys are that class's keyword arguments, checked against
-the class's typed node, so a typo fails naming the key and its nearest known name before any
-work. Arms, combiners, stages and encoders are all built this way.
+not only in this package, or by the name an installed package gives it: `entry_points`) and its
+other keys are that class's keyword arguments, checked against the class's typed node, so a
+typo fails naming the key and its nearest known name before any work. Arms, combiners, stages
+and encoders are all built this way.
 
 It is also the plug-in boundary: an exception raised inside a plug-in whose class lives outside
 this package (its `__init__`, `build`, `check`, `active`, `search`, `apply`, `combine`, `info`,
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 
 from omegaconf import OmegaConf
 
+from retrieval_bench import entry_points
 from retrieval_bench.errors import BenchError, ConfigError, nearest_hint
 from retrieval_bench.io.strict_json import strict_dumps
 
@@ -99,10 +101,21 @@ def checked_info(what: str, component: object) -> dict[str, Any]:
     return dict(info)
 
 
-def locate(key: str, target: object, known: Sequence[str] = ()) -> type:
-    """The class `target` names (a dotted path); ConfigError naming `key` when it is not a
-    string, its module does not import, or the module has no such class, with the nearest name:
-    among the module's classes when the module imports, else among `known` (the built-ins)."""
+def locate(key: str, target: object, known: Sequence[str] = (), kind: str | None = None) -> type:
+    """The class `target` names: a dotted path, or (with `kind`, a key of
+    `entry_points.GROUPS`) the name an installed package gives it. ConfigError naming `key` when
+    it is not a string, its module does not import, or the module has no such class, with the
+    nearest name: among the module's classes when the module imports, else among `known` (the
+    built-ins); for a name, among the installed names."""
+    if kind is not None and entry_points.is_name(target):
+        found = entry_points.load(key, kind, str(target))
+        if not isinstance(found, type):
+            raise ConfigError(
+                key,
+                f"the installed plug-in {target!r} is {type(found).__name__} {found!r}, not a "
+                f"class (its entry point in {entry_points.GROUPS[kind]} names module:Class)",
+            )
+        return found
     if not isinstance(target, str) or "." not in target:
         raise ConfigError(key, f"needs a class path such as my_module.MyClass, got {target!r}")
     module_name, _, attribute = target.rpartition(".")
@@ -231,14 +244,16 @@ def instantiate_plugin(
     kind: str,
     methods: Sequence[str],
     known: Sequence[str] = (),
+    group: str | None = None,
 ) -> Any:
     """The plug-in the config node at `key` (`arms.bm25`, `stages.rerank`, ...) names: its
     `_target_` class built with the node's other keys. A class that cannot be found, a keyword
     the class does not take, a spec's own refusal of a value, or a class without the `methods`
     of its protocol (`kind`, e.g. "StageSpec") fails as a ConfigError naming the key under
-    `key`. `known`: the built-in targets of this kind, for the nearest-name hint."""
+    `key`. `known`: the built-in targets of this kind, for the nearest-name hint; `group`: the
+    plug-in kind whose installed names `_target_` may give (`entry_points.GROUPS`)."""
     target = node.get("_target_")
-    cls = locate(f"{key}._target_", target, known)
+    cls = locate(f"{key}._target_", target, known, group)
     keywords = _check_keywords(key, cls, {k: v for k, v in node.items() if k != "_target_"})
     missing = [m for m in methods if not callable(getattr(cls, m, None))]
     if missing:

@@ -170,6 +170,9 @@ def test_an_encoder_is_built_by_its_class_path() -> None:
     ):
         build_encoder(EncoderConfig(_target_="nope.Enc"))
     with pytest.raises(ConfigError, match=r"config key 'encoder._target_': needs an encoder class"):
+        build_encoder(EncoderConfig(_target_="use encoder"))
+    # A bare name is an installed package's encoder (tests/unit/test_entry_points.py).
+    with pytest.raises(ConfigError, match=r"'encoder._target_': no installed plug-in named 'usee'"):
         build_encoder(EncoderConfig(_target_="usee"))
 
 

@@ -27,7 +27,7 @@ PACKAGE = "retrieval_bench"
 # Bottom to top; the packages (or root modules) of one row never import each other.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "paths"),
-    ("io", "progress", "compiled", "http_json"),
+    ("io", "progress", "compiled", "http_json", "entry_points"),
     ("records", "tiebreak"),
     ("config",),
     ("stats",),

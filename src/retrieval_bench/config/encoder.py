@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from retrieval_bench.entry_points import is_name
 from retrieval_bench.errors import ConfigError
 
 # The shipped encoder classes (conf/encoder/*.yaml name them; imported only when built, so the
@@ -72,10 +73,13 @@ class EncoderConfig:
 
     def validate(self) -> None:
         """Reject values that would fail later (or silently give wrong vectors) with the key."""
-        if not isinstance(self._target_, str) or "." not in self._target_:
+        if not isinstance(self._target_, str) or not (
+            "." in self._target_ or is_name(self._target_)
+        ):
             raise ConfigError(
                 "encoder._target_",
-                f"needs an encoder class path such as {USE_ENCODER}, got {self._target_!r}",
+                f"needs an encoder class path such as {USE_ENCODER} (or an installed encoder's "
+                f"name), got {self._target_!r}",
             )
         if self.pooling not in POOLING_METHODS:
             raise ConfigError(

@@ -28,7 +28,7 @@ __all__ = [
 
 def encoder_class(cfg: EncoderConfig, key: str = "encoder") -> type:
     """The class `<key>._target_` names (ConfigError naming the key when it is not there)."""
-    return locate(f"{key}._target_", cfg._target_)
+    return locate(f"{key}._target_", cfg._target_, kind="encoders")
 
 
 def is_precomputed(cfg: EncoderConfig) -> bool:

@@ -47,7 +47,9 @@ def arm_spec(name: str, node: Mapping[str, Any]) -> ArmSpec:
     """The ArmSpec of `arms.<name>`; a bad node fails naming its key."""
     return cast(
         ArmSpec,
-        instantiate_plugin(f"arms.{name}", node, "ArmSpec", ["build"], _targets(BUILTIN_ARMS)),
+        instantiate_plugin(
+            f"arms.{name}", node, "ArmSpec", ["build"], _targets(BUILTIN_ARMS), "arms"
+        ),
     )
 
 
@@ -65,6 +67,7 @@ def stage_specs(cfg: RunConfig) -> list[tuple[str, StageSpec]]:
                     "StageSpec",
                     ["active", "build"],
                     _targets(BUILTIN_STAGES),
+                    "stages",
                 ),
             ),
         )
@@ -103,7 +106,12 @@ def combiner_spec(name: str, node: Mapping[str, Any]) -> CombinerSpec:
     return cast(
         CombinerSpec,
         instantiate_plugin(
-            f"combiners.{name}", node, "CombinerSpec", ["build"], _targets(BUILTIN_COMBINERS)
+            f"combiners.{name}",
+            node,
+            "CombinerSpec",
+            ["build"],
+            _targets(BUILTIN_COMBINERS),
+            "combiners",
         ),
     )
 

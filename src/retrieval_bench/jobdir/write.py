@@ -17,6 +17,7 @@ from typing import Any
 from retrieval_bench.config.schema import DOC, PASSAGE
 from retrieval_bench.data.hashes import hash_record
 from retrieval_bench.data.trec import write_qrels, write_run
+from retrieval_bench.entry_points import named_in
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
 from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.job.result import JobResult
@@ -170,6 +171,8 @@ def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
         # Latency per query, build time cold and cached, sizes, memory, the machine (job.cost).
         "cost": result.cost,
         "packages": package_versions(),
+        # The installed plug-ins the config names by entry point, with their distributions.
+        "plugins": named_in(config),
         "git_revision": git_revision(),
     }
 

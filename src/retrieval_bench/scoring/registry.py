@@ -31,7 +31,9 @@ module::
 
 and `scoring.plugins=[that_module]` in a job's config (or `--plugin that_module` for
 `run.compare`) imports the module, so `rr2@K` is scored, written to every output and accepted
-by `compare.metrics` and the gate like a built-in.
+by `compare.metrics` and the gate like a built-in. An installed package may offer the module
+under a name (`retrieval_bench.measures` entry point, `entry_points`): `scoring.plugins=[name]`
+loads it when no module of that name is importable.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_bench.errors import ConfigError
+from retrieval_bench import entry_points
+from retrieval_bench.errors import ConfigError, nearest_hint
 
 if TYPE_CHECKING:
     from retrieval_bench.scoring.metrics import RankedGrades
@@ -262,18 +265,35 @@ def ideal_value(metric: str, k: int, n_relevant: np.ndarray) -> np.ndarray:
 
 
 def load_plugins(modules: Iterable[str], key: str) -> None:
-    """Import each module named (`scoring.plugins`): importing one registers its measures.
-    ConfigError naming `key[i]`, the module and the exception's message for a module that
-    cannot be imported or raises while it is (the user's code, not a bug of this tool)."""
+    """Import each module named (`scoring.plugins`): importing one registers its measures. A
+    name that is no importable module is looked up among the installed measures plug-ins
+    (`entry_points`, group `retrieval_bench.measures`). ConfigError naming `key[i]`, the module
+    and the exception's message for a module that cannot be imported or raises while it is (the
+    user's code, not a bug of this tool), or a name nothing offers (with the nearest one)."""
     for i, module in enumerate(modules):
+        offered = entry_points.is_name(module) and module in entry_points.names("measures")
+        if offered and not entry_points.importable(module):
+            entry_points.load(f"{key}[{i}]", "measures", module)
+            continue
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            raise ConfigError(f"{key}[{i}]", f"cannot import {module!r}: {exc}") from exc
+            raise ConfigError(
+                f"{key}[{i}]", f"cannot import {module!r}: {exc}{_not_installed(module)}"
+            ) from exc
         except Exception as exc:
             raise ConfigError(
                 f"{key}[{i}]", f"importing {module!r} raised {type(exc).__name__}: {exc}"
             ) from exc
+
+
+def _not_installed(module: str) -> str:
+    """What the installed measures plug-ins say of a name no module has."""
+    if not entry_points.is_name(module):
+        return ""
+    known = entry_points.names("measures")
+    hint = nearest_hint(module, known) if known else "none is installed"
+    return f"; nor is it the name of an installed measures plug-in ({hint})"
 
 
 # --- The built-in measures -------------------------------------------------------------------
