@@ -39,7 +39,7 @@ from retrieval_bench.job.runner import run_job, run_shard_job
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.marker import RUNNING, mark_unfinished
 from retrieval_bench.jobdir.write import write_job
-from retrieval_bench.paths import PROJECT_ROOT, resolve_path
+from retrieval_bench.paths import PROJECT_ROOT, resolve_output
 from retrieval_bench.reports.console import job_line, job_summary
 from run.exits import JobFailed, die_with_parent, guarded, log_traceback, stop_signals
 from run.slurm import slurm_fit
@@ -132,7 +132,7 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
 def _output_keys(cfg: RunConfig, job_dir: Path) -> dict[Path, str]:
     """The folders a job writes to, each with the setting that moves it."""
     run_dir = "hydra.sweep.dir" if HydraConfig.get().mode == RunMode.MULTIRUN else "hydra.run.dir"
-    return {job_dir.resolve(): run_dir, resolve_path(cfg.cache_dir).resolve(): "cache_dir"}
+    return {job_dir.resolve(): run_dir, resolve_output(cfg.cache_dir): "cache_dir"}
 
 
 def _mark_failed(job_dir: Path, state: str) -> None:

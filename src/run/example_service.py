@@ -52,7 +52,7 @@ class Ranker:
         from retrieval_bench.api import compose
         from retrieval_bench.job.build import arm_spec
         from retrieval_bench.job.runner import load_configured
-        from retrieval_bench.paths import resolve_path
+        from retrieval_bench.paths import resolve_output
         from retrieval_bench.protocols import BuildContext
         from retrieval_bench.tiebreak import shared_tie_break
 
@@ -65,7 +65,7 @@ class Ranker:
             queries=dataset.queries,
             cfg=cfg,
             tie_break=shared_tie_break(self.ids),
-            cache_dir=resolve_path(cfg.cache_dir),
+            cache_dir=resolve_output(cfg.cache_dir),
             entities=dataset.entities,
         )
         self.arm = arm_spec("bm25", cfg.arms["bm25"]).build("bm25", ctx)

@@ -141,3 +141,64 @@ def test_no_path_or_url_key_names_a_sweeps_job_folder() -> None:
     expected = (path_like | PATH_VALUED) - NOT_A_PATH
     assert {"service.url", "run_file.path", "router.rules_file"} <= expected
     assert expected - excluded == set()
+
+
+# -- relative output paths resolve against the working directory, as Hydra's outputs do ------
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, str]]:
+    """A working directory outside the checkout and a relative name unused in both; whatever
+    lands under the checkout by that name is removed (and fails the test)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    name = f"rel-{tmp_path.name}"
+    yield work, name
+    leaked = ROOT / name
+    if leaked.exists():
+        import shutil
+
+        shutil.rmtree(leaked)
+        pytest.fail(f"{leaked} was written into the checkout")
+
+
+def test_outputs_resolve_against_the_working_directory_inputs_may_fall_back(
+    elsewhere: tuple[Path, str],
+) -> None:
+    from retrieval_bench.paths import PROJECT_ROOT, resolve_output, resolve_path
+
+    work, name = elsewhere
+    assert resolve_output(f"{name}/x") == work / name / "x"
+    assert resolve_output(Path("~") / name) == Path.home() / name
+    # An input the working directory lacks: the shipped data, from any folder.
+    assert resolve_path("evalsets/travel.jsonl") == PROJECT_ROOT / "evalsets" / "travel.jsonl"
+
+
+def test_a_relative_cache_dir_is_made_in_the_working_directory(
+    elsewhere: tuple[Path, str],
+) -> None:
+    """run_job makes its cache folder before any work (here the corpus is missing)."""
+    from retrieval_bench.errors import BenchError
+    from retrieval_bench.job.runner import run_job
+
+    work, name = elsewhere
+    cfg = RunConfig(cache_dir=f"{name}/cache")
+    cfg.dataset.corpus = str(work / "no-such-corpus")
+    cfg.dataset.evalset = str(FIXTURE / "evalsets" / "mini.jsonl")
+    with pytest.raises(BenchError):
+        run_job(cfg)
+    assert (work / name / "cache").is_dir()
+
+
+@pytest.mark.slow  # a tuning through the app, as a subprocess
+def test_a_relative_tune_dir_is_written_in_the_working_directory(
+    elsewhere: tuple[Path, str], shared_cache: Path
+) -> None:
+    from conftest import run_app
+
+    work, name = elsewhere
+    args = ["experiment=tune_fusion", "tune.trials=2", "tune.folds=2", f"tune.dir={name}/t",
+            f"cache_dir={shared_cache}"]  # fmt: skip
+    proc = run_app(args, cwd=work, module="run.tune")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (work / name / "t" / "tune.json").is_file()
+    assert f"tuning into {work / name / 't'}" in proc.stdout

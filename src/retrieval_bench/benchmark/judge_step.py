@@ -34,7 +34,7 @@ from retrieval_bench.judge.files import JUDGMENTS, MONTH_JUDGE_DIR
 from retrieval_bench.judge.judging import judge_pool
 from retrieval_bench.labels.pool import pool_folders
 from retrieval_bench.labels.rescore import as_rescored, rescore_job, write_rescored
-from retrieval_bench.paths import resolve_path
+from retrieval_bench.paths import resolve_output, resolve_path
 
 K = TypeVar("K")
 KEY = config_key("benchmark.judge")
@@ -70,7 +70,7 @@ def judge_month(
     settings = cfg.benchmark.judge
     judge = month_judge(settings)
     scale = tuple(settings.grades)
-    cache = JudgeCache(Path(cfg.cache_dir), "cache_dir")
+    cache = JudgeCache(resolve_output(cfg.cache_dir), "cache_dir")
     out = dict(jobs)
     snapshots: dict[Path, Path] = {}
     lines: list[str] = []

@@ -6,7 +6,6 @@ assembles each trial with the same functions, so a replayed trial runs the job's
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from pathlib import Path
 
 from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError, nearest_hint
@@ -15,7 +14,7 @@ from retrieval_bench.job.build import build_combiners
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.learned import LearnedRouting
 from retrieval_bench.job.pipeline import BaselineStrategy, Pipeline, TypeOf
-from retrieval_bench.paths import resolve_path
+from retrieval_bench.paths import resolve_output
 from retrieval_bench.protocols import Arm, BuildContext, Combiner, Stage
 from retrieval_bench.records import Dataset, ParsedQuery
 from retrieval_bench.routing.parser import NegationRules, QueryParser
@@ -50,7 +49,7 @@ def build_context(
         queries=dataset.queries,
         cfg=cfg,
         tie_break=shared_tie_break([p.id for p in dataset.passages]),
-        cache_dir=Path(resolve_path(cfg.cache_dir)),
+        cache_dir=resolve_output(cfg.cache_dir),
         entities=dataset.entities,
         possible_filters=passage_filter.possible(dataset.queries, exclusions=rule_set is not None),
     )

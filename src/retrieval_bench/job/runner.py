@@ -40,7 +40,7 @@ from retrieval_bench.job.learned import LearnedRouting
 from retrieval_bench.job.machine import MemoryMeter, machine
 from retrieval_bench.job.pipeline import Pipeline
 from retrieval_bench.job.result import JobResult
-from retrieval_bench.paths import resolve_path
+from retrieval_bench.paths import resolve_output, resolve_path
 from retrieval_bench.perturb.dataset import with_variants
 from retrieval_bench.plugins import checked_info
 from retrieval_bench.protocols import Arm, ArmSpec
@@ -101,7 +101,7 @@ def run_job(
     """One job: `cfg`'s dataset (or `dataset`, records built by the caller) through the
     pipeline, every stage recorded and scored. `arms` adds arms by name beside `cfg.arms`
     (ready Arm objects, or specs built against the corpus); `retriever.arms` picks among both."""
-    writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
+    writable_dir(resolve_output(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
     memory = MemoryMeter()
     with timer.phase("load"):
@@ -351,10 +351,10 @@ def run_shard_job(cfg: RunConfig) -> ShardResult:
     retrieves (same config without shard_only) assembles the shards from the cache.
     """
     assert cfg.encoder.shard_only is not None
-    writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)
+    writable_dir(resolve_output(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)
     dataset = load_configured(cfg)
     texts = [passage_text(p) for p in dataset.passages]
-    cache = EmbeddingCache(resolve_path(cfg.cache_dir) / CACHE_SUBDIRS[1])
+    cache = EmbeddingCache(resolve_output(cfg.cache_dir) / CACHE_SUBDIRS[1])
     index = cfg.encoder.shard_only
     encoder = build_encoder(cfg.encoder)
     encoder.name_texts("passages", texts, [p.id for p in dataset.passages])

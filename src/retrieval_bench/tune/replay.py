@@ -54,7 +54,7 @@ from retrieval_bench.job.contract import applies_own_acl
 from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.pipeline import Searched
 from retrieval_bench.job.runner import CACHE_SUBDIRS, load_labelled
-from retrieval_bench.paths import resolve_path
+from retrieval_bench.paths import resolve_output
 from retrieval_bench.plugins import checked_info, guarded_call
 from retrieval_bench.protocols import Arm, BuildContext, Stage
 from retrieval_bench.records import (
@@ -186,7 +186,7 @@ class Replay:
     queries, `scores(cfg, qids, metric, stage)` gives each query's metric value."""
 
     def __init__(self, cfg: RunConfig, dataset: Dataset | None = None) -> None:
-        writable_dir(resolve_path(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)
+        writable_dir(resolve_output(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)
         self.dataset, self.judgements, _ = load_labelled(cfg, dataset)
         self.queries = {q.query_id: q for q in self.dataset.queries}
         self.unit = cfg.scoring.unit

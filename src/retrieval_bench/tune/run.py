@@ -31,7 +31,7 @@ from retrieval_bench.io.claims import claim_new_dir
 from retrieval_bench.io.folders import check_output_dir, writable_dir
 from retrieval_bench.io.locks import file_lock
 from retrieval_bench.job.check import check_config
-from retrieval_bench.paths import resolve_path
+from retrieval_bench.paths import resolve_output
 from retrieval_bench.progress import progress
 from retrieval_bench.routing.ceiling import assign_folds
 from retrieval_bench.routing.rules import LEARNED
@@ -301,11 +301,11 @@ class Tuner:
         """`tune.dir` (refused, before any work, where it cannot be a folder), else a new
         folder under outputs/tune/."""
         if self.cfg.tune.dir:
-            folder = Path(resolve_path(self.cfg.tune.dir))
+            folder = resolve_output(self.cfg.tune.dir)
             check_output_dir(folder, "tune.dir")
             return folder
         stamp = datetime.datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
-        base = resolve_path(f"outputs/tune/{stamp}-{self.replay.dataset.name}")
+        base = resolve_output(f"outputs/tune/{stamp}-{self.replay.dataset.name}")
         return Path(claim_new_dir(str(base)))
 
     def plan(self) -> dict[str, Any]:
