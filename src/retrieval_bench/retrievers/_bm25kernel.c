@@ -15,6 +15,13 @@
  * to stream instead of 12, which at 1M passages is what a query costs), and its weight is formed
  * here as idf[row] * table[code], the very product the build would have stored; or, where the
  * index has no table (more distinct values than codes), the float64 weight itself.
+ *
+ * Lucene's formula (bm25.variant=lucene; bm25_build.py) passes `qweights`, one float32 weight
+ * per row (boost x idf, held in doubles): the table (or the postings) then hold each posting's
+ * float32 denominator d = 1 + tf * cache[norm], a posting adds the float32 `w - w / d`
+ * (BM25Similarity's BM25Scorer.score, operation for operation), the double sums are those of
+ * Lucene's disjunction scorers, and each tile's sums are rounded to float32 once complete, the
+ * `(float)` cast Lucene ends with, so the top k is chosen on Lucene's own scores.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,6 +48,7 @@
 typedef struct {
     const void *values;
     const double *table;
+    const double *qweights; /* Lucene's formula: each query row's float32 weight; else NULL */
 } Weights;
 
 /* The first j in [lo, hi) with ix[j] >= doc (ix ascending there), hi where there is none. */
@@ -64,7 +72,18 @@ static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Wei
     for (Py_ssize_t q = 0; q < n_rows; q++) {
         const int64_t from = first_at(ix, ip[r[q]], ip[r[q] + 1], t0);
         const int64_t end = first_at(ix, from, ip[r[q] + 1], t1);
-        if (!wt.table) {
+        if (wt.qweights) { /* Lucene: w - w / d in float32, added in double */
+            const float w = (float)wt.qweights[q];
+            if (!wt.table) {
+                const double *restrict d = wt.values;
+                for (int64_t j = from; j < end; j++) s[ix[j]] += (double)(w - w / (float)d[j]);
+            } else {
+                const uint16_t *restrict c = wt.values;
+                const double *restrict t = wt.table;
+                for (int64_t j = from; j < end; j++)
+                    s[ix[j]] += (double)(w - w / (float)t[c[j]]);
+            }
+        } else if (!wt.table) {
             const double *restrict w = wt.values;
             for (int64_t j = from; j < end; j++) s[ix[j]] += w[j];
         } else {
@@ -74,6 +93,8 @@ static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Wei
             for (int64_t j = from; j < end; j++) s[ix[j]] += f * t[c[j]];
         }
     }
+    if (wt.qweights) /* Lucene's (float) of the double sum */
+        for (int64_t i = t0; i < t1; i++) s[i] = (double)(float)s[i];
 }
 
 /* The whole sum, tile by tile: each tile's scores stay in cache across the rows, where a row
@@ -125,6 +146,7 @@ static Py_ssize_t positives(const double *restrict s, int64_t t0, int64_t t1,
 static int get_weights(PyObject *values, PyObject *table, Buf *v, Buf *t, Py_ssize_t n_post,
                        Weights *wt) {
     int coded = table != Py_None;
+    wt->qweights = NULL;
     if (get(values, v, 0, "data", coded ? 2 : 8) < 0) return -1;
     if (coded && get(table, t, 0, "table", 8) < 0) return -1;
     if (v->view.len / v->view.itemsize != n_post || (coded && t->view.len / 8 != CODES)) {
@@ -183,26 +205,40 @@ fail:
  *   weights); rows: a list of term rows in query order (a repeated term repeated)
  *   scores: float64, one per passage, whatever it holds (each is set)
  *   matched: int64, one per passage at least; its first `count` entries are set to the
- *   passages sharing a row, ascending. */
+ *   passages sharing a row, ascending.
+ *   qweights (Lucene's formula): float64 holding one float32 weight per row, or None; then
+ *   table/data hold float32 denominators and every row must be distinct (a repeated term is
+ *   one row whose weight carries the count); sure_positive: False where a Lucene term score
+ *   may round to 0 (a denominator too close to 1), so matches are marked, not read off the
+ *   scores. */
 static PyObject *score_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[8];
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3], &o[4],
-                          &o[5], &o[6]))
+    PyObject *o[8], *qw_obj = Py_None;
+    int sure_positive = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO|Op:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3],
+                          &o[4], &o[5], &o[6], &qw_obj, &sure_positive))
         return NULL;
     Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, scores = {0},
-        matched = {0};
+        matched = {0}, qweights = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
-    Weights wt;
+    Weights wt = {0};
     if (get(o[0], &indptr, 0, "indptr", 8) < 0 || get(o[1], &indices, 0, "indices", 4) < 0 ||
         get_weights(o[2], o[7], &data, &table, indices.view.len / 4, &wt) < 0 ||
         get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &scores, 1, "scores", 8) < 0 ||
-        get(o[6], &matched, 1, "matched", 8) < 0)
+        get(o[6], &matched, 1, "matched", 8) < 0 ||
+        (qw_obj != Py_None && get(qw_obj, &qweights, 0, "qweights", 8) < 0))
         goto done;
     row_list = PySequence_Fast(o[4], "rows must be a sequence of ints");
     if (!row_list) goto done;
+    if (qw_obj != Py_None) {
+        if (qweights.view.len / 8 != PySequence_Fast_GET_SIZE(row_list)) {
+            PyErr_SetString(PyExc_ValueError, "qweights: one per row");
+            goto done;
+        }
+        wt.qweights = qweights.view.buf;
+    }
     const int64_t *ip = indptr.view.buf;
     const int32_t *ix = indices.view.buf;
     const double *term_idf = idf.view.buf;
@@ -217,6 +253,7 @@ static PyObject *score_rows(PyObject *self, PyObject *args) {
     int positive;
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
+    positive &= sure_positive;
     Py_ssize_t count = 0;
     /* Tile by tile: zeroed, summed, and (every contribution > 0: matched iff the score is > 0)
      * read for the matched passages while in cache, instead of three passes over the scores. */
@@ -250,6 +287,7 @@ done:
     release(&idf);
     release(&scores);
     release(&matched);
+    release(&qweights);
     return result;
 }
 
@@ -385,8 +423,8 @@ static int best_first(const void *x, const void *y) {
 }
 
 /* top_rows(indptr, indices, data, table, idf, rows, id_order, k, allowed, scratch, out_index,
- *          out_score) -> (count, any_matched, any_allowed)
- *   indptr, indices, data, table, idf, rows: as score_rows.
+ *          out_score[, qweights, sure_positive]) -> (count, any_matched, any_allowed)
+ *   indptr, indices, data, table, idf, rows, qweights, sure_positive: as score_rows.
  *   The same sum as score_rows into `scratch` (float64 zeros, one per passage; left zeroed),
  *   then the best k matched passages that `allowed` (uint8 per passage, or None) lets through,
  *   by score descending then id_order descending (TieBreak.top's order), written best first
@@ -394,29 +432,39 @@ static int best_first(const void *x, const void *y) {
  *   a row; any_allowed: one of those is allowed. */
 static PyObject *top_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[12];
+    PyObject *o[12], *qw_obj = Py_None;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
-                          &o[4], &o[5], &k, &o[7], &o[8], &o[9], &o[10]))
+    int sure_positive = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO|Op:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
+                          &o[4], &o[5], &k, &o[7], &o[8], &o[9], &o[10], &qw_obj,
+                          &sure_positive))
         return NULL;
     Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, order = {0},
-        allowed = {0}, scratch = {0}, out_index = {0}, out_score = {0};
+        allowed = {0}, scratch = {0}, out_index = {0}, out_score = {0}, qweights = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
     Entry *pool = NULL;
     Entry *samples = NULL;
     int use_allowed = o[7] != Py_None;
-    Weights wt;
+    Weights wt = {0};
     if (get(o[0], &indptr, 0, "indptr", 8) < 0 || get(o[1], &indices, 0, "indices", 4) < 0 ||
         get_weights(o[2], o[11], &data, &table, indices.view.len / 4, &wt) < 0 ||
         get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &order, 0, "id_order", 8) < 0 ||
         (use_allowed && get(o[7], &allowed, 0, "allowed", 1) < 0) ||
         get(o[8], &scratch, 1, "scratch", 8) < 0 || get(o[9], &out_index, 1, "out_index", 8) < 0 ||
-        get(o[10], &out_score, 1, "out_score", 8) < 0)
+        get(o[10], &out_score, 1, "out_score", 8) < 0 ||
+        (qw_obj != Py_None && get(qw_obj, &qweights, 0, "qweights", 8) < 0))
         goto done;
     row_list = PySequence_Fast(o[4], "rows must be a sequence of ints");
     if (!row_list) goto done;
+    if (qw_obj != Py_None) {
+        if (qweights.view.len / 8 != PySequence_Fast_GET_SIZE(row_list)) {
+            PyErr_SetString(PyExc_ValueError, "qweights: one per row");
+            goto done;
+        }
+        wt.qweights = qweights.view.buf;
+    }
     const int64_t *ip = indptr.view.buf, *key = order.view.buf;
     const int32_t *ix = indices.view.buf;
     const double *term_idf = idf.view.buf;
@@ -435,6 +483,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     int positive;
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
+    positive &= sure_positive;
     /* Whether any passage matched: any posting at all (each posting's passage shares a
      * row). Counting them would cost a pass over every passage; the caller needs only this. */
     int any_matched = 0;
@@ -588,6 +637,7 @@ done:
     release(&scratch);
     release(&out_index);
     release(&out_score);
+    release(&qweights);
     return result;
 }
 

@@ -1,4 +1,5 @@
-"""BM25 with rank_bm25's BM25Okapi semantics, scored as a sparse matrix product.
+"""BM25 with rank_bm25's BM25Okapi semantics (or Lucene's BM25Similarity, `bm25.variant=lucene`),
+scored as a sparse matrix product.
 
 rank_bm25 walks every document in Python for every query term; here the per-(term, passage)
 weights are precomputed once (each as a code into a table of saturated tfs, times the term's
@@ -6,6 +7,12 @@ IDF when read: bm25_build), so a query costs one sparse row gather. Scores equal
 rank_bm25's (tests compare them to 1e-9), including the epsilon floor: a term whose IDF is
 negative gets `epsilon * mean(IDF over the vocabulary)`. `impl="rank_bm25"` runs the reference
 itself.
+
+`bm25.variant=lucene` scores as Lucene 9's BM25Similarity does (what Elasticsearch and
+OpenSearch run; bm25_build's module docstring): Lucene's idf, the one-byte length norm, float32
+arithmetic, and a term repeated in the query counted as Lucene's query builders count it (Anserini's
+bag of words: one clause per distinct term, boosted by its count), so its float32 scores are
+Lucene's own (tests compare them with the real Lucene's, retrievers/lucene.py).
 """
 
 from __future__ import annotations
@@ -87,18 +94,51 @@ class SparseBM25:
         self.table = index.table
         self.n_docs = n_docs
         self._indptr64 = self.matrix.indptr.astype(np.int64)  # the compiled kernel's layout
+        self.variant = config.variant
+        # Lucene's term score w - w / d is > 0 for every w > 0 when each denominator d is far
+        # enough above 1 (k1 > 0 of any practical size): matched passages are then read off
+        # the scores; otherwise they are marked.
+        self.sure_positive = True
+        if self.variant == "lucene" and self.matrix.nnz:
+            values = self.matrix.data if self.table is None else self.table[self.matrix.data]
+            self.sure_positive = bool(values.min() > 1 + 2.0**-20)
         self.compiled = True  # False: the numpy path (tests compare both with rank_bm25)
         self._scratch = np.zeros(n_docs)
         self._scratch_lock = threading.Lock()
 
+    def query_rows(self, query_tokens: Sequence[str]) -> tuple[list[int], np.ndarray | None]:
+        """The query's term rows, and for the lucene variant their float32 weights.
+
+        rank_bm25 iterates the query list, so a repeated token is a repeated row; Lucene's query
+        (Anserini's bag of words) has one clause per distinct term boosted by its count, so the
+        lucene variant has each row once, in first-occurrence order, with the weight
+        `(float) count * idf` (BM25Scorer's `boost * idf`, in float32)."""
+        rows = [row for row in map(self.vocab.get, query_tokens) if row is not None]
+        if self.variant != "lucene":
+            return rows, None
+        counts: dict[int, int] = {}
+        for row in rows:
+            counts[row] = counts.get(row, 0) + 1
+        distinct = list(counts)
+        boost = np.asarray([counts[row] for row in distinct], dtype=np.float32)
+        weights = (boost * self.idf[distinct].astype(np.float32)).astype(np.float64)
+        return distinct, weights
+
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(scores over all passages, indices of passages sharing at least one query term)."""
-        vocab = self.vocab
-        # A token repeated in the query counts twice, as rank_bm25 iterates the query list.
-        rows = [row for row in map(vocab.get, query_tokens) if row is not None]
+        rows, weights = self.query_rows(query_tokens)
         if not rows:
             return np.zeros(self.n_docs), np.empty(0, dtype=np.int64)
-        return score_rows(self.matrix, self.table, self._indptr64, self.idf, rows, self.compiled)
+        return score_rows(
+            self.matrix,
+            self.table,
+            self._indptr64,
+            self.idf,
+            rows,
+            self.compiled,
+            weights,
+            self.sure_positive,
+        )
 
     def top(
         self,
@@ -113,7 +153,7 @@ class SparseBM25:
         then use those two."""
         if not self.compiled:
             return None
-        rows = [row for row in map(self.vocab.get, query_tokens) if row is not None]
+        rows, weights = self.query_rows(query_tokens)
         if not rows:
             empty = np.empty(0, dtype=np.int64)
             return empty, np.empty(0), False, False
@@ -131,12 +171,24 @@ class SparseBM25:
                     k,
                     allowed,
                     self._scratch,
+                    weights,
+                    self.sure_positive,
                 )
             finally:
                 self._scratch_lock.release()
         scratch = np.zeros(self.n_docs)
         return top_rows(
-            self.matrix, self.table, self._indptr64, self.idf, rows, id_order, k, allowed, scratch
+            self.matrix,
+            self.table,
+            self._indptr64,
+            self.idf,
+            rows,
+            id_order,
+            k,
+            allowed,
+            scratch,
+            weights,
+            self.sure_positive,
         )
 
 
@@ -203,6 +255,7 @@ class BM25Retriever:
         """For the manifest: which implementation, how big, how long it took to build."""
         info: dict[str, Any] = {
             "impl": self.config.impl,
+            "variant": self.config.variant,
             "passages": len(self.tie_break.id_order),
             "vocabulary": len(self.scorer.vocab),
             "build_s": round(self.build_s, 4),

@@ -32,6 +32,18 @@ stored weight was, so the scores stay bit-identical, from 6 bytes a posting inst
 passages a query's common terms post in most passages, and streaming their postings is what a
 query costs. Where a corpus has more distinct values than a uint16 names (`max_codes`), the
 postings hold the float64 weights themselves, as before.
+
+`bm25.variant=lucene` builds the same structure for Lucene's BM25Similarity (Lucene 9, what
+Elasticsearch and OpenSearch run; `lucene_stats`): a term's idf is
+`(float) ln(1 + (N - n + 0.5) / (n + 0.5))` with N the passages that hold at least one token
+(Lucene's docCount); a passage's length is stored as one byte (`SmallFloat.intToByte4`) and read
+back through its 256-entry table; avgdl is `(float) (sumTotalTermFreq / docCount)`; and a term
+scores `w - w / (1 + tf * cache[norm])` in float32, with `w = boost * idf` (the query's count of
+the term) and `cache[norm] = 1 / (k1 * ((1 - b) + b * length(norm) / avgdl))`, all float32 as
+Lucene computes them. The code table then holds each (tf, length) pair's float32 denominator
+`1 + tf * cache[norm]`, and a query forms `w - w / table[code]` in float32 (bm25_kernel), so the
+scores are Lucene's own float32 values, summed in double and rounded to float32 as Lucene's
+disjunction scorers do.
 """
 
 from __future__ import annotations
@@ -42,7 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from retrieval_bench.config.bm25 import BM25Config
+from retrieval_bench.config.bm25 import BM25_VARIANTS, BM25Config
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.progress import progress
 
 CODES = 65_536
@@ -75,10 +88,15 @@ class BM25Index:
     table: np.ndarray | None
     idf: np.ndarray
     average_idf: float
+    # "lucene": `table` (or the postings) hold Lucene's denominators, not weights (module doc).
+    variant: str = "rank_bm25"
 
     def weights(self) -> sparse.csr_matrix:
         """The float64 weights the postings stand for: `idf[row] * table[code]`, the product a
-        query forms (the matrix itself where the postings hold weights)."""
+        query forms (the matrix itself where the postings hold weights). The lucene variant's
+        postings hold denominators whose weight depends on the query (module docstring)."""
+        if self.variant == "lucene":
+            raise ValueError("a lucene-variant index has no query-independent weights")
         return weight_matrix(self.matrix, self.table, self.idf)
 
 
@@ -120,6 +138,97 @@ def _idf(df: np.ndarray, n_docs: int, epsilon: float) -> tuple[np.ndarray, float
     return idf, average_idf
 
 
+# Lucene's SmallFloat int4 encoding of a document length into one byte (Lucene 9's
+# org.apache.lucene.util.SmallFloat: intToByte4 / byte4ToInt): lengths below NUM_FREE_VALUES are
+# exact, longer ones keep 4 significant bits.
+_MAX_INT4 = 231  # longToInt4(Integer.MAX_VALUE)
+NUM_FREE_VALUES = 255 - _MAX_INT4
+
+
+def _long_to_int4(value: np.ndarray) -> np.ndarray:
+    """SmallFloat.longToInt4 for non-negative int64 values."""
+    value = value.astype(np.int64)
+    bits = np.zeros(len(value), dtype=np.int64)  # 64 - numberOfLeadingZeros
+    nonzero = value > 0
+    bits[nonzero] = np.floor(np.log2(value[nonzero])).astype(np.int64) + 1
+    # log2 of a large integer may round up at a power of two minus one: correct it exactly.
+    too_far = nonzero & ((value >> np.maximum(bits - 1, 0)) == 0)
+    bits[too_far] -= 1
+    shift = np.maximum(bits - 4, 0)
+    encoded = (value >> shift) & 0x07
+    encoded |= (shift + 1) << 3
+    return np.where(bits < 4, value, encoded)
+
+
+def int_to_byte4(lengths: np.ndarray) -> np.ndarray:
+    """SmallFloat.intToByte4: each length's norm byte (0-255), as BM25Similarity.computeNorm
+    stores it."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if len(lengths) and int(lengths.min()) < 0:
+        raise ValueError("a length must be >= 0")
+    coded = NUM_FREE_VALUES + _long_to_int4(lengths - NUM_FREE_VALUES)
+    return np.where(lengths < NUM_FREE_VALUES, lengths, coded).astype(np.int64)
+
+
+def byte4_to_int(norms: np.ndarray) -> np.ndarray:
+    """SmallFloat.byte4ToInt: the length a norm byte stands for (BM25Similarity.LENGTH_TABLE)."""
+    norms = np.asarray(norms, dtype=np.int64)
+    i = norms - NUM_FREE_VALUES
+    bits = i & 0x07
+    shift = (i >> 3) - 1
+    decoded = np.where(shift == -1, bits, (bits | 0x08) << np.maximum(shift, 0))
+    return np.where(norms < NUM_FREE_VALUES, norms, NUM_FREE_VALUES + decoded)
+
+
+LENGTH_TABLE = byte4_to_int(np.arange(256)).astype(np.float32)
+"""BM25Similarity.LENGTH_TABLE: each norm byte's length as a float."""
+
+
+@dataclass(frozen=True)
+class LuceneStats:
+    """The collection statistics BM25Similarity reads: docCount (passages with at least one
+    token) and avgdl, as float32 from sumTotalTermFreq / docCount in double."""
+
+    doc_count: int
+    avgdl: np.float32
+
+
+def lucene_stats(lengths: np.ndarray) -> LuceneStats:
+    lengths = np.asarray(lengths, dtype=np.int64)
+    doc_count = int(np.count_nonzero(lengths))
+    total = int(lengths.sum())
+    avgdl = np.float32(total / doc_count) if doc_count else np.float32(0.0)
+    return LuceneStats(doc_count, avgdl)
+
+
+def lucene_idf(df: np.ndarray, doc_count: int) -> np.ndarray:
+    """BM25Similarity.idf per term: `(float) Math.log(1 + (docCount - docFreq + 0.5) /
+    (docFreq + 0.5))`, the log in double (`math.log`, per distinct df) then rounded to float32;
+    returned as float64 holding those float32 values."""
+    distinct, inverse = np.unique(df, return_inverse=True)
+    logs = [math.log(1.0 + ((doc_count - f) + 0.5) / (f + 0.5)) for f in distinct.tolist()]
+    return np.asarray(logs, dtype=np.float64).astype(np.float32).astype(np.float64)[inverse]
+
+
+def lucene_norm_cache(k1: float, b: float, avgdl: np.float32) -> np.ndarray:
+    """BM25Similarity.scorer's cache: `1f / (k1 * ((1 - b) + b * LENGTH_TABLE[i] / avgdl))` for
+    each norm byte i, every operation in float32 as Lucene does it (k1 and b parsed as floats)."""
+    one = np.float32(1.0)
+    k1f, bf = np.float32(k1), np.float32(b)
+    with np.errstate(divide="ignore"):
+        return one / (k1f * ((one - bf) + bf * LENGTH_TABLE / avgdl))
+
+
+def lucene_denominators(
+    freq: np.ndarray, doc_len: np.ndarray, k1: float, b: float, avgdl: np.float32
+) -> np.ndarray:
+    """Each (tf, length) pair's float32 `1f + freq * cache[norm]`, the denominator of
+    BM25Scorer.score (returned as float64 holding the float32 values)."""
+    cache = lucene_norm_cache(k1, b, avgdl)
+    norm_inverse = cache[int_to_byte4(doc_len)]
+    return (np.float32(1.0) + freq.astype(np.float32) * norm_inverse).astype(np.float64)
+
+
 def _key_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct keys, ascending; how many times each occurs)."""
     if len(keys) == 0 or int(keys.max()) < DENSE_KEYS:
@@ -129,16 +238,31 @@ def _key_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(keys, return_counts=True)
 
 
+def _saturated(
+    freq: np.ndarray, doc_len: np.ndarray, avgdl: float, config: BM25Config, lucene: bool
+) -> np.ndarray:
+    """What a posting's (tf, length) gives the table: rank_bm25's saturated tf g (its
+    expression, term for term), or Lucene's float32 denominator `1 + tf * cache[norm]`."""
+    if lucene:
+        return lucene_denominators(freq, doc_len, config.k1, config.b, np.float32(avgdl))
+    k1, b = config.k1, config.b
+    freq = freq.astype(np.float64)
+    return freq * (k1 + 1) / (freq + k1 * (1 - b + b * doc_len.astype(np.float64) / avgdl))
+
+
 def _code_table(
-    keys: np.ndarray, uses: np.ndarray, span: int, avgdl: float, config: BM25Config
+    keys: np.ndarray,
+    uses: np.ndarray,
+    span: int,
+    avgdl: float,
+    config: BM25Config,
+    lucene: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(each distinct (tf, length) key's code, the table of distinct saturated tfs) from the
     keys `tf * span + length` and their posting counts: g computed per pair with rank_bm25's
-    expression (the same doubles as per posting), equal values merged, the most used first."""
-    k1, b = config.k1, config.b
-    freq = (keys // span).astype(np.float64)
-    doc_len = (keys % span).astype(np.float64)
-    g = freq * (k1 + 1) / (freq + k1 * (1 - b + b * doc_len / avgdl))
+    expression (the same doubles as per posting; or Lucene's denominator), equal values merged,
+    the most used first."""
+    g = _saturated(keys // span, keys % span, avgdl, config, lucene)
     values, inverse = np.unique(g, return_inverse=True)
     value_uses = np.zeros(len(values), dtype=np.int64)
     np.add.at(value_uses, inverse, uses)
@@ -172,6 +296,11 @@ def build_index(
         raise ValueError("BM25 needs at least one passage")
     if chunk_passages < 1:
         raise ValueError(f"chunk_passages must be >= 1, got {chunk_passages}")
+    if config.variant not in BM25_VARIANTS:
+        raise ConfigError(
+            "bm25.variant", f"'{config.variant}' is not one of: {', '.join(BM25_VARIANTS)}"
+        )
+    lucene = config.variant == "lucene"
     lengths = np.asarray(lengths, dtype=np.int64)
     ends = np.cumsum(lengths)
     bounds = [(s, min(s + chunk_passages, n_docs)) for s in range(0, n_docs, chunk_passages)]
@@ -202,13 +331,19 @@ def build_index(
             kept = tf if len(bounds) == 1 else None
             del tf
             bar.update(stop - start)
-    idf, average_idf = _idf(df, n_docs, config.epsilon)
-    avgdl = int(lengths.sum()) / n_docs
+    if lucene:
+        stats = lucene_stats(lengths)
+        idf = lucene_idf(df, stats.doc_count)
+        average_idf = float(idf.mean()) if len(idf) else 0.0
+        avgdl = float(stats.avgdl)
+    else:
+        idf, average_idf = _idf(df, n_docs, config.epsilon)
+        avgdl = int(lengths.sum()) / n_docs
     keys, inverse = np.unique(np.concatenate([k for k, _ in seen]), return_inverse=True)
     uses = np.zeros(len(keys), dtype=np.int64)
     np.add.at(uses, inverse, np.concatenate([c for _, c in seen]))
     del seen, inverse
-    key_code, values = _code_table(keys, uses, span, avgdl, config)
+    key_code, values = _code_table(keys, uses, span, avgdl, config, lucene)
     table: np.ndarray | None = None
     if len(values) <= max_codes:
         table = np.full(CODES, np.nan)
@@ -241,6 +376,8 @@ def build_index(
                 data[dest] = code_of[pair_keys(tf, start)]
             elif table is not None:
                 data[dest] = key_code[np.searchsorted(keys, pair_keys(tf, start))]
+            elif lucene:  # the denominators themselves: the query's weight comes in per query
+                data[dest] = _saturated(tf.data, lengths[docs], avgdl, config, True)
             else:
                 freq = tf.data.astype(np.float64)
                 # rank_bm25's expression, term for term, so every weight is the same double;
@@ -253,4 +390,4 @@ def build_index(
             bar.update(stop - start)
     matrix = sparse.csr_matrix((data, indices, indptr), shape=(n_terms, n_docs), copy=False)
     matrix.has_sorted_indices = True  # every row's passages ascending (module docstring)
-    return BM25Index(matrix, table, idf, average_idf)
+    return BM25Index(matrix, table, idf, average_idf, config.variant)

@@ -9,6 +9,11 @@ bincounts them and compares every passage's score: 2-3x less time per query (BEN
 A posting's weight is `idf[row] * table[code]` where the index codes its postings (bm25_build:
 the product the build would otherwise have stored, so the same double), or `matrix.data` itself
 where it has no table.
+
+Lucene's formula (`bm25.variant=lucene`) passes `qweights`: one float32 weight per query row
+(the term's count in the query times its idf; each row once), the table (or the postings)
+holding float32 denominators; a posting adds the float32 `w - w / d` and each passage's double
+sum is rounded to float32, on both paths (bm25_build's module docstring).
 """
 
 from __future__ import annotations
@@ -38,35 +43,46 @@ def score_rows(
     idf: np.ndarray,
     rows: Sequence[int],
     compiled: bool = True,
+    qweights: np.ndarray | None = None,
+    sure_positive: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(scores over every passage, passages sharing at least one of the rows, ascending).
 
     `matrix.data` holds codes into `table` (None: the weights themselves; bm25_build.BM25Index),
     `indptr64` is `matrix.indptr` as int64 (the kernel's layout), `idf` each row's IDF;
-    `compiled=False` takes the numpy path even where the kernel is built."""
+    `compiled=False` takes the numpy path even where the kernel is built. `qweights`: Lucene's
+    formula (module docstring), with `sure_positive` False where a term score may round to 0."""
     n_docs = matrix.shape[1]
     kernel = _kernel() if compiled else None
     if kernel is not None and matrix.has_sorted_indices:
         scores = np.empty(n_docs)  # the kernel zeroes it tile by tile, as it sums
         matched = np.empty(n_docs, dtype=np.int64)
         arrays = (indptr64, matrix.indices, matrix.data, table, idf)
-        count = kernel.score_rows(*arrays, rows, scores, matched)
+        count = kernel.score_rows(*arrays, rows, scores, matched, qweights, sure_positive)
         return scores, matched[:count]
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
 
-    def row_weights(r: int) -> np.ndarray:
+    def row_weights(q: int, r: int) -> np.ndarray:
         values = data[indptr[r] : indptr[r + 1]]
+        if qweights is not None:  # Lucene: w - w / d in float32
+            w = np.float32(qweights[q])
+            d = (values if table is None else table[values]).astype(np.float32)
+            return (w - w / d).astype(np.float64)
         return values if table is None else idf[r] * table[values]
 
     if len(rows) == 1:
         docs = indices[indptr[rows[0]] : indptr[rows[0] + 1]]
-        contributions = row_weights(rows[0])
+        contributions = row_weights(0, rows[0])
     else:
         docs = np.concatenate([indices[indptr[r] : indptr[r + 1]] for r in rows])
-        contributions = np.concatenate([row_weights(r) for r in rows])
+        contributions = np.concatenate([row_weights(q, r) for q, r in enumerate(rows)])
     # bincount adds each passage's contributions in array order, i.e. query-token order,
     # from 0.0: the same additions, in the same order, as rank_bm25's `score +=`.
     scores = np.bincount(docs, weights=contributions, minlength=n_docs)
+    if qweights is not None:  # Lucene's (float) of the double sum
+        scores = scores.astype(np.float32).astype(np.float64)
+        if not sure_positive:
+            return scores, np.flatnonzero(np.bincount(docs, minlength=n_docs))
     if (idf[rows] > 0).all():
         # Every contribution is > 0, so a passage is matched iff its score is > 0.
         return scores, np.flatnonzero(scores > 0)
@@ -83,6 +99,8 @@ def top_rows(
     k: int,
     allowed: np.ndarray | None,
     scratch: np.ndarray,
+    qweights: np.ndarray | None = None,
+    sure_positive: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, bool, bool] | None:
     """(the best k passages, their scores, whether any passage matched, whether any matched
     one is `allowed`), best first by score then `id_order` descending (TieBreak.top's order),
@@ -91,8 +109,8 @@ def top_rows(
     as it rises, tile by tile), or taken from a sample (a mask, or a negative IDF), exact
     either way (`_bm25kernel.c`); where
     scores + TieBreak.top gather, filter and partition every matched passage's score.
-    `matrix`, `table`, `indptr64`, `idf`: as score_rows; `scratch`: float64 zeros, one per
-    passage; left zeroed."""
+    `matrix`, `table`, `indptr64`, `idf`, `qweights`, `sure_positive`: as score_rows;
+    `scratch`: float64 zeros, one per passage; left zeroed."""
     kernel = _kernel()
     if kernel is None or not matrix.has_sorted_indices:
         return None
@@ -101,6 +119,6 @@ def top_rows(
     mask = None if allowed is None else allowed.view(np.uint8)
     arrays = (indptr64, matrix.indices, matrix.data, table, idf)
     count, matched, passed = kernel.top_rows(
-        *arrays, rows, id_order, k, mask, scratch, index, score
+        *arrays, rows, id_order, k, mask, scratch, index, score, qweights, sure_positive
     )
     return index[:count], score[:count], bool(matched), bool(passed)
