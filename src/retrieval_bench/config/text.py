@@ -11,6 +11,11 @@ from retrieval_bench.errors import ConfigError
 # falling back to jieba where it is not built or differs on the parity sample ("fast"), or
 # refusing then ("fast_strict"); or jieba's own Python, the reference ("jieba").
 IMPLS = ("fast", "fast_strict", "jieba")
+# What cuts a BM25 arm's text into terms (`text.analyzer`): jieba (the project's tokenizer, the
+# settings above), or one of Lucene's analyzers, as Elasticsearch and Anserini index text
+# (text/lucene_analysis.py): `english` (EnglishAnalyzer: stopwords, Porter stems) or
+# `cjk_bigram` (CJKAnalyzer: overlapping bigrams of CJK characters).
+ANALYZERS = ("jieba", "english", "cjk_bigram")
 
 
 @dataclass(unsafe_hash=True)  # mutable for Hydra overrides, hashable for the tokenizer memo
@@ -35,9 +40,15 @@ class TextConfig:
     # Passages of each corpus cut by both jieba and the fast engine and compared before the
     # fast one is used (0: no check). Not in the cache key: it changes no token.
     parity_sample: int = 256
+    # jieba, or a Lucene analyzer (ANALYZERS); the jieba settings above apply to jieba only.
+    analyzer: str = "jieba"
 
     def validate(self) -> None:
         """The keys Hydra's types cannot check; ConfigError names the first bad one."""
+        if self.analyzer not in ANALYZERS:
+            known = ", ".join(ANALYZERS)
+            message = f"unknown analyzer {self.analyzer!r}; one of {known}"
+            raise ConfigError("text.analyzer", message)
         if self.impl not in IMPLS:
             raise ConfigError("text.impl", f"unknown implementation {self.impl!r}; one of {IMPLS}")
         if self.parity_sample < 0:

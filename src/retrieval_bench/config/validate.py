@@ -171,11 +171,6 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")
     _one_of("bm25.impl", cfg.bm25.impl, BM25_IMPLS)
     _one_of("bm25.variant", cfg.bm25.variant, BM25_VARIANTS)
-    if cfg.bm25.variant == "lucene" and cfg.bm25.impl != "sparse":
-        raise ConfigError(
-            "bm25.impl", "bm25.variant=lucene is computed by bm25.impl=sparse only (rank_bm25 "
-            "has no Lucene formula)"
-        )
     if cfg.bm25.k1 < 0:
         raise ConfigError("bm25.k1", f"must be >= 0, got {cfg.bm25.k1}")
     if not 0 <= cfg.bm25.b <= 1:

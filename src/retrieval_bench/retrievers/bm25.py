@@ -37,6 +37,7 @@ from retrieval_bench.retrievers.bm25_kernel import score_rows, top_rows
 from retrieval_bench.text.token_cache import TokenizedCorpus
 
 if TYPE_CHECKING:
+    from retrieval_bench.text.lucene_analysis import CJKBigramAnalyzer, EnglishAnalyzer
     from retrieval_bench.text.tokenizer import CharBigramTokenizer, Tokenizer
 from retrieval_bench.tiebreak import shared_tie_break
 
@@ -223,6 +224,12 @@ class BM25Retriever:
         tokenize: Callable[[str], list[str]],
         config: BM25Config,
     ) -> None:
+        if config.variant == "lucene" and config.impl != "sparse":
+            raise ConfigError(
+                "bm25.impl",
+                "bm25.variant=lucene is computed by bm25.impl=sparse only (rank_bm25 has no "
+                "Lucene formula)",
+            )
         start = time.perf_counter()
         self.tokens_cached: bool | None = None
         # What cost() reports of the tokenised corpus (where it came from, what it cost), not
@@ -341,11 +348,12 @@ TOKENIZERS = ("jieba", "char_bigram")
 
 class BM25ArmSpec:
     """`arms.<name>` of a BM25 arm: the job's `bm25` and `text` settings, with keyword overrides
-    of `bm25` (k1, b, impl), `text` (a mapping over `text.*`: `{hmm: false}`,
-    `{use_lexicon: false}`) and `tokens` (`jieba` or `char_bigram`), so BM25 arms that differ in
-    scoring or in tokenisation run side by side (the built-in `bm25_nohmm`, `bm25_nolexicon`,
-    `bm25_bigram`). Tokens come from the token cache under `cache_dir`, keyed by the
-    tokenizer's identity."""
+    of `bm25` (k1, b, impl, variant), `text` (a mapping over `text.*`: `{hmm: false}`,
+    `{use_lexicon: false}`, `{analyzer: cjk_bigram}`) and `tokens` (`jieba` or `char_bigram`),
+    so BM25 arms that differ in scoring or in tokenisation run side by side (the built-in
+    `bm25_nohmm`, `bm25_nolexicon`, `bm25_bigram`, `bm25_lucene`, `bm25_lucene_cjk`). Tokens come
+    from the token cache under `cache_dir`, keyed by the tokenizer's identity; `text.analyzer`
+    other than jieba tokenises with Lucene's analyzer of that name (text/lucene_analysis.py)."""
 
     def __init__(
         self, text: Mapping[str, Any] | None = None, tokens: str = "jieba", **overrides: Any
@@ -354,20 +362,36 @@ class BM25ArmSpec:
         self.text = dict(text or {})
         with_overrides(BM25Config(), overrides)  # an unknown key fails when the config is read
         try:
-            with_overrides(TextConfig(), self.text)
+            text_config = with_overrides(TextConfig(), self.text)
         except ConfigError as error:
             raise ConfigError(f"text.{error.key}", error.message) from error
+        text_config.validate()
         if tokens not in TOKENIZERS:
             raise ConfigError("tokens", f"{tokens!r} is not one of {', '.join(TOKENIZERS)}")
         self.tokens = tokens
 
+    def check(self, name: str, ctx: BuildContext) -> None:
+        """Before any arm builds: Lucene's formula needs the sparse implementation."""
+        config = with_overrides(ctx.cfg.bm25, self.overrides)
+        if config.variant == "lucene" and config.impl != "sparse":
+            key = f"arms.{name}.impl" if "impl" in self.overrides else "bm25.impl"
+            raise ConfigError(
+                key, "bm25.variant=lucene is computed by impl=sparse only (rank_bm25 has no "
+                "Lucene formula)"
+            )
+
     def build(self, name: str, ctx: BuildContext) -> Arm:
+        from retrieval_bench.text.lucene_analysis import analyzer
         from retrieval_bench.text.tokenizer import CharBigramTokenizer
 
         config = with_overrides(ctx.cfg.bm25, self.overrides)
         text = with_overrides(ctx.cfg.text, self.text)
-        if self.tokens == "char_bigram":
-            tokenizer: Tokenizer | CharBigramTokenizer = CharBigramTokenizer(text)
+        tokenizer: Tokenizer | CharBigramTokenizer | EnglishAnalyzer | CJKBigramAnalyzer
+        if self.tokens == "char_bigram" or text.analyzer != "jieba":
+            if self.tokens == "char_bigram":
+                tokenizer = CharBigramTokenizer(text)
+            else:  # one of Lucene's analyzers (text/lucene_analysis.py)
+                tokenizer = analyzer(text.analyzer)
             start = time.perf_counter()
             tokens = _cached_tokens(ctx, tokenizer, text)
             tokens_s = time.perf_counter() - start
@@ -401,7 +425,9 @@ def jieba_tokens(ctx: BuildContext, text: TextConfig) -> tuple[Tokenizer, Tokeni
 
 
 def _cached_tokens(
-    ctx: BuildContext, tokenizer: Tokenizer | CharBigramTokenizer, text: TextConfig
+    ctx: BuildContext,
+    tokenizer: Tokenizer | CharBigramTokenizer | EnglishAnalyzer | CJKBigramAnalyzer,
+    text: TextConfig,
 ) -> TokenizedCorpus:
     from retrieval_bench.text.token_cache import tokenize_corpus
 
