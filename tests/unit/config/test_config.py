@@ -114,9 +114,15 @@ STRING_ALTERNATIVES = {
     # The tokeniser arms, and the robustness node.
     **{
         f"arms.{arm}._target_": "retrieval_bench.retrievers.dense.DenseArmSpec"
-        for arm in ("bm25_nohmm", "bm25_nolexicon", "bm25_bigram")
+        for arm in ("bm25_nohmm", "bm25_nolexicon", "bm25_bigram", "bm25_lucene")
     },
     "arms.bm25_bigram.tokens": "jieba",
+    # The Lucene arms (docs/how-to/lucene-bm25.md).
+    "arms.bm25_lucene.variant": "rank_bm25",
+    "arms.bm25_lucene_cjk._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
+    "arms.bm25_lucene_cjk.variant": "rank_bm25",
+    "arms.bm25_lucene_cjk.text.analyzer": "english",
+    "arms.lucene._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
     "robustness.entities": "too",
     "robustness.opencc_traditional": "s2tw",
     "robustness.opencc_simplified": "tw2s",
