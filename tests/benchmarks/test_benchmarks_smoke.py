@@ -87,6 +87,17 @@ def test_tune_benchmark_quick() -> None:
     assert "tuned" in result_line(out, "tune estimate")
 
 
+def test_router_benchmark_quick(tmp_path: Path) -> None:
+    out = run_benchmark("bench_router.py", "--quick", "--synthetic", "--workdir", str(tmp_path))
+    served = result_line(out, "router served")
+    assert "the router" in served and "features" in served and "choose" in served, served
+    assert "vs the hybrid job's retrieval" in result_line(out, "router features")
+    assert "60 queries, 2 folds" in result_line(out, "router training")
+    estimate = result_line(out, "router estimate")
+    match = re.search(r"learned \(held out\) (\S+), rrf (\S+),", estimate)
+    assert match and 0 <= float(match[1]) <= 1 and 0 <= float(match[2]) <= 1, estimate
+
+
 def test_dense_scale_benchmark_quick(tmp_path: Path) -> None:
     # Fresh: it sets OMP_WAIT_POLICY before importing FAISS (OpenMP reads it when it loads).
     out = run_benchmark("bench_dense_scale.py", "--quick", "--workdir", str(tmp_path), fresh=True)

@@ -1,7 +1,8 @@
 """What a job's quality cost, per arm and stage, beside the machine it ran on: the manifest's
 `cost` record, which report.md's cost tables and a sweep's Pareto fronts read.
 
-Per component (each arm, the combiner, each later stage):
+Per component (each arm, the combiner, each later stage; a learned router's choice, `router`,
+with its `features` and `choose` parts, on probed queries only):
 
 * `latency_ms`: one query at a time (`job.latency`): p50/p95/max/mean of the component, and of
   its `encode` and `search` parts where the arm knows them;
@@ -75,6 +76,12 @@ def job_cost(
                     arm_infos.get(name) or {}, build_phases.get(f"index_{name}")
                 )
             components[name] = entry
+    for name, probed_one in probed.items():  # a learned router's choice: probed, not batched
+        if name not in components:
+            components[name] = {
+                "kind": probed_one["kind"],
+                "latency_ms": {"total": probed_one["total"], **(probed_one.get("parts") or {})},
+            }
     builds = [c["build"] for c in components.values() if "build" in c]
     total = {
         "latency_ms": (probe or {}).get("end_to_end"),

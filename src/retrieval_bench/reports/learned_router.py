@@ -69,9 +69,9 @@ def table_rows(learned: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 def test_rows(learned: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     tests = learned["tests"]
-    against = [k for k in ("rrf", "rules") if k in tests]
+    against = [k for k in ("rrf", "rules", "best_single") if k in tests]
     types = list(tests[against[0]]) if against else []
-    header = ["type", *(f"learned − {k}" for k in against)]
+    header = ["type", *(f"learned − {k.replace('_', ' ')}" for k in against)]
     rows = [[t, *(_verdict(tests[k].get(t)) for k in against)] for t in types]
     return header, rows
 
@@ -194,7 +194,8 @@ def learned_markdown(learned: Mapping[str, Any]) -> list[str]:
             f"Cost: features {fmt(seconds.get('features_per_query_ms'))} ms a query "
             f"({fmt(seconds.get('features'))} s in all; term statistics "
             f"{fmt(seconds.get('term_statistics'))} s once), routing (cross-validation and "
-            f"fitting) {fmt(seconds.get('routing'))} s.",
+            f"fitting) {fmt(seconds.get('routing'))} s ({fmt(seconds.get('routing_cpu'))} s "
+            "CPU).",
             "",
         ]
     return lines

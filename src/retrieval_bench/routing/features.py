@@ -223,21 +223,23 @@ def pool_features(
     scores: Sequence[float] | np.ndarray, depth: int, query_tokens: int
 ) -> dict[str, float | None]:
     """One arm's `top`, `gap`, `gap12`, `spread`, `nqc`, `wig` (module docstring), unprefixed;
-    all None for an empty pool."""
-    s = np.asarray(scores, dtype=np.float64)
-    if s.size == 0:
+    all None for an empty pool. Plain floats: a pool is a few dozen scores, where numpy's
+    per-call cost is most of the work."""
+    s = scores.tolist() if isinstance(scores, np.ndarray) else [float(v) for v in scores]
+    if not s:
         return dict.fromkeys(ARM_FEATURES)
-    k = min(depth, s.size)
+    k = min(depth, len(s))
     top_k = s[:k]
-    spread = float(top_k.std())
-    corpus = float(s.mean())
+    mean_k = math.fsum(top_k) / k
+    spread = math.sqrt(math.fsum((v - mean_k) ** 2 for v in top_k) / k)
+    corpus = math.fsum(s) / len(s)
     return {
-        "top": float(s[0]),
-        "gap": float(s[0] - s[k - 1]),
-        "gap12": float(s[0] - s[1]) if s.size > 1 else 0.0,
+        "top": s[0],
+        "gap": s[0] - s[k - 1],
+        "gap12": s[0] - s[1] if len(s) > 1 else 0.0,
         "spread": spread,
         "nqc": spread / abs(corpus) if corpus != 0 else 0.0,
-        "wig": float(top_k.mean() - corpus) / math.sqrt(max(query_tokens, 1)),
+        "wig": (mean_k - corpus) / math.sqrt(max(query_tokens, 1)),
     }
 
 
@@ -291,15 +293,17 @@ def retrieval_features(
     """Every arm's pool features and every pair's overlaps, prefixed (`bm25.top`,
     `bm25~dense.rbo`); an arm missing from `pools` counts as empty."""
     out: dict[str, float | None] = {}
-    empty = ArmPool((), ())
+    ranked: dict[str, list[int]] = {}
     for arm in arms:
-        stats = pool_features(pools.get(arm, empty).scores, depth, query_tokens)
-        out.update({f"{arm}.{name}": value for name, value in stats.items()})
+        pool = pools.get(arm)
+        scores = pool.scores if pool is not None else ()
+        for name, value in pool_features(scores, depth, query_tokens).items():
+            out[f"{arm}.{name}"] = value
+        indices = pool.indices[:depth] if pool is not None else ()
+        ranked[arm] = indices.tolist() if isinstance(indices, np.ndarray) else list(indices)
     for a, b in combinations(arms, 2):
-        ids_a = list(np.asarray(pools.get(a, empty).indices).tolist())
-        ids_b = list(np.asarray(pools.get(b, empty).indices).tolist())
-        stats = pair_features(ids_a, ids_b, depth)
-        out.update({f"{a}~{b}.{name}": value for name, value in stats.items()})
+        for name, value in pair_features(ranked[a], ranked[b], depth).items():
+            out[f"{a}~{b}.{name}"] = value
     return out
 
 

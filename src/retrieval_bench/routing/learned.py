@@ -32,6 +32,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -121,26 +122,15 @@ class RidgeGains:
 @dataclass(frozen=True)
 class Tree:
     """One regression tree as scikit-learn's `tree_` arrays: node i splits on `feature[i]` at
-    `threshold[i]` (x <= threshold goes to `left[i]`, else `right[i]`); a leaf has left = -1
-    and predicts `value[i]` (one value per candidate)."""
+    `threshold[i]` (x <= threshold, compared in float32 as scikit-learn does, goes to
+    `left[i]`, else `right[i]`); a leaf has left = -1 and predicts `value[i]` (one value per
+    candidate). `ForestGains.predict` walks them."""
 
     left: np.ndarray
     right: np.ndarray
     feature: np.ndarray
     threshold: np.ndarray
     value: np.ndarray  # (nodes, candidates)
-
-    def predict(self, x32: np.ndarray) -> np.ndarray:
-        """`x32`: the features as float32, which scikit-learn's trees compare thresholds with."""
-        node = np.zeros(len(x32), dtype=np.int64)
-        rows = np.arange(len(x32))
-        while True:
-            inner = self.left[node] >= 0
-            if not inner.any():
-                return self.value[node]
-            at, where = node[inner], rows[inner]
-            go_left = x32[where, self.feature[at]] <= self.threshold[at]
-            node[inner] = np.where(go_left, self.left[at], self.right[at])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,11 +161,41 @@ class ForestGains:
     # scikit-learn's impurity-based importances (mean decrease in impurity), summing to 1.
     mdi: np.ndarray
 
+    @cached_property
+    def _stacked(self) -> tuple[np.ndarray, ...]:
+        """Every tree's arrays end to end (children offset into the whole), and each root."""
+        sizes = [len(t.left) for t in self.trees]
+        roots = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        left = np.concatenate(
+            [np.where(t.left >= 0, t.left + r, -1) for t, r in zip(self.trees, roots, strict=True)]
+        )
+        right = np.concatenate(
+            [
+                np.where(t.right >= 0, t.right + r, -1)
+                for t, r in zip(self.trees, roots, strict=True)
+            ]
+        )
+        feature = np.concatenate([t.feature for t in self.trees])
+        threshold = np.concatenate([t.threshold for t in self.trees])
+        value = np.concatenate([t.value for t in self.trees])
+        return roots, left, right, np.maximum(feature, 0), threshold, value
+
     def predict(self, x: np.ndarray) -> np.ndarray:
+        """Every tree walked at once (one step of every unfinished walk per round, as deep as
+        the deepest tree), then the trees' values added in tree order and divided by their
+        number, as scikit-learn adds them."""
         x32 = np.asarray(x, dtype=np.float32)
-        total = self.trees[0].predict(x32)
-        for tree in self.trees[1:]:
-            total = total + tree.predict(x32)
+        roots, left, right, feature, threshold, value = self._stacked
+        node = np.tile(roots, (len(x32), 1))
+        while True:
+            rows, cols = np.nonzero(left[node] >= 0)
+            if not len(rows):
+                break
+            at = node[rows, cols]
+            go_left = x32[rows, feature[at]] <= threshold[at]
+            node[rows, cols] = np.where(go_left, left[at], right[at])
+        # (rows, trees, candidates); cumsum adds in tree order, one tree after another
+        total = value[node].cumsum(axis=1)[:, -1]
         return total / len(self.trees)
 
     def importances(self) -> np.ndarray:
@@ -217,7 +237,7 @@ def fit_gains(kind: str, setting: float, x: np.ndarray, gains: np.ndarray, seed:
             min_samples_leaf=int(setting),
             max_features=FOREST_MAX_FEATURES,
             random_state=seed,
-            n_jobs=1,
+            n_jobs=-1,  # every core; the fitted forest does not depend on it
         ).fit(x, gains)
         trees = tuple(
             Tree(

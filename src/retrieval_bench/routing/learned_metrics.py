@@ -12,9 +12,10 @@ applied (`router.model`), by that router (held out only for queries it was not t
   candidate, the best candidate per labelled type chosen on the other folds, and
   captured = (learned - best single) / (oracle - best single));
 - `rules`: the rules router's choice, where the job has rules;
-- `tests`: the project's paired sign-flip test of the learned router against plain RRF and
-  against the rules router, per type and overall, adjusted together over every test of the
-  table (`compare.correction`).
+- `tests`: the project's paired sign-flip test of the learned router against plain RRF, the
+  rules router and the best single candidate (the one best on all queries; unless it is
+  plain RRF), per type and
+  overall, adjusted together over every test of the table (`compare.correction`).
 
 What it learned: each feature's importance in the router fitted on every labelled query (ridge:
 mean |standardised coefficient|; forest: mean decrease in impurity), how often each labelled
@@ -30,7 +31,8 @@ Layout:
      "overall": {candidate: n}}, "fallback": {"n", "queries": {qid: [features]}},
      "table": {"by_type": {type: {"n", "learned", "rrf", "rules", "best_single",
      "best_single_name", "cv_fixed", "oracle", "captured", "undefined"}}, "overall": {...}},
-     "tests": {"rrf": {type: delta}, "rules": {type: delta}, "correction", "family"},
+     "tests": {"rrf": {type: delta}, "rules": {type: delta}, "best_single": {type: delta},
+     "correction", "family"},
      "departures": {"n", "better", "worse", "same", "queries": [...]}, "seconds": {...}}
 """
 
@@ -105,6 +107,7 @@ def learned_metrics(
     values = {q: float(row[metric]) for q, row in final.items()}
     type_of = {q: str(row["query_type"]) for q, row in final.items()}
     against = {"rrf": HYBRID, **({"rules": RULES} if RULES in baselines else {})}
+    best = ceiling["best_single"][metric]
     table = {
         "by_type": {
             t: _row(
@@ -149,7 +152,15 @@ def learned_metrics(
         "choices": _choices(records, outcome),
         "fallback": {"n": len(outcome.fallback), "queries": outcome.fallback},
         "table": table,
-        "tests": _tests(metric, values, type_of, baselines, against, settings, min_queries),
+        "tests": _tests(
+            metric,
+            values,
+            type_of,
+            baselines,
+            {**against, **({"best_single": best} if best not in (None, HYBRID) else {})},
+            settings,
+            min_queries,
+        ),
         "departures": _departures(metric, records, outcome, values, baselines),
         "seconds": outcome.seconds,
     }
