@@ -77,7 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     ce("--thresholds", help="score thresholds, one per grade above 0, ascending: T1[,T2,...]")
     ce("--calibration", type=Path, help="a calibration.json whose thresholds to use")
     ce("--batch-size", type=int, default=32)
-    ce("--max-length", type=int, default=512)
+    ce(
+        "--max-length",
+        type=int,
+        help="tokens a pair is cut to (default 512, or the model's own limit where lower)",
+    )
     ce("--device", action="append", dest="devices", help="cpu (default), cuda:N; repeatable")
     cal = parser.add_argument_group("--calibrate").add_argument
     cal("--calibrate", action="store_true", help="measure the judge against people's labels")

@@ -71,6 +71,42 @@ class ResolvedModel:
     fingerprint: str
 
 
+# Model types whose position ids start after the padding id (`padding_idx + 1`, RoBERTa's
+# convention): their `max_position_embeddings` holds pad_token_id + 1 slots no token uses.
+_PADDING_OFFSET_TYPES = frozenset(
+    {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "mpnet",
+     "data2vec-text", "markuplm", "ibert"}
+)  # fmt: skip
+# A tokenizer's model_max_length this large means "not set" (transformers' VERY_LARGE_INTEGER).
+_UNSET_LENGTH = 10**9
+
+
+def model_token_limit(folder: Path) -> int | None:
+    """The most tokens one input to the model in `folder` may hold, read from its files: the
+    positions its embeddings have (`config.json`'s `max_position_embeddings`, less the
+    padding offset of RoBERTa-like models), and its tokenizer's `model_max_length` where that is
+    lower. None when the files do not say (the model then takes what it is given)."""
+    limits = []
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    positions = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    if isinstance(positions, int) and positions > 0:
+        offset = 0
+        if config.get("model_type") in _PADDING_OFFSET_TYPES:
+            offset = int(config.get("pad_token_id") or 1) + 1
+        limits.append(positions - offset)
+    try:
+        tokenizer = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        tokenizer = {}
+    length = tokenizer.get("model_max_length") if isinstance(tokenizer, dict) else None
+    if isinstance(length, (int, float)) and 0 < length < _UNSET_LENGTH:
+        limits.append(int(length))
+    return min(limits) if limits else None
+
+
 def hub_cache_dir() -> Path:
     """The HF hub cache, read from the environment now (huggingface_hub reads it at import)."""
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):

@@ -27,7 +27,9 @@ class JudgeSpec:
     prompt_zh: str | None = None
     thresholds: list[float] | None = None
     batch_size: int = 32
-    max_length: int = 512
+    # The tokens a cross-encoder's pair is cut to; None: 512, or the model's own limit where
+    # that is lower (judge.cross_encoder).
+    max_length: int | None = None
     devices: list[str] = field(default_factory=lambda: ["cpu"])
 
     @property
@@ -92,4 +94,5 @@ def build_judge(
         max_length=spec.max_length,
         devices=spec.devices,
         model_key=key("model"),
+        length_key=key("max_length"),
     )

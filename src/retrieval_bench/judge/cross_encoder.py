@@ -39,19 +39,24 @@ class CrossEncoderJudge:
         model_dir: str,
         thresholds: Sequence[float] | None = None,
         batch_size: int = 32,
-        max_length: int = 512,
+        max_length: int | None = None,
         devices: Sequence[str] = ("cpu",),
         model_key: str = "--model",
+        length_key: str = "--max-length",
     ) -> None:
+        """`max_length`: the tokens a pair is cut to; None: 512, or the model's own limit where
+        that is lower (a value above it is taken down to it, saying so)."""
         cfg = RerankerConfig(
             kind="cross_encoder",
             model=model_dir,
             batch_size=batch_size,
-            max_length=max_length,
+            max_length=RerankerConfig().max_length if max_length is None else max_length,
             devices=list(devices),
         )
         try:
-            self.reranker = CrossEncoderReranker(cfg, (), TieBreak([]))
+            self.reranker = CrossEncoderReranker(
+                cfg, (), TieBreak([]), length_key, asked=max_length is not None
+            )
         except EncoderUnavailable as exc:
             raise ConfigError(
                 model_key,
@@ -71,6 +76,7 @@ class CrossEncoderJudge:
             "kind": self.kind,
             "model": self.model,
             "weights": self.reranker.resolved.fingerprint,
+            "max_length": self.reranker.max_length,
             "thresholds": self.thresholds,
         }
 

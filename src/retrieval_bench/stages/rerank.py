@@ -31,6 +31,7 @@ from retrieval_bench.encoders.flag import (
     batches_reported,
     load_offline,
     load_shared,
+    model_token_limit,
     resolve_model,
 )
 from retrieval_bench.records import EvalQuery, Ranked
@@ -71,13 +72,41 @@ class CrossEncoderRerank:
 
 
 class CrossEncoderReranker:
-    """The rerank stage itself: the model's order of each ranking's top `depth`."""
+    """The rerank stage itself: the model's order of each ranking's top `depth`.
 
-    def __init__(self, cfg: RerankerConfig, texts: Sequence[str], tie_break: TieBreak) -> None:
+    A (query, passage) pair is cut to `max_length` tokens: `cfg.max_length`, or the model's
+    own limit where that is lower (`encoders.flag.model_token_limit`: its position embeddings,
+    its tokenizer's `model_max_length`), since FlagEmbedding fails on a longer pair (a model
+    with 130 positions given the default 512). `length_key` names the setting in the note that
+    says so (`reranker.max_length`, the judge's `--max-length`); `asked`: whether the user set
+    it (a default above the model's limit is taken down quietly, a value they set is not)."""
+
+    def __init__(
+        self,
+        cfg: RerankerConfig,
+        texts: Sequence[str],
+        tie_break: TieBreak,
+        length_key: str = "reranker.max_length",
+        asked: bool | None = None,
+    ) -> None:
         self.cfg = cfg
         self.texts = texts
         self.tie_break = tie_break
         self.resolved: ResolvedModel = resolve_model(cfg.model, cfg.allow_download, RERANKER_ROLE)
+        self.model_limit = model_token_limit(self.resolved.path)
+        self.max_length = cfg.max_length
+        if self.model_limit is not None and cfg.max_length > self.model_limit:
+            self.max_length = self.model_limit
+            if asked is None:
+                asked = cfg.max_length != RerankerConfig().max_length
+            (log.warning if asked else log.info)(
+                "%s=%d is more than %s takes (%d tokens): pairs are cut to %d",
+                length_key,
+                cfg.max_length,
+                self.resolved.name,
+                self.model_limit,
+                self.model_limit,
+            )
         self.pairs_scored = 0
         self.seconds = 0.0
 
@@ -102,7 +131,7 @@ class CrossEncoderReranker:
                 use_fp16=self.cfg.precision == "fp16",
                 devices=list(self.cfg.devices),
                 batch_size=self.cfg.batch_size,
-                max_length=self.cfg.max_length,
+                max_length=self.max_length,
                 trust_remote_code=False,
             )
 
@@ -131,7 +160,7 @@ class CrossEncoderReranker:
             scores = model.compute_score(
                 pairs,
                 batch_size=self.cfg.batch_size,
-                max_length=self.cfg.max_length,
+                max_length=self.max_length,
                 normalize=False,
             )
         out = np.atleast_1d(np.asarray(scores, dtype=np.float64))
@@ -174,7 +203,8 @@ class CrossEncoderReranker:
             "model": self.resolved.name,
             "weights": self.resolved.fingerprint,
             "depth": self.cfg.depth,
-            "max_length": self.cfg.max_length,
+            "max_length": self.max_length,
+            "model_max_length": self.model_limit,
             "precision": self.cfg.precision,
             "devices": list(self.cfg.devices),
             "pairs_scored": self.pairs_scored,

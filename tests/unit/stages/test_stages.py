@@ -186,6 +186,76 @@ def test_rerank_scores_are_flag_rerankers_in_tie_break_order(tiny_reranker: Path
     assert reranker.info()["pairs_scored"] == 5
 
 
+@pytest.mark.parametrize(
+    ("config", "tokenizer", "limit"),
+    [
+        ({"model_type": "xlm-roberta", "max_position_embeddings": 130, "pad_token_id": 1}, {}, 128),
+        ({"model_type": "bert", "max_position_embeddings": 512}, {"model_max_length": 10**30}, 512),
+        ({"model_type": "xlm-roberta", "max_position_embeddings": 8194, "pad_token_id": 1},
+         {"model_max_length": 512}, 512),
+        ({}, {}, None),
+    ],
+)  # fmt: skip
+def test_a_models_token_limit_is_read_from_its_files(
+    tmp_path: Path, config: dict[str, object], tokenizer: dict[str, object], limit: int | None
+) -> None:
+    import json
+
+    from retrieval_bench.encoders.flag import model_token_limit
+
+    if config:
+        (tmp_path / "config.json").write_text(json.dumps(config))
+    if tokenizer:
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps(tokenizer))
+    assert model_token_limit(tmp_path) == limit
+
+
+@pytest.mark.slow  # a (tiny) cross-encoder: torch and FlagEmbedding
+def test_a_cross_encoder_shorter_than_the_asked_length_takes_its_own_limit(
+    tiny_reranker: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The tiny model has 130 positions (128 tokens after XLM-R's padding offset); the judge's
+    and the stage's default 512 crashed inside FlagEmbedding on a longer pair (AttributeError:
+    'list' object has no attribute 'keys', exit 3)."""
+    import logging
+
+    import transformers
+    from FlagEmbedding import FlagReranker
+
+    from retrieval_bench.encoders.flag import model_token_limit
+    from retrieval_bench.judge.base import Pair
+    from retrieval_bench.judge.cross_encoder import CrossEncoderJudge
+
+    # The reference: the positions the loaded model's embeddings have, less its padding offset.
+    loaded = transformers.XLMRobertaForSequenceClassification.from_pretrained(tiny_reranker)
+    embeddings = loaded.roberta.embeddings
+    positions = embeddings.position_embeddings.num_embeddings - embeddings.padding_idx - 1
+    assert model_token_limit(tiny_reranker) == positions == 128
+    long = "三亚蜈支洲岛门票多少钱，怎么去？" * 40  # far more than 128 tokens
+    pairs = [Pair("q1", "p1", "蜈支洲岛", long), Pair("q1", "p2", "蜈支洲岛", "海口")]
+    judge = CrossEncoderJudge(str(tiny_reranker))
+    got: dict[int, float] = {}
+    judge.judge(pairs, lambda i, verdict: got.__setitem__(i, verdict.raw))
+    reference = FlagReranker(str(tiny_reranker), devices=["cpu"], batch_size=32)
+    expected = reference.compute_score(
+        [(p.query, p.passage) for p in pairs], batch_size=32, max_length=128
+    )
+    assert [got[0], got[1]] == pytest.approx(list(expected), abs=1e-6)
+    assert judge.describe()["max_length"] == 128
+    with caplog.at_level(logging.INFO, logger="retrieval_bench.stages.rerank"):
+        asked = CrossEncoderJudge(str(tiny_reranker), max_length=512)
+    assert asked.reranker.max_length == 128
+    assert "--max-length=512 is more than" in caplog.text and "pairs are cut to 128" in caplog.text
+    stage = CrossEncoderReranker(
+        RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=2),
+        [long, "海口"],
+        TieBreak(["a", "b"]),
+    )
+    (ranked,) = stage.apply([_query("q1", "蜈支洲岛")], [_ranked([0, 1])])
+    assert sorted(ranked.scores.tolist()) == pytest.approx(sorted(expected), abs=1e-6)
+    assert stage.info()["max_length"] == 128 and stage.info()["model_max_length"] == 128
+
+
 def test_rerank_ties_broken_by_id_descending(tmp_path: Path) -> None:
     # The scores are given, so no model is loaded (none could be from this folder).
     cfg = RerankerConfig(kind="cross_encoder", model=unloadable_model(tmp_path), depth=4)
