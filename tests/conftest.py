@@ -321,6 +321,18 @@ def run_mini(folder: Path, retriever: str, evalset: Path, cache: Path, *extra: s
     return write_job(folder, run_job(cfg), config_record(cfg))
 
 
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real `mlflow server` on 127.0.0.1 (support.mlflow_server), one per session (per xdist
+    worker), started when a test first asks for it."""
+    from support.mlflow_server import MlflowServer
+
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def chromium_or_skip() -> None:
     if find_chromium() is None:

@@ -77,6 +77,11 @@ def _task(dict_cfg: DictConfig) -> float | None:
     with _user_environment():
         cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
         check_config(cfg)
+        if cfg.tracking.enabled and HydraConfig.get().mode == RunMode.RUN:
+            # A sweep's callback checked it once (retrieval_bench.tracking.callback).
+            from retrieval_bench.tracking.live import check_reachable
+
+            check_reachable(cfg.tracking)
         if cfg.benchmark.enabled:  # python -m run experiment=monthly: the benchmark driver
             from run.monthly import run_from_hydra
 
@@ -125,6 +130,12 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
         print(job_line(result, cfg.top_k, job_dir, label), flush=True)
     else:
         print(job_summary(result, cfg.top_k, job_dir))
+    if cfg.tracking.enabled:  # the folder is complete: log it off this process
+        from retrieval_bench.tracking.live import log_finished
+
+        warning = log_finished(job_dir, cfg.tracking)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
     _check_scored(result.metrics, job_dir)
     return result.metrics["stages"]["final"]["overall"].get(f"ndcg@{cfg.top_k}")
 

@@ -67,10 +67,15 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
             print(comparison.text, flush=True)
         mark_finished(plan, state)
 
-    gate = gate_month(cfg, plan.root, plan.month, current)
+    gate = gate_month(cfg, plan.root, plan.month, current, list(plan.folders.values()))
     print_gate(plan.month, gate)
     files = trend(cfg)
     print("trend: " + ", ".join(str(f) for f in files), flush=True)
+    if cfg.tracking.enabled:  # the month's jobs, comparison, gate and trend, as month runs
+        from retrieval_bench.tracking.live import log_finished
+
+        warning = log_finished(plan.month_dir, cfg.tracking)
+        print(warning or f"tracking: month {plan.month} logged to {cfg.tracking.uri}", flush=True)
     return 0 if gate is None or gate.passed else 1
 
 

@@ -12,8 +12,8 @@ from conftest import ROOT
 
 # What a test module once imported at its top, and what each costs a worker at collection
 # (python -X importtime): scipy.stats ~0.5 s, pypinyin ~0.3-0.5 s, matplotlib ~0.35 s, pandas
-# ~0.2 s, scikit-learn ~1.3 s.
-HEAVY = ("scipy.stats", "pypinyin", "matplotlib", "pandas", "sklearn")
+# ~0.2 s, scikit-learn ~1.3 s, mlflow ~1.2 s.
+HEAVY = ("scipy.stats", "pypinyin", "matplotlib", "pandas", "sklearn", "mlflow")
 
 
 @pytest.mark.slow  # collects the whole suite in a fresh interpreter

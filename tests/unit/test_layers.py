@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("judge",),
     ("compare",),
     ("tune",),
+    ("tracking",),
     ("benchmark",),
     ("api",),
 ]

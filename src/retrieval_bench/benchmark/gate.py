@@ -40,7 +40,7 @@ from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKe
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.config.benchmark import GateConfig
 from retrieval_bench.io.strict_json import json_number
-from retrieval_bench.jobdir.job_sets import IGNORED_KEYS
+from retrieval_bench.jobdir.job_sets import flat_config
 from retrieval_bench.jobdir.read import FinishedJob, canonical
 from retrieval_bench.judge.estimates import judge_shares
 from retrieval_bench.scoring.registry import lower_is_better
@@ -156,21 +156,6 @@ class PlanDifference:
 def is_allowed(key: str, allowed: Iterable[str]) -> bool:
     """`key` is one of `allowed` or lies under one (`bm25` allows `bm25.k1`)."""
     return any(key == a or key.startswith(a + ".") for a in allowed)
-
-
-def flat_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Dotted key -> canonical value of a job's resolved config, without the keys that never
-    describe what a job measured (where things are stored, how it was run)."""
-    out: dict[str, str] = {}
-    for name, value in config.items():
-        key = f"{prefix}{name}"
-        if not prefix and name in IGNORED_KEYS:
-            continue
-        if isinstance(value, Mapping) and value:
-            out.update(flat_config(value, key + "."))
-        else:
-            out[key] = canonical(value)
-    return out
 
 
 def plan_differences(

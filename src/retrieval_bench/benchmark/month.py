@@ -93,8 +93,14 @@ _DRIVER_ROOTS = ("experiment", "benchmark", "compare", "hydra")
 _PLAN_GROUPS = ("dataset", "retriever")
 # Where each job goes inside its dataset's folder: <retriever option>.
 _SUBDIR = "${hydra:runtime.choices.retriever}"
-# Overrides that change where things are kept, not what is measured.
-_NOT_PLAN = ("cache_dir",)
+# Overrides that change where things are kept, not what is measured (a key, or a config group
+# and every key under it).
+_NOT_PLAN = ("cache_dir", "tracking")
+
+
+def _not_plan(override: str) -> bool:
+    key = override.split("=")[0].lstrip("+~")
+    return any(key == k or key.startswith(f"{k}.") for k in _NOT_PLAN)
 
 
 def _now() -> str:
@@ -327,7 +333,7 @@ def plan_month(
     plan = {
         "datasets": list(bench.datasets),
         "retrievers": list(bench.retrievers),
-        "overrides": [o for o in overrides if o.split("=")[0].lstrip("+") not in _NOT_PLAN],
+        "overrides": [o for o in overrides if not _not_plan(o)],
     }
     return MonthPlan(month, root, month_dir, overrides, folders, plan, list(search_path))
 
@@ -440,11 +446,17 @@ def trend(cfg: RunConfig) -> list[Path]:
 
 
 def gate_month(
-    cfg: RunConfig, root: Path, month: str, current: Mapping[JobKey, FinishedJob]
+    cfg: RunConfig,
+    root: Path,
+    month: str,
+    current: Mapping[JobKey, FinishedJob],
+    experiments: Sequence[str] = (),
 ) -> GateResult | None:
     """Gate a finished month's jobs against its baseline; write gate.json/gate.md (its status
     decides whether this month can be a later month's baseline) and return the result; None
-    when the gate is off (`benchmark.gate.enabled=false`: written as not gated)."""
+    when the gate is off (`benchmark.gate.enabled=false`: written as not gated). With
+    `benchmark.baseline_from=tracking` the earlier months are the tracker's (`experiments`: the
+    month's dataset folders, each its experiment unless tracking.experiment names one)."""
     bench = cfg.benchmark
     month_dir = root / month
     if not bench.gate.enabled:
@@ -458,7 +470,15 @@ def gate_month(
             "is no later month's baseline unless pinned (benchmark.baseline).\n",
         )
         return None
-    choice = resolve_baseline(root, month, bench.baseline)
+    months_root = root
+    if bench.baseline_from == "tracking":
+        months_root = _tracked_months(cfg, root, month, experiments)
+    choice = resolve_baseline(months_root, month, bench.baseline)
+    if choice.path is not None and bench.baseline_from == "tracking":
+        from retrieval_bench.tracking.restore import restore_jobs
+
+        restored = restore_jobs(cfg.tracking, _experiments(cfg, experiments), choice.path)
+        print(f"baseline {choice.path.name}: {len(restored)} jobs read back from the tracker")
     baseline: dict[JobKey, FinishedJob] | None = None
     relabelled: list[str] = []
     if choice.path is not None:
@@ -479,6 +499,24 @@ def gate_month(
     gate.relabelled = relabelled
     _write_gate(month_dir, month, gate)
     return gate
+
+
+def _experiments(cfg: RunConfig, experiments: Sequence[str]) -> list[str]:
+    return [cfg.tracking.experiment] if cfg.tracking.experiment else list(experiments)
+
+
+def _tracked_months(cfg: RunConfig, root: Path, month: str, experiments: Sequence[str]) -> Path:
+    """The earlier months the tracker holds, as month folders under `<root>/.tracked/`."""
+    from retrieval_bench.tracking.restore import restore_months
+
+    tracked = root / names.TRACKED_DIR
+    found = restore_months(cfg.tracking, _experiments(cfg, experiments), month, tracked)
+    print(
+        f"baseline from the tracker {cfg.tracking.uri}: "
+        + (f"earlier months {', '.join(found)}" if found else "no earlier month"),
+        flush=True,
+    )
+    return tracked
 
 
 def _start(

@@ -12,6 +12,8 @@ from typing import Any
 from retrieval_bench.errors import ConfigError
 
 MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+# benchmark.baseline_from: earlier months on this disk, or in the tracker (tracking=mlflow).
+BASELINE_SOURCES = ("folder", "tracking")
 
 
 @dataclass
@@ -92,6 +94,10 @@ class BenchmarkConfig:
     # a month (YYYY-MM) or the path of a benchmark month folder (a pinned baseline, used
     # whatever its own gate said: how a deliberate change is accepted).
     baseline: str = "previous"
+    # Where earlier months are read from: `folder` (under benchmark.root, on this disk) or
+    # `tracking` (the tracker of tracking=mlflow: a CI runner that starts with an empty disk
+    # gates as it would with every earlier month on disk; retrieval_bench.tracking.restore).
+    baseline_from: str = "folder"
     gate: GateConfig = field(default_factory=GateConfig)
     # Metrics drawn in the trend report; empty: the gated metrics.
     trend_metrics: list[str] = field(default_factory=list)
@@ -102,6 +108,12 @@ class BenchmarkConfig:
             return
         if self.month and not MONTH.fullmatch(self.month):
             raise ConfigError("benchmark.month", f"expected YYYY-MM, got {self.month!r}")
+        if self.baseline_from not in BASELINE_SOURCES:
+            raise ConfigError(
+                "benchmark.baseline_from",
+                f"unknown source {self.baseline_from!r}; "
+                f"choose one of {', '.join(BASELINE_SOURCES)}",
+            )
         if not self.datasets:
             raise ConfigError("benchmark.datasets", "needs at least one dataset option")
         if not self.retrievers:

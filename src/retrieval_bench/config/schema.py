@@ -24,6 +24,7 @@ from retrieval_bench.config.run_file import RunFileConfig
 from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.config.text import TextConfig
+from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.config.tune import TuneConfig
 
 # The built-in plug-ins, declared as any outside one is: a node naming its class by `_target_`,
@@ -196,6 +197,9 @@ class RunConfig:
     tune: TuneConfig = field(default_factory=TuneConfig)
     # Perturbed variants of the evaluation set run beside the originals (experiment=robustness).
     robustness: RobustnessConfig = field(default_factory=RobustnessConfig)
+    # Where finished jobs, sweeps, tunings and months are logged (tracking=mlflow): an MLflow
+    # tracking store (retrieval_bench.tracking). A job's own results never depend on it.
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
 
 def register_configs() -> None:

@@ -183,7 +183,18 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     cfg.service.validate()
     cfg.compare.validate()
     cfg.cost.validate()
+    cfg.tracking.validate()
     cfg.benchmark.validate()
+    if (
+        cfg.benchmark.enabled
+        and cfg.benchmark.baseline_from == "tracking"
+        and not cfg.tracking.enabled
+    ):
+        raise ConfigError(
+            "benchmark.baseline_from",
+            "'tracking' reads earlier months from the tracker: add tracking=mlflow "
+            "(and tracking.uri=...)",
+        )
     cfg.tune.validate()
     check_plugin_nodes(cfg)
     check_pipeline(cfg)

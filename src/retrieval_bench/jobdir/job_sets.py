@@ -9,12 +9,14 @@ Both read it from here (the pool sits below the comparison, so this is not `comp
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from retrieval_bench.jobdir.read import FinishedJob
+from retrieval_bench.jobdir.read import FinishedJob, canonical
 
 # Keys that never describe what a job measured: where things are stored, how it was run.
-IGNORED_KEYS = ("hydra", "cache_dir", "compare", "benchmark", "experiment")
+# `tracking`: where the results were logged (tracking=mlflow), never what was measured.
+IGNORED_KEYS = ("hydra", "cache_dir", "compare", "benchmark", "experiment", "tracking")
 
 
 def group_by_dataset(jobs: Sequence[FinishedJob]) -> dict[str, list[FinishedJob]]:
@@ -65,3 +67,18 @@ def assign_labels(jobs: Sequence[FinishedJob]) -> list[str]:
         for job in jobs:
             job.label = str(job.path)
     return [*keys, "job"]
+
+
+def flat_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Dotted key -> canonical value of a job's resolved config, without the keys that never
+    describe what a job measured (where things are stored, how it was run)."""
+    out: dict[str, str] = {}
+    for name, value in config.items():
+        key = f"{prefix}{name}"
+        if not prefix and name in IGNORED_KEYS:
+            continue
+        if isinstance(value, Mapping) and value:
+            out.update(flat_config(value, key + "."))
+        else:
+            out[key] = canonical(value)
+    return out

@@ -99,6 +99,10 @@ MONTH_LOCK = ".lock"
 TREND_MD = "trend.md"
 TREND_JSON = "trend.json"
 TREND_PNG_OF = "trend-{}.png"
+# Earlier months read back from the tracker (benchmark.baseline_from=tracking): one month folder
+# each, as the tracker holds it; hidden, so the trend and the folder gate never mistake it for
+# a month run here.
+TRACKED_DIR = ".tracked"
 
 
 def comparison_html(dataset: str | None = None) -> str:

@@ -1,0 +1,208 @@
+"""The logger process a job or a sweep hands its finished folders to.
+
+MLflow takes a second or more to import and each run takes requests to log, so none of it runs
+in the job's process: `LiveLogger` starts `python -m run.track serve` (a fresh interpreter, on
+another core), sends it each finished folder, and waits for it only at the end. The job folder
+is complete before it is handed over; nothing of the logging is on the query path. A sweep's
+logger creates the sweep's parent run first and says its id, which the callback puts in the
+environment (`RETRIEVAL_BENCH_TRACKING_PARENT_RUN_ID`) for jobs that a launcher starts in other
+processes or on other nodes; they log themselves as children through a logger of their own.
+
+A tracker that is down or slow never fails a job: the logger says what it could not log and
+`warning()` gives the one line, with the `run.track sync` command that logs it later. A setting
+the tracker refuses (a deleted experiment) is a ConfigError naming the key (exit 2).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from retrieval_bench.config.tracking import TrackingConfig
+from retrieval_bench.errors import ConfigError
+from retrieval_bench.tracking.names import PARENT_ENV
+from retrieval_bench.tracking.store import TrackerRefused, quiet_environment, resolved_uri
+
+# How long the end of a job or sweep waits for its logger, in units of tracking.timeout_s
+# (a request, its two retries and the back-off between them).
+_PATIENCE = 4
+
+
+def check_reachable(cfg: TrackingConfig) -> None:
+    """Before any work: a server URI must answer MLflow's health check, a local store's folder
+    must be creatable (ConfigError naming tracking.uri otherwise, exit 2)."""
+    uri = cfg.uri
+    if uri.startswith(("http://", "https://")):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=min(cfg.timeout_s, 10)) as reply:
+                if reply.status != 200:
+                    raise ConfigError("tracking.uri", f"{url} answered HTTP {reply.status}")
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(
+                "tracking.uri", f"no MLflow server answers at {uri} ({reason})"
+            ) from None
+        return
+    try:
+        resolved_uri(uri)
+    except OSError as exc:
+        raise ConfigError("tracking.uri", f"{uri}: cannot create its folder ({exc})") from None
+
+
+def sync_command(*folders: Path) -> str:
+    return "python -m run.track sync " + " ".join(str(f) for f in folders)
+
+
+class LiveLogger:
+    """One `python -m run.track serve` process and what it said."""
+
+    # The sweep logger of this process (the basic launcher runs jobs in the sweep's process).
+    current: LiveLogger | None = None
+
+    def __init__(
+        self,
+        cfg: TrackingConfig,
+        sweep_dir: Path | None = None,
+        dataset: str = "",
+        parent_id: str | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.sweep_dir = sweep_dir
+        self.pid = os.getpid()
+        self.parent_id = parent_id
+        self.handed: list[Path] = []
+        self.failed: list[str] = []
+        self.down: str | None = None
+        self.refused: str | None = None
+        self._parent_known = threading.Event()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        cmd = [
+            sys.executable, "-m", "run.track", "serve",
+            "--uri", cfg.uri, "--experiment", cfg.experiment, "--timeout", str(cfg.timeout_s),
+        ]  # fmt: skip
+        if sweep_dir is not None:
+            cmd += ["--sweep", str(sweep_dir), "--dataset", dataset]
+        if parent_id:
+            cmd += ["--parent-run-id", parent_id]
+        env = {**os.environ, **quiet_environment(cfg.timeout_s)}
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            start_new_session=False,
+        )
+        self._readers = [
+            threading.Thread(target=self._read_replies, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+        if sweep_dir is None:
+            self._parent_known.set()
+
+    def _read_replies(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            word, _, rest = line.rstrip("\n").partition(" ")
+            if word == "parent":
+                self.parent_id = rest
+                os.environ[PARENT_ENV] = rest
+            elif word == "down" and self.down is None:
+                self.down = rest
+            elif word == "refused":
+                self.refused = rest
+            elif word == "failed":
+                self.failed.append(rest)
+            if word in ("parent", "down", "refused"):
+                self._parent_known.set()
+        self._parent_known.set()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._stderr.append(line.rstrip("\n"))
+
+    def wait_parent(self) -> None:
+        """Until the logger has created the sweep's parent run (or could not): launchers that
+        start jobs elsewhere need its id in the environment before they start them."""
+        self._parent_known.wait(timeout=_PATIENCE * self.cfg.timeout_s)
+        self._raise_refused()
+
+    def hand_over(self, job_dir: Path) -> None:
+        """Log this finished folder (a job: as a child of the sweep's run, if any)."""
+        self._raise_refused()
+        self.handed.append(job_dir)
+        self._send(f"log {Path(job_dir).resolve()}\n")
+
+    def _send(self, text: str) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(text)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the logger is gone: finish() says so
+
+    def _raise_refused(self) -> None:
+        if self.refused is not None:
+            raise TrackerRefused(
+                "tracking.experiment", self.refused.partition(": ")[2] or self.refused
+            )
+
+    def finish(self) -> str | None:
+        """Tell the logger to end (a sweep's: log the comparison and anything left), wait for it,
+        and return the warning line when something was not logged (None: all logged)."""
+        self._send("end\n")
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        patience = _PATIENCE * self.cfg.timeout_s * max(1, len(self.handed))
+        try:
+            code = self.proc.wait(timeout=patience)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            code = None
+            self.down = self.down or f"no answer within {patience} s"
+        for reader in self._readers:
+            reader.join(timeout=5)
+        if LiveLogger.current is self:
+            LiveLogger.current = None
+        if self.sweep_dir is not None and os.environ.get(PARENT_ENV) == self.parent_id:
+            os.environ.pop(PARENT_ENV, None)
+        self._raise_refused()
+        if code == 0:
+            return None
+        why = self.down or (self._stderr[-1] if self._stderr else f"logger exit {code}")
+        folders = [self.sweep_dir] if self.sweep_dir is not None else self.handed
+        what = "the sweep" if self.sweep_dir is not None else "the job"
+        return (
+            f"warning: {what} was not (fully) logged to {self.cfg.uri}: {why}; its folders are "
+            f"complete; log them later with: {sync_command(*folders)}"
+        )
+
+
+def log_finished(job_dir: Path, cfg: TrackingConfig) -> str | None:
+    """After a job's folder is complete: hand it to this process's sweep logger (the basic
+    launcher), or log it through a logger of its own (a single run, or a job a launcher started
+    elsewhere: a child of the run named by the environment). Returns the warning line for a job
+    it could not log here and now (None: logged, or handed over)."""
+    sweep = LiveLogger.current
+    if sweep is not None and sweep.pid == os.getpid():
+        sweep.hand_over(job_dir)
+        return None
+    logger = LiveLogger(cfg, parent_id=os.environ.get(PARENT_ENV) or None)
+    logger.hand_over(job_dir)
+    return logger.finish()

@@ -1,0 +1,319 @@
+"""The one module that imports MLflow: its `MlflowClient`, never its REST protocol by hand.
+
+`TrackingStore.open` connects to a tracking URI (a relative sqlite or file path resolves
+against the project root; a local store keeps its artifacts beside it); `log` finds a run by its
+key (`rb.key`) or creates it, logs what is missing or changed, and marks it complete last, so a
+run interrupted half-way is completed by the next `log` of the same folder and never doubled.
+
+Failures are of two kinds: the tracker refused something it will always refuse (a deleted
+experiment, an invalid name: `TrackerRefused`, a ConfigError naming the key, exit 2), or it did
+not answer (`TrackerDown`: a warning, the folders stay on disk for `run.track sync`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.config.tracking import TrackingConfig
+from retrieval_bench.errors import BenchError, ConfigError
+from retrieval_bench.paths import resolve_path
+from retrieval_bench.tracking import names as tn
+from retrieval_bench.tracking.content import RunContent
+
+# Requests to a tracking server: few retries, a short back-off (MLflow's defaults retry for
+# minutes, which would hold a sweep's end for that long when the server is gone).
+_HTTP_RETRIES = "2"
+_HTTP_BACKOFF = "1"
+# MLflow's error codes that mean "this request will never succeed" (anything else: down/slow).
+_REFUSED = (
+    "INVALID_PARAMETER_VALUE",
+    "RESOURCE_ALREADY_EXISTS",
+    "RESOURCE_DOES_NOT_EXIST",
+    "BAD_REQUEST",
+    "INVALID_STATE",
+    "PERMISSION_DENIED",
+)
+
+
+class TrackerDown(BenchError):
+    """The tracker did not answer (or not in time): nothing is lost, `run.track sync` logs the
+    folders later."""
+
+
+class TrackerRefused(ConfigError):
+    """The tracker refuses a setting (an experiment name, a deleted experiment): exit 2."""
+
+
+def quiet_environment(timeout_s: int) -> dict[str, str]:
+    """The environment MLflow reads: no usage telemetry (no network but the tracker), and
+    requests that give up after `timeout_s` and two retries."""
+    return {
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DO_NOT_TRACK": "true",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(timeout_s),
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": _HTTP_RETRIES,
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": _HTTP_BACKOFF,
+    }
+
+
+def resolved_uri(uri: str) -> str:
+    """A local store's path made absolute (relative paths against the project root, as
+    cache_dir), its folder created; a server's URI as it is."""
+    if uri.startswith("sqlite:///"):
+        path = resolve_path(uri.removeprefix("sqlite:///"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{path}"
+    if uri.startswith("file:"):
+        path = resolve_path(uri.removeprefix("file://").removeprefix("file:"))
+        path.mkdir(parents=True, exist_ok=True)
+        return path.as_uri()
+    if ":" not in uri.split("/")[0]:  # a plain folder: MLflow's file store
+        path = resolve_path(uri)
+        path.mkdir(parents=True, exist_ok=True)
+        return path.as_uri()
+    return uri
+
+
+def local_artifact_root(uri: str) -> str | None:
+    """Where a local sqlite store keeps artifacts (`artifacts/` beside the database); None for
+    a server (it decides) or a file store (its own folder)."""
+    if uri.startswith("sqlite:///"):
+        return (Path(uri.removeprefix("sqlite:///")).parent / "artifacts").as_uri()
+    return None
+
+
+def is_down(exc: BaseException) -> bool:
+    """Whether an MLflow failure means the tracker did not answer (vs refused)."""
+    code = getattr(exc, "error_code", None)
+    return code not in _REFUSED
+
+
+@dataclass
+class LoggedRun:
+    run_id: str
+    experiment_id: str
+    created: bool
+    skipped: bool  # already complete with the same content: nothing was sent
+
+
+class TrackingStore:
+    """An open tracking store (one MlflowClient)."""
+
+    def __init__(self, uri: str, timeout_s: int = 30) -> None:
+        os.environ.update(quiet_environment(timeout_s))
+        from mlflow.tracking import MlflowClient
+
+        self.uri = resolved_uri(uri)
+        self.client = MlflowClient(tracking_uri=self.uri)
+        self._experiments: dict[str, str] = {}
+        self._all_ids: list[str] | None = None
+        self._run_experiment: dict[str, str] = {}
+
+    @classmethod
+    def open(cls, cfg: TrackingConfig) -> TrackingStore:
+        return cls(cfg.uri, cfg.timeout_s)
+
+    # -- experiments -------------------------------------------------------------------------
+    def experiment_id(self, name: str) -> str:
+        """The experiment's id, created when missing; a deleted one is refused (MLflow keeps its
+        name taken until it is restored or purged)."""
+        if name in self._experiments:
+            return self._experiments[name]
+        with self._calls(f"experiment {name!r}", key="tracking.experiment"):
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                exp_id = self.client.create_experiment(
+                    name, artifact_location=_artifact_location(self.uri, name)
+                )
+            elif found.lifecycle_stage == "deleted":
+                raise TrackerRefused(
+                    "tracking.experiment",
+                    f"experiment {name!r} is deleted in {self.uri}: restore it "
+                    "(mlflow experiments restore) or choose another name",
+                )
+            else:
+                exp_id = found.experiment_id
+        self._experiments[name] = exp_id
+        return exp_id
+
+    # -- runs --------------------------------------------------------------------------------
+    def experiment_ids(self) -> list[str]:
+        """Every active experiment's id (listed once per store, plus those it created)."""
+        if self._all_ids is None:
+            with self._calls("listing experiments"):
+                found = self.client.search_experiments(max_results=50000)
+            self._all_ids = [e.experiment_id for e in found]
+        return self._all_ids + [i for i in self._experiments.values() if i not in self._all_ids]
+
+    def find(self, key: str) -> Any | None:
+        """The run logged for a folder key in any experiment (the oldest, should two ever
+        exist), or None: a folder has one run wherever it was first logged."""
+        with self._calls("searching runs"):
+            runs = self.client.search_runs(
+                self.experiment_ids(),
+                filter_string=f"tags.`{tn.KEY}` = '{key_hash(key)}'",
+                order_by=["attributes.start_time ASC"],
+                max_results=5,
+            )
+        return runs[0] if runs else None
+
+    def runs(self, experiment_id: str, filter_string: str = "") -> list[Any]:
+        """Every run of the experiment matching `filter_string`, oldest first."""
+        out: list[Any] = []
+        token = None
+        with self._calls("searching runs"):
+            while True:
+                page = self.client.search_runs(
+                    [experiment_id],
+                    filter_string=filter_string,
+                    order_by=["attributes.start_time ASC"],
+                    max_results=1000,
+                    page_token=token,
+                )
+                out.extend(page)
+                token = page.token
+                if not token:
+                    return out
+
+    def log(
+        self, content: RunContent, experiment_id: str, parent_id: str | None = None
+    ) -> LoggedRun:
+        """Find the folder's run by its key or create it, then log what it lacks; `rb.complete`
+        last. A run already complete with the same content is left as it is."""
+        digest = content_digest(content)
+        run = self.find(content.key)
+        created = run is None
+        with self._calls(f"logging {content.key}"):
+            if run is None:
+                tags = {
+                    tn.KEY: key_hash(content.key),
+                    tn.FOLDER: content.key,
+                    tn.KIND: content.kind,
+                    tn.COMPLETE: "false",
+                }
+                if parent_id:
+                    tags[tn.PARENT_RUN_ID] = parent_id
+                run = self.client.create_run(experiment_id, tags=tags, run_name=content.name)
+            run_id = run.info.run_id
+            have = run.data
+            if have.tags.get(tn.COMPLETE) == "true" and have.tags.get("rb.digest") == digest:
+                if parent_id and have.tags.get(tn.PARENT_RUN_ID) != parent_id:
+                    self.client.set_tag(run_id, tn.PARENT_RUN_ID, parent_id)
+                return LoggedRun(run_id, run.info.experiment_id, created, skipped=True)
+            if not created:  # a half-logged run, or one whose folder changed: mark it so first
+                self.client.set_tag(run_id, tn.COMPLETE, "false")
+            self._log_values(run_id, content, have, parent_id)
+            self._log_artifacts(run_id, content)
+            self.client.set_tag(run_id, "rb.digest", digest)
+            self.client.set_tag(run_id, tn.COMPLETE, "true")
+            if run.info.status != "FINISHED":
+                self.client.set_terminated(run_id, "FINISHED")
+        return LoggedRun(run_id, run.info.experiment_id, created, skipped=False)
+
+    def _log_values(
+        self, run_id: str, content: RunContent, have: Any, parent_id: str | None
+    ) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        params = [Param(k, v) for k, v in content.params.items() if have.params.get(k) is None]
+        changed = sorted(
+            k for k, v in content.params.items() if have.params.get(k) not in (None, v)
+        )
+        tags = dict(content.tags)
+        tags[tn.KIND] = content.kind
+        if parent_id:
+            tags[tn.PARENT_RUN_ID] = parent_id
+        if changed:  # MLflow never changes a param: say so where a person looks
+            tags["rb.params_changed"] = ", ".join(changed)[:8000]
+        metrics = [
+            Metric(k, v, content.timestamp_ms, 0)
+            for k, v in content.metrics.items()
+            if have.metrics.get(k) != v
+        ]
+        self.client.log_batch(
+            run_id,
+            metrics=metrics,
+            params=params,
+            tags=[RunTag(k, v) for k, v in tags.items()],
+        )
+
+    def _log_artifacts(self, run_id: str, content: RunContent) -> None:
+        with tempfile.TemporaryDirectory(prefix="rb-track-") as tmp:
+            for artifact in content.artifacts:
+                source = artifact.source
+                if artifact.gzip:
+                    source = Path(tmp) / (artifact.name or source.name + ".gz")
+                    with artifact.source.open("rb") as src, gzip.open(source, "wb", 6) as dst:
+                        shutil.copyfileobj(src, dst)
+                elif artifact.name and artifact.name != source.name:
+                    source = Path(tmp) / artifact.name
+                    shutil.copyfile(artifact.source, source)
+                self.client.log_artifact(run_id, str(source), artifact.into or None)
+
+    def experiment_of(self, run_id: str) -> str:
+        """The experiment a run is in (a child goes where its parent is)."""
+        if run_id not in self._run_experiment:
+            with self._calls(f"run {run_id}", key=tn.PARENT_ENV):
+                found = self.client.get_run(run_id).info.experiment_id
+            self._run_experiment[run_id] = str(found)
+        return self._run_experiment[run_id]
+
+    def download(self, run_id: str, path: str, dst: Path) -> Path:
+        with self._calls(f"downloading {path} of run {run_id}"):
+            dst.mkdir(parents=True, exist_ok=True)
+            return Path(self.client.download_artifacts(run_id, path, str(dst)))
+
+    def _calls(self, what: str, key: str = "tracking.uri") -> _Calls:
+        return _Calls(self.uri, what, key)
+
+
+class _Calls:
+    """MLflow's exceptions as this project's: TrackerDown (it did not answer) or TrackerRefused
+    (it refused; exit 2 naming the key). Never swallows one."""
+
+    def __init__(self, uri: str, what: str, key: str) -> None:
+        self.uri, self.what, self.key = uri, what, key
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None or isinstance(exc, BenchError) or not isinstance(exc, Exception):
+            return
+        message = " ".join(str(exc).split())[:300]
+        if is_down(exc):
+            raise TrackerDown(f"{self.uri} did not answer ({self.what}): {message}") from exc
+        raise TrackerRefused(self.key, f"{self.uri} refused ({self.what}): {message}") from exc
+
+
+def key_hash(key: str) -> str:
+    """What `rb.key` holds: the key's sha256 (a path may hold quotes a filter cannot)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def content_digest(content: RunContent) -> str:
+    """A digest of everything a run logs, files by size and mtime: a folder logged again
+    unchanged is recognised without sending anything."""
+    digest = hashlib.sha256()
+    for mapping in (content.params, content.tags, content.metrics):
+        for key, value in sorted(mapping.items()):
+            digest.update(f"{key}\0{value}\0".encode())
+    for artifact in content.artifacts:
+        st = artifact.source.stat()
+        digest.update(f"{artifact.logged_as}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:32]
+
+
+def _artifact_location(uri: str, experiment: str) -> str | None:
+    root = local_artifact_root(uri)
+    if root is None:
+        return None
+    safe = hashlib.sha256(experiment.encode()).hexdigest()[:16]
+    return f"{root}/{safe}"

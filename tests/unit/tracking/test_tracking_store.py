@@ -1,0 +1,152 @@
+"""A finished job logged to MLflow (its sqlite store, in process): the run's metrics equal the
+job's metrics.json, its params and tags say what produced them, its artifacts are the job's
+files; logging again finds the run by the folder's key and duplicates nothing; a half-logged
+run is completed by the next sync; a folder that is not a finished job is refused naming it.
+MLflow is imported inside the tests (collection stays light)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retrieval_bench.config.tracking import TrackingConfig
+from retrieval_bench.jobdir.names import UNFINISHED
+from retrieval_bench.tracking import names as tn
+from retrieval_bench.tracking.content import comparison_figures, job_metrics
+from retrieval_bench.tracking.folders import NotTrackable
+from retrieval_bench.tracking.names import metric_name
+from retrieval_bench.tracking.sync import sync_folders
+
+
+def _cfg(tmp_path: Path) -> TrackingConfig:
+    return TrackingConfig(kind="mlflow", uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+
+def _runs(cfg: TrackingConfig) -> list[Any]:
+    from retrieval_bench.tracking.store import TrackingStore
+
+    store = TrackingStore.open(cfg)
+    return [run for exp_id in store.experiment_ids() for run in store.runs(exp_id)]
+
+
+def test_metric_names_are_ones_mlflow_accepts() -> None:
+    assert metric_name("final", "ndcg@6", "negation") == "final/ndcg_at_6/negation"
+    assert metric_name("final", "recall@6", "否定 (neg)") == "final/recall_at_6/否定 _neg_"
+    assert metric_name("verdict", "recall@K", "all", "retriever=bm25") == (
+        "verdict/recall_at_K/all/retriever_bm25"
+    )
+    assert metric_name("x", "..", "a/b") == "x/_.._/a_b"
+
+
+def test_every_number_of_metrics_json_becomes_one_metric(mini_job: Any) -> None:
+    _, folder = mini_job
+    metrics = json.loads((folder / "metrics.json").read_text())
+    logged = job_metrics(metrics)
+    expected = 0
+    for stage, record in metrics["stages"].items():
+        for group, values in {**record["by_type"], "all": record["overall"]}.items():
+            for name, value in values.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    expected += 1
+                    assert logged[metric_name(stage, name, group)] == value
+                else:  # undefined (null) is left out, never logged as 0
+                    assert metric_name(stage, name, group) not in logged
+    assert len(logged) == expected > 0
+
+
+def test_a_job_is_one_run_holding_its_metrics_params_tags_and_files(
+    mini_job: Any, tmp_path: Path
+) -> None:
+    _, folder = mini_job
+    cfg = _cfg(tmp_path)
+    synced = sync_folders([folder], cfg)
+    [run] = _runs(cfg)
+    assert synced.lines == [f"job {folder}: run {run.info.run_id} (created)"]
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert run.data.metrics == job_metrics(metrics)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    params, tags = run.data.params, run.data.tags
+    assert (params["dataset"], params["retriever"], params["top_k"]) == ("mini", "hybrid", "6")
+    assert params["dataset.name"] == "mini"  # differs from the default (travel)
+    assert "retriever.rrf_k" not in params  # the default's value: not a param
+    assert tags[tn.LABELS_HASH] == manifest["labels"]["hash"]
+    assert tags[tn.KIND] == "job" and tags[tn.COMPLETE] == "true"
+    assert tags[tn.FOLDER] == str(folder.resolve())
+    assert run.info.status == "FINISHED"
+    for name, sha in manifest["dataset"]["files_sha256"].items():
+        assert tags[metric_name(tn.FILE_HASH_PREFIX + name)] == sha
+
+    from retrieval_bench.tracking.store import TrackingStore
+
+    store = TrackingStore.open(cfg)
+    got = store.download(run.info.run_id, "", tmp_path / "back")
+    for name in ("metrics.json", "manifest.json", "report.md", "report.html", "qrels.trec"):
+        assert (got / name).read_bytes() == (folder / name).read_bytes()
+    with gzip.open(got / "rankings.jsonl.gz", "rb") as fh:
+        assert fh.read() == (folder / "rankings.jsonl").read_bytes()
+    assert sorted(p.name for p in (got / "trec").iterdir()) == sorted(
+        p.name for p in (folder / "trec").iterdir()
+    )
+
+
+def test_syncing_again_duplicates_nothing_and_completes_a_half_logged_run(
+    mini_job: Any, tmp_path: Path
+) -> None:
+    _, folder = mini_job
+    cfg = _cfg(tmp_path)
+    sync_folders([folder], cfg)
+    [first] = _runs(cfg)
+    again = sync_folders([folder], cfg)
+    assert again.lines == [f"job {folder}: run {first.info.run_id} (unchanged)"]
+
+    # Half-logged: a run that lost its metrics' end and its completion mark (the tracker went
+    # down mid-way), as a sync finds it.
+    from retrieval_bench.tracking.store import TrackingStore
+
+    client = TrackingStore.open(cfg).client
+    client.set_tag(first.info.run_id, tn.COMPLETE, "false")
+    client.delete_tag(first.info.run_id, "rb.digest")
+    completed = sync_folders([folder], cfg)
+    assert completed.lines == [f"job {folder}: run {first.info.run_id} (updated)"]
+    [run] = _runs(cfg)
+    assert run.info.run_id == first.info.run_id
+    assert run.data.tags[tn.COMPLETE] == "true"
+    assert run.data.metrics == first.data.metrics
+    # Each metric logged once: completing re-sends none that were already there.
+    name = metric_name("final", "ndcg@6", "all")
+    assert len(client.get_metric_history(run.info.run_id, name)) == 1
+
+
+def test_a_folder_that_is_no_finished_job_is_refused_naming_it(
+    mini_job: Any, tmp_path: Path
+) -> None:
+    _, folder = mini_job
+    unfinished = tmp_path / "job"
+    shutil.copytree(folder, unfinished)
+    (unfinished / UNFINISHED).write_text("failed: boom (2026-01-01T00:00:00, pid 1 on x)\n")
+    with pytest.raises(NotTrackable, match=r"job: not a finished job \(unfinished: failed: boom"):
+        sync_folders([unfinished], _cfg(tmp_path))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(NotTrackable, match="empty: neither a finished job folder nor a sweep"):
+        sync_folders([empty], _cfg(tmp_path))
+    assert not (tmp_path / "mlflow.db").exists()  # refused before the tracker was opened
+
+
+def test_a_comparison_gives_verdict_tags_and_tier_metrics() -> None:
+    comparison = {
+        "datasets": {
+            "travel": {
+                "cells": {"ndcg@K": {"negation": {"verdicts": {"retriever=bm25": "lose"}}}},
+                "tiers": {"ndcg@K": {"all": {"tier_of": {"retriever=bm25": 2}}}},
+            }
+        }
+    }
+    tags, metrics = comparison_figures(comparison)
+    assert tags == {"verdict/ndcg_at_K/negation/retriever_bm25": "lose"}
+    assert metrics == {"tier/ndcg_at_K/all/retriever_bm25": 2.0}
