@@ -17,7 +17,7 @@ from conftest import ROOT, mini_overrides, run_app
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.jobdir.read import find_job_dirs
 from retrieval_bench.tracking import names as tn
-from retrieval_bench.tracking.content import job_metrics
+from retrieval_bench.tracking.content import comparison_figures, job_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -57,8 +57,15 @@ def _check_sweep(uri: str, experiment: str, sweep: Path) -> None:
     [parent] = parents
     assert parent.data.tags[tn.COMPLETE] == "true"
     assert parent.data.tags[tn.FOLDER] == str(sweep.resolve())
-    assert any(k.startswith("verdict/ndcg_at_K/") for k in parent.data.tags)
-    assert any(k.startswith("tier/ndcg_at_K/") for k in parent.data.metrics)
+    comparison = json.loads((sweep / "comparison.json").read_text())
+    verdicts, tiers = comparison_figures(comparison)
+    assert verdicts.items() <= parent.data.tags.items()
+    assert tiers.items() <= parent.data.metrics.items()
+    from retrieval_bench.tracking.store import TrackingStore
+
+    store = TrackingStore.open(TrackingConfig(kind="mlflow", uri=uri))
+    files = {f.path for f in store.client.list_artifacts(parent.info.run_id)}
+    assert {"comparison.json", "comparison.md", "comparison.html"} <= files
     jobs = {str(p.resolve()): p for p in find_job_dirs(sweep)}
     assert len(jobs) == 3
     for child in children:
