@@ -78,8 +78,8 @@ def _task(dict_cfg: DictConfig) -> float | None:
         cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
         check_config(cfg)
         if cfg.tracking.enabled and HydraConfig.get().mode == RunMode.RUN:
-            # A sweep's callback checked it once (retrieval_bench.tracking.callback).
-            from retrieval_bench.tracking.live import check_reachable
+            # A sweep's callback checked it once (run.tracking.TrackingCallback).
+            from retrieval_bench.tracking.store import check_reachable
 
             check_reachable(cfg.tracking)
         if cfg.benchmark.enabled:  # python -m run experiment=monthly: the benchmark driver
@@ -131,7 +131,7 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
     else:
         print(job_summary(result, cfg.top_k, job_dir))
     if cfg.tracking.enabled:  # the folder is complete: log it off this process
-        from retrieval_bench.tracking.live import log_finished
+        from run.tracking import log_finished
 
         warning = log_finished(job_dir, cfg.tracking)
         if warning:

@@ -72,7 +72,7 @@ def run_benchmark(cfg: RunConfig, task_overrides: Sequence[str], log_dir: str | 
     files = trend(cfg)
     print("trend: " + ", ".join(str(f) for f in files), flush=True)
     if cfg.tracking.enabled:  # the month's jobs, comparison, gate and trend, as month runs
-        from retrieval_bench.tracking.live import log_finished
+        from run.tracking import log_finished
 
         warning = log_finished(plan.month_dir, cfg.tracking)
         print(warning or f"tracking: month {plan.month} logged to {cfg.tracking.uri}", flush=True)

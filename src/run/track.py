@@ -9,7 +9,7 @@ as it is, never logged twice. `ls` lists the runs the tracker holds for a datase
 experiment (every experiment when none is named). `--uri` and `--experiment` default to the
 `tracking.uri` and `tracking.experiment` the folders' jobs ran with (else tracking=mlflow's
 defaults: the default store, each dataset's name). `serve` is the live logger a job
-or sweep starts (retrieval_bench.tracking.live), not a command for people.
+or sweep starts (run.tracking), not a command for people.
 
 Exit codes: 0 ok; 1 (serve) something was not logged; 2 bad input (a folder that is not a
 finished job, sweep, month or tuning; a tracking URI that does not answer or is malformed; an
@@ -72,7 +72,7 @@ def _main(argv: Sequence[str] | None) -> int:
     cfg.validate()
     if args.command == "serve":
         return _serve(args, cfg)
-    from retrieval_bench.tracking.live import check_reachable
+    from retrieval_bench.tracking.store import check_reachable
 
     check_reachable(cfg)
     if args.command == "sync":

@@ -40,7 +40,7 @@ def _main(argv: Sequence[str] | None) -> int:
     print(f"tuning into {folder} (rerun with tune.dir={folder} to resume)", flush=True)
     tuner.cfg.tune.dir = str(folder)
     if tuner.cfg.tracking.enabled:  # tracking=mlflow: a tracker that does not answer is exit 2
-        from retrieval_bench.tracking.live import check_reachable
+        from retrieval_bench.tracking.store import check_reachable
 
         check_reachable(tuner.cfg.tracking)
     resume = f"the tuning in {folder} stopped; rerun with tune.dir={folder} to resume"
@@ -50,7 +50,7 @@ def _main(argv: Sequence[str] | None) -> int:
     print(f"\noutputs: {', '.join(str(p) for p in tuning.files)}")
     print(f"run the tuned configuration: python -m run --config-dir {folder} --config-name tuned")
     if tuner.cfg.tracking.enabled:  # the folder is complete: the study and its trials logged
-        from retrieval_bench.tracking.live import log_finished
+        from run.tracking import log_finished
 
         warning = log_finished(folder, tuner.cfg.tracking)
         print(warning or f"tracking: tuning logged to {tuner.cfg.tracking.uri}", flush=True)

@@ -7,9 +7,13 @@
   key, log a folder's content onto it, list and download.
 * `sync`: log folders (`python -m run.track sync`), idempotently; what a live job, sweep or
   month does after its folder is complete.
-* `live`: the logger process a job or sweep hands its finished folders to, so that MLflow is
-  imported and talked to off the job's own path, and a tracker that is down never fails a job.
-* `callback`: the Hydra callback that gives a sweep its parent run.
+* `listing`: what the tracker holds (`run.track ls`).
+* `tune_log`: a tuning folder's study and trials.
+
+The app's side (`run.tracking`): the logger process a job or sweep hands its finished folders
+to (`python -m run.track serve`, so that MLflow is imported and talked to off the job's own
+process, and a tracker that is down never fails a job), and the Hydra callback that gives a
+sweep its parent run.
 * `restore`: earlier benchmark months read back from the tracker (`baseline_from=tracking`).
 
 Importing this package imports no MLflow: only `store` does, and only when called.

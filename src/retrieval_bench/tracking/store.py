@@ -17,6 +17,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -317,3 +319,29 @@ def _artifact_location(uri: str, experiment: str) -> str | None:
         return None
     safe = hashlib.sha256(experiment.encode()).hexdigest()[:16]
     return f"{root}/{safe}"
+
+
+def check_reachable(cfg: TrackingConfig) -> None:
+    """Before any work: a server URI must answer MLflow's health check, a local store's folder
+    must be creatable (ConfigError naming tracking.uri otherwise, exit 2)."""
+    uri = cfg.uri
+    if uri.startswith(("http://", "https://")):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=min(cfg.timeout_s, 10)) as reply:
+                if reply.status != 200:
+                    raise ConfigError("tracking.uri", f"{url} answered HTTP {reply.status}")
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(
+                "tracking.uri", f"no MLflow server answers at {uri} ({reason})"
+            ) from None
+        return
+    try:
+        resolved_uri(uri)
+    except OSError as exc:
+        raise ConfigError("tracking.uri", f"{uri}: cannot create its folder ({exc})") from None
+
+
+def sync_command(*folders: Path) -> str:
+    return "python -m run.track sync " + " ".join(str(f) for f in folders)

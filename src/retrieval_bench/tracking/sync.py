@@ -145,7 +145,7 @@ def sync_folders(
     return syncer.synced
 
 
-# -- the live logger's side of the protocol (tracking.live starts it) --------------------------
+# -- the live logger's side of the protocol (run.tracking starts it) --------------------------
 def serve(
     cfg: TrackingConfig,
     requests: IO[str],
@@ -154,7 +154,7 @@ def serve(
     dataset: str = "",
     parent_id: str | None = None,
 ) -> int:
-    """A live logger (`tracking.live.LiveLogger`). With `sweep_dir`: create the sweep's parent
+    """A live logger (`run.tracking.LiveLogger`). With `sweep_dir`: create the sweep's parent
     run and say `parent <run id>` first. Then log each `job <folder>` line (a child of the
     parent run, or of `parent_id`) and say `logged <folder>`, or `failed <folder>`; say
     `down <why>` once when the tracker stops answering (what is left is then not tried: the

@@ -1,4 +1,5 @@
-"""The logger process a job or a sweep hands its finished folders to.
+"""tracking=mlflow in the app: the logger process a job or sweep hands its finished folders
+to, and the Hydra callback that gives a sweep its parent run.
 
 MLflow takes a second or more to import and each run takes requests to log, so none of it runs
 in the job's process: `LiveLogger` starts `python -m run.track serve` (a fresh interpreter, on
@@ -20,44 +21,19 @@ import os
 import subprocess
 import sys
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 
 from retrieval_bench.config.tracking import TrackingConfig
-from retrieval_bench.errors import ConfigError
 from retrieval_bench.tracking.names import PARENT_ENV
-from retrieval_bench.tracking.store import TrackerRefused, quiet_environment, resolved_uri
+from retrieval_bench.tracking.store import TrackerRefused, quiet_environment, sync_command
 
 # How long the end of a job or sweep waits for its logger, in units of tracking.timeout_s
 # (a request, its two retries and the back-off between them).
 _PATIENCE = 4
-
-
-def check_reachable(cfg: TrackingConfig) -> None:
-    """Before any work: a server URI must answer MLflow's health check, a local store's folder
-    must be creatable (ConfigError naming tracking.uri otherwise, exit 2)."""
-    uri = cfg.uri
-    if uri.startswith(("http://", "https://")):
-        url = uri.rstrip("/") + "/health"
-        try:
-            with urllib.request.urlopen(url, timeout=min(cfg.timeout_s, 10)) as reply:
-                if reply.status != 200:
-                    raise ConfigError("tracking.uri", f"{url} answered HTTP {reply.status}")
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ConfigError(
-                "tracking.uri", f"no MLflow server answers at {uri} ({reason})"
-            ) from None
-        return
-    try:
-        resolved_uri(uri)
-    except OSError as exc:
-        raise ConfigError("tracking.uri", f"{uri}: cannot create its folder ({exc})") from None
-
-
-def sync_command(*folders: Path) -> str:
-    return "python -m run.track sync " + " ".join(str(f) for f in folders)
 
 
 class LiveLogger:
@@ -206,3 +182,58 @@ def log_finished(job_dir: Path, cfg: TrackingConfig) -> str | None:
     logger = LiveLogger(cfg, parent_id=os.environ.get(PARENT_ENV) or None)
     logger.hand_over(job_dir)
     return logger.finish()
+
+
+# Launchers that run every job in the sweep's own process.
+_IN_PROCESS = ("hydra._internal.core_plugins.basic_launcher.BasicLauncher",)
+
+
+class TrackingCallback(Callback):
+    """Holds nothing itself: launchers pickle their callbacks into the jobs' processes, and the
+    sweep's logger (a process and its reader threads) lives in `LiveLogger.current`."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        node = config.get("tracking")
+        if node is None or node.get("kind", "none") == "none":
+            return
+        from retrieval_bench.config.tracking import TrackingConfig
+        from retrieval_bench.errors import EXIT_BAD_INPUT, ConfigError
+        from retrieval_bench.tracking.store import check_reachable
+
+        cfg = OmegaConf.to_object(node)
+        assert isinstance(cfg, TrackingConfig)
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        try:
+            cfg.validate()
+            check_reachable(cfg)
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            logger = LiveLogger(cfg, sweep_dir=sweep_dir, dataset=_dataset_name(config))
+            LiveLogger.current = logger
+            if str(config.hydra.launcher.get("_target_", "")) not in _IN_PROCESS:
+                logger.wait_parent()
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(EXIT_BAD_INPUT) from exc
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        logger = LiveLogger.current
+        if logger is None:
+            return
+        from retrieval_bench.errors import EXIT_BAD_INPUT, ConfigError
+
+        try:
+            warning = logger.finish()
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(EXIT_BAD_INPUT) from exc
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
+        else:
+            print(f"tracking: sweep logged to {logger.cfg.uri}", flush=True)
+
+
+def _dataset_name(config: DictConfig) -> str:
+    """The dataset the sweep's experiment is named after (`tracking.experiment` empty): its
+    name, or a BEIR folder's name."""
+    dataset = config.get("dataset") or {}
+    return str(dataset.get("name") or Path(str(dataset.get("path") or "dataset")).name)
