@@ -65,6 +65,7 @@ DRIVER = "src/retrieval_bench/benchmark/month.py"
 VALIDATE = "src/retrieval_bench/config/validate.py"
 TUNE_RUN = "src/retrieval_bench/tune/run.py"
 POWER = "src/retrieval_bench/stats/power.py"
+CORRECTIONS = "src/retrieval_bench/stats/corrections.py"
 POWER_TESTS = ("tests/unit/stats/test_power.py",)
 HELD_OUT_TESTS = ("tests/unit/tune/test_held_out.py",)
 GATE_TESTS = ("tests/unit/benchmark/test_gate_units.py", "tests/unit/benchmark/test_monthly.py")
@@ -123,8 +124,8 @@ MUTATIONS = [
     Mutation(
         "gate skips Holm",
         GATE,
-        "holm([c.p_value for c in tested])",
-        "[c.p_value for c in tested]",
+        "holm(list(tested.values()))",
+        "list(tested.values())",
         GATE_TESTS,
     ),
     Mutation(
@@ -339,6 +340,13 @@ MUTATIONS = [
         "return float(weights @ _t_powers(delta, sd, n, criticals))",
         "return t_test_power(delta, sd, n, alpha_test)",
         POWER_TESTS,
+    ),
+    Mutation(
+        "a type's row and `all` on a set of one type tested as two tests of the family",
+        CORRECTIONS,
+        "if identities is None else list(identities)",
+        "if True else list(identities)",
+        ("tests/unit/stats/test_corrections.py",),
     ),
     Mutation(
         "every tuning study's sampler seeded with the run's seed",

@@ -82,6 +82,9 @@ class Check:
     # The mean share of this month's top K, over the check's queries, whose label a model
     # judge gave (None: the labels hold no judge label): how far the check rests on it.
     judged_share: float | None = None
+    # The query type whose check this one repeats ('' when none): on a set of one query type
+    # its row and `all` pair the same queries, one test counted once in the Holm family.
+    same_as: str = ""
 
     @property
     def compared(self) -> str:
@@ -338,6 +341,7 @@ def run_gate(
             types = _types(job, before, stage, metric, gate.types)
             now_values = values_by_type(job, stage, metric, types)
             old_values = values_by_type(before, stage, metric, types)
+            seen: dict[tuple[str, ...], str] = {}
             for t in types:
                 check, now, old = _check(
                     key, job, before, metric, t, now_values, old_values, tolerance
@@ -345,10 +349,15 @@ def run_gate(
                 paired = set(now_values.get(t, {})) & set(old_values.get(t, {}))
                 if shares and paired:
                     check.judged_share = float(np.mean([shares.get(q, 0.0) for q in paired]))
+                if paired:  # the first type of these queries, or this one
+                    first = seen.setdefault(tuple(sorted(paired)), t)
+                    check.same_as = "" if first == t else first
                 checks.append(check)
                 samples.append((now, old))
     tested = [(c, pair) for c, pair in zip(checks, samples, strict=True) if c.n > 0]
-    for (c, _), test in zip(tested, family_tests([pair for _, pair in tested], sig), strict=True):
+    keys = family_keys([c for c, _ in tested])
+    tests = family_tests([pair for _, pair in tested], sig, keys)
+    for (c, _), test in zip(tested, tests, strict=True):
         r = test.result
         c.change, c.p_value = r.diff, r.p_value
         c.ci_low, c.ci_high, c.ci_level = r.ci_low, r.ci_high, test.ci_level
@@ -373,13 +382,33 @@ def gate_settings(gate: GateConfig, sig: SignificanceSettings) -> SignificanceSe
 def decide(
     checks: Sequence[Check], gate: GateConfig, sig: SignificanceSettings, min_queries: int
 ) -> None:
-    """Holm-adjust the p-values of the checks with paired queries (one family: the whole run)
-    and give every check its status."""
-    tested = [c for c in checks if c.n > 0]
-    for c, p in zip(tested, holm([c.p_value for c in tested]), strict=True):
-        c.p_holm = p
+    """Holm-adjust the p-values of the checks with paired queries (one family: the whole run;
+    checks that repeat another's test, `same_as`, counted once) and give every check its
+    status."""
+    with_data = [c for c in checks if c.n > 0]
+    keys = family_keys(with_data)
+    tested = dict(zip(keys, (c.p_value for c in with_data), strict=True))
+    adjusted = dict(zip(tested, holm(list(tested.values())), strict=True))
+    for c, key in zip(with_data, keys, strict=True):
+        c.p_holm = adjusted[key]
     for c in checks:
         _judge(c, len(tested), gate, sig, min_queries)
+
+
+def family_keys(checks: Sequence[Check]) -> list[tuple[str, str, str, str, int]]:
+    """One key per check, the same for checks that are one test: a check `same_as` a type has
+    the key of that type's (first) check of the same job and metric; every other check a key
+    of its own."""
+    seen: dict[tuple[str, str, str, str], int] = {}
+    out = []
+    for c in checks:
+        where = (c.dataset, c.retriever, c.metric, c.same_as or c.query_type)
+        if c.same_as:
+            out.append((*where, 0))
+        else:
+            seen[where] = seen.get(where, -1) + 1
+            out.append((*where, seen[where]))
+    return out
 
 
 def _types(

@@ -15,11 +15,15 @@ A family of tests (`family_tests`) is adjusted together by `settings.correction`
 
 With confidence = 1 - alpha (the default) a CI printed beside a verdict excludes 0 exactly when
 the verdict is significant; `ci_agrees` records it.
+
+A family counts each distinct test once: two rows that compare the same configurations on the
+same queries of the same measure (a query type's row and `all` on a set of one type) are one
+test, with one p-value, one CI and one place in the correction (`pair_identity`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,11 +135,31 @@ class FamilyTest:
 
 
 def family_tests(
-    pairs: Sequence[tuple[np.ndarray, np.ndarray]], settings: SignificanceSettings
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+    settings: SignificanceSettings,
+    identities: Sequence[Hashable] | None = None,
 ) -> list[FamilyTest]:
     """Paired tests of one family: sign-flip p-values, adjusted together by
-    `settings.correction`, and each CI at the matching level (see the module docstring)."""
-    tests = [paired_sign_flip(a, b, settings) for a, b in pairs]
+    `settings.correction`, and each CI at the matching level (see the module docstring).
+
+    Pairs with the same identity (`identities`, one per pair; `pair_identity`: the same
+    configurations on the same queries of the same measure, e.g. a query type's row and `all`
+    on a set of one type) are one test: tested once, counted once in the correction, and each
+    given that test's result. Without identities every pair is a test of its own."""
+    keys: list[Hashable] = list(range(len(pairs))) if identities is None else list(identities)
+    if len(keys) != len(pairs):
+        raise ValueError(f"{len(keys)} identities for {len(pairs)} pairs")
+    slot: dict[Hashable, int] = {}
+    distinct: list[int] = []
+    for i, key in enumerate(keys):
+        if key not in slot:
+            slot[key] = len(distinct)
+            distinct.append(i)
+        else:
+            first = distinct[slot[key]]
+            if not all(np.array_equal(x, y) for x, y in zip(pairs[i], pairs[first], strict=True)):
+                raise ValueError(f"pairs {first} and {i} share an identity but not their values")
+    tests = [paired_sign_flip(*pairs[i], settings) for i in distinct]
     p_values = [result.p_value for result, _ in tests]
     adjusted = adjust(p_values, settings.correction)
     levels = correction_levels(p_values, settings)
@@ -149,4 +173,16 @@ def family_tests(
         excludes_zero = result.ci_low > 0 or result.ci_high < 0
         agrees = excludes_zero == (p_adj < settings.alpha)
         out.append(FamilyTest(result, p_adj, level, agrees, settings.correction))
-    return out
+    return [out[slot[key]] for key in keys]
+
+
+def pair_identity(
+    key: Hashable, queries: Sequence[str], labels: tuple[str, ...], a: np.ndarray, b: np.ndarray
+) -> Hashable:
+    """What makes two tests of a family one test: the same measure (the cell key without its
+    query group: a key is `(..., group)`, or the group alone), the same configurations
+    (`labels`), the same queries and the same paired values `a`, `b` (so only rows that are
+    the same data merge). On a set of one query type, the type's row and `all` have the same
+    identity: one test, not two."""
+    measure = key[:-1] if isinstance(key, tuple) else ()
+    return (measure, labels, tuple(queries), a.tobytes(), b.tobytes())

@@ -35,7 +35,7 @@ import numpy as np
 
 from retrieval_bench.io.strict_json import json_number
 from retrieval_bench.stats.bootstrap import rank_intervals
-from retrieval_bench.stats.corrections import FamilyTest, family_tests
+from retrieval_bench.stats.corrections import FamilyTest, family_tests, pair_identity
 from retrieval_bench.stats.paired import min_p_value
 from retrieval_bench.stats.settings import SignificanceSettings
 from retrieval_bench.stats.verdicts import PairedCell, too_few
@@ -96,6 +96,7 @@ class _Pending:
     order: list[str]
     arrays: dict[str, np.ndarray]
     pairs: list[tuple[str, str]]
+    queries: list[str]
 
 
 def _pair_json(a: str, b: str, test: FamilyTest, better: str | None) -> dict[str, Any]:
@@ -121,22 +122,25 @@ def tier_cells(
         order = paired.order
         if order:
             pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
-            pending[key] = _Pending(cells[key], order, paired.arrays, pairs)
+            pending[key] = _Pending(cells[key], order, paired.arrays, pairs, paired.queries)
     families: dict[Hashable, list[Key]] = {}
     for key in pending:
         families.setdefault(family_of(key), []).append(key)
     for members in families.values():
-        tests = iter(
-            family_tests(
-                [
-                    (pending[k].arrays[a], pending[k].arrays[b])
-                    for k in members
-                    for a, b in pending[k].pairs
-                ],
-                settings,
+        pairs = [
+            (pending[k].arrays[a], pending[k].arrays[b])
+            for k in members
+            for a, b in pending[k].pairs
+        ]
+        identities = [
+            pair_identity(k, pending[k].queries, labels, *arrays)
+            for (k, labels), arrays in zip(
+                [(k, pair) for k in members for pair in pending[k].pairs], pairs, strict=True
             )
-        )
-        size = sum(len(pending[k].pairs) for k in members)
+        ]
+        tests = iter(family_tests(pairs, settings, identities))
+        # A type's row and `all` on a set of one type are one test each pair (`pair_identity`).
+        size = len(set(identities))
         floor = min(min_p_value(pending[k].cell.n, settings.n_resamples) for k in members)
         for k in members:
             _decide(

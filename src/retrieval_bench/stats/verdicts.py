@@ -35,7 +35,7 @@ import numpy as np
 
 from retrieval_bench.config.compare import FAMILIES
 from retrieval_bench.io.strict_json import json_number
-from retrieval_bench.stats.corrections import FamilyTest, family_tests
+from retrieval_bench.stats.corrections import FamilyTest, family_tests, pair_identity
 from retrieval_bench.stats.paired import at_floor, ci_json, min_p_value
 from retrieval_bench.stats.power import paired_counts, per_test_alpha, power_entry, summary
 from retrieval_bench.stats.settings import SignificanceSettings
@@ -106,6 +106,8 @@ class PairedCell:
     arrays: dict[str, np.ndarray]
     order: list[str]
     note: str = ""
+    # The paired queries, sorted (what the arrays are aligned on).
+    queries: list[str] = field(default_factory=list)
 
     @classmethod
     def of(
@@ -125,7 +127,7 @@ class PairedCell:
             return cls(n, unpaired, means, arrays, [], too_few(0, 0, settings, min_queries))
         sign = 1.0 if lower_is_better else -1.0
         order = sorted(labels, key=lambda label: sign * means[label])
-        return cls(n, unpaired, means, arrays, order)
+        return cls(n, unpaired, means, arrays, order, queries=qids)
 
 
 @dataclass
@@ -201,6 +203,7 @@ class _Pending:
     cell: Cell
     order: list[str]
     arrays: dict[str, np.ndarray]
+    queries: list[str] = field(default_factory=list)
 
 
 def verdict_cells(
@@ -222,7 +225,7 @@ def verdict_cells(
         cells[key] = Cell(n=paired.n, unpaired=paired.unpaired, means=paired.means)
         cells[key].note = paired.note
         if paired.order:
-            pending[key] = _Pending(cells[key], paired.order, paired.arrays)
+            pending[key] = _Pending(cells[key], paired.order, paired.arrays, paired.queries)
     families: dict[Hashable, list[Key]] = {}
     for key in pending:
         families.setdefault(family_of(key), []).append(key)
@@ -232,8 +235,15 @@ def verdict_cells(
             for k in members
             for o in pending[k].order[1:]
         ]
-        tests = iter(family_tests(pairs, settings))
-        size = len(pairs)
+        identities = [
+            pair_identity(k, pending[k].queries, (pending[k].order[0], o), a, b)
+            for (k, o), (a, b) in zip(
+                [(k, o) for k in members for o in pending[k].order[1:]], pairs, strict=True
+            )
+        ]
+        tests = iter(family_tests(pairs, settings, identities))
+        # A type's row and `all` on a set of one type are one test (`pair_identity`).
+        size = len(set(identities))
         floor = min(min_p_value(pending[k].cell.n, settings.n_resamples) for k in members)
         for k in members:
             item = pending[k]
@@ -335,29 +345,34 @@ def delta_families(
     family_name: str = "cell",
 ) -> dict[Key, list[Delta]]:
     """For every key's (baseline values, {setting: values}): each setting minus the baseline,
-    paired on the queries both scored, Holm-adjusted with every test of the same family."""
-    paired: dict[Key, list[tuple[str, np.ndarray, np.ndarray, int]]] = {}
+    paired on the queries both scored, Holm-adjusted with every test of the same family (a
+    type's row and `all` on a set of one type counted once: `pair_identity`)."""
+    paired: dict[Key, list[tuple[str, np.ndarray, np.ndarray, int, Hashable]]] = {}
     for key, (baseline, settings_values) in cells.items():
         paired[key] = []
         for name, per_query in settings_values.items():
-            _, arrays, unpaired = paired_values({"before": baseline, "after": per_query})
-            paired[key].append((name, arrays["after"], arrays["before"], unpaired))
+            qids, arrays, unpaired = paired_values({"before": baseline, "after": per_query})
+            identity = pair_identity(key, qids, (name,), arrays["after"], arrays["before"])
+            paired[key].append((name, arrays["after"], arrays["before"], unpaired, identity))
     families: dict[Hashable, list[Key]] = {}
     for key in paired:
         families.setdefault(family_of(key), []).append(key)
     out: dict[Key, list[Delta]] = {}
     for members in families.values():
         rows = [row for k in members for row in paired[k]]
-        tests = iter(family_tests([(after, before) for _, after, before, _ in rows], settings))
-        sizes = [after.size for _, after, _, _ in rows if after.size]
+        identities = [row[4] for row in rows]
+        pairs = [(after, before) for _, after, before, _, _ in rows]
+        tests = iter(family_tests(pairs, settings, identities))
+        size = len(set(identities))
+        sizes = [after.size for _, after, _, _, _ in rows if after.size]
         floor = min((min_p_value(n, settings.n_resamples) for n in sizes), default=1.0)
         for k in members:
             out[k] = []
-            for name, after, before, unpaired in paired[k]:
+            for name, after, before, unpaired, _ in paired[k]:
                 test = next(tests)
                 r = test.result
-                power = _power(after, before, settings, len(rows))
-                reason = too_few(r.n, len(rows), settings, min_queries, floor)
+                power = _power(after, before, settings, size)
+                reason = too_few(r.n, size, settings, min_queries, floor)
                 out[k].append(
                     Delta(
                         setting=name,

@@ -164,16 +164,28 @@ def pairs(value: float, n: int = 10, qtype: str = "pair") -> dict[str, tuple[str
 
 
 def test_run_gate_exact_values_on_a_constant_drop() -> None:
-    # Every query drops by 0.5: the sign-flip p is exact, 2/2**10; two checks (pair and all)
-    # share one Holm family: 2 x 2/1024.
+    # Every query drops by 0.5: the sign-flip p is exact, 2/2**10. One query type: its check
+    # and `all` pair the same queries, one test (`same_as`), so the Holm family has one member
+    # and both rows show it alike: p 2/1024, not 2 x 2/1024.
     result = run_gate({KEY: job(pairs(0.5))}, {KEY: job(pairs(1.0))}, GATE, SIG)
     got = [(c.query_type, c.n, c.before, c.after, c.change, c.status) for c in result.checks]
     assert got == [
         ("pair", 10, 1.0, 0.5, -0.5, REGRESSION),
         ("all", 10, 1.0, 0.5, -0.5, REGRESSION),
     ]
-    assert [(c.p_value, c.p_holm) for c in result.checks] == [(2 / 1024, 4 / 1024)] * 2
+    assert [(c.p_value, c.p_holm) for c in result.checks] == [(2 / 1024, 2 / 1024)] * 2
+    assert [c.same_as for c in result.checks] == ["", "pair"]
+    pair, every = (c.to_json() for c in result.checks)
+    assert {k: v for k, v in pair.items() if k not in ("query_type", "same_as")} == {
+        k: v for k, v in every.items() if k not in ("query_type", "same_as")
+    }
     assert (result.status, result.plan, result.missing) == ("failed", [], [])
+    # Two types: three distinct tests, and Holm over three.
+    two = {**pairs(0.5, 5, "a"), **{f"r{i}": ("b", 0.5) for i in range(5)}}
+    old = {**pairs(1.0, 5, "a"), **{f"r{i}": ("b", 1.0) for i in range(5)}}
+    result = run_gate({KEY: job(two)}, {KEY: job(old)}, GATE, SIG)
+    assert [c.same_as for c in result.checks] == ["", "", ""]
+    assert result.checks[2].p_holm == min(1.0, 3 * 2 / 1024)
 
 
 def test_no_baseline_at_all_passes_with_nothing_gated() -> None:

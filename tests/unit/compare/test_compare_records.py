@@ -97,8 +97,9 @@ def test_p_value_at_the_resampling_floor_prints_as_a_bound() -> None:
     assert row.endswith("| < 0.0002 | < 0.0002 | +0/-30/=0 | no variation |")
     assert "0.0002 |" not in row.replace("< 0.0002 |", "")
     assert "`compare.family=cell`" in text
-    # In a family of two the Holm p-value is twice the floor, and an upper bound too.
-    _, text = _markdown(jobs, CompareConfig(metrics=["recall@K"], family="table"))
+    # In a family of two the Holm p-value is twice the floor, and an upper bound too. (Two
+    # metrics: the type's row and `all` of one metric are one test on a set of one type.)
+    _, text = _markdown(jobs, CompareConfig(metrics=["recall@K", "hit@K"], family="table"))
     row = next(line for line in text.splitlines() if line.startswith(tests_row))
     assert row.endswith("| < 0.0002 | ≤ 0.0004 | +0/-30/=0 | no variation |")
 

@@ -81,8 +81,14 @@ def test_ci_ends_are_where_scipys_test_starts_rejecting(confidence: float) -> No
         assert scipy_p(d - delta) < alpha, delta
 
 
+def _on(prefix: str, values: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The same values on other queries (`prefix`-q00, ...): another group's test."""
+    return {label: {f"{prefix}-{q}": v for q, v in per.items()} for label, per in values.items()}
+
+
 def test_family_table_makes_the_reported_contradiction_agree() -> None:
-    cells = {("recall@K", t): _values({"A": A, "B": B}) for t in ("fact", "all")}
+    # Two types whose queries give the same values: two tests of one table family.
+    cells = {("recall@K", t): _on(t, _values({"A": A, "B": B})) for t in ("fact", "list")}
     by_cell = verdict_cells(cells, SIG, family_of=family_key("cell"), family_name="cell")
     by_table = verdict_cells(cells, SIG, family_of=family_key("table"), family_name="table")
     p = 66 / 2048
@@ -98,6 +104,49 @@ def test_family_table_makes_the_reported_contradiction_agree() -> None:
         assert test["ci_level"] == 0.975 and test["family"] == "table"
         assert test["ci_low"] <= 0 <= test["ci_high"] and test["ci_agrees"]
         assert scipy_p(A - B - test["ci_low"]) >= 0.025
+
+
+def test_a_type_and_all_on_a_set_of_one_type_are_one_test() -> None:
+    # One query type: its row and `all` hold the same queries, so they are the same test. It
+    # enters the family once (m = 2 with another metric's, not 4) and both rows show it alike.
+    same = _values({"A": A, "B": B})
+    other = _on("x", _values({"A": A + 0.05, "B": B}))
+    cells = {
+        ("recall@K", "fact"): same,
+        ("recall@K", "all"): same,
+        ("ndcg@K", "fact"): other,
+        ("ndcg@K", "all"): other,
+    }
+    cells_out = verdict_cells(cells, SIG, family_of=family_key("table"), family_name="table")
+    p = 66 / 2048
+    p_other = cells_out[("ndcg@K", "fact")].tests["B"]["p_value"]
+    for metric in ("recall@K", "ndcg@K"):
+        fact, every = cells_out[(metric, "fact")], cells_out[(metric, "all")]
+        assert fact.to_json() == every.to_json()
+        assert fact.tests["B"]["power"]["alpha_test"] == 0.05 / 2
+    holm = textbook_holm([p, p_other])
+    assert cells_out[("recall@K", "all")].tests["B"]["p_holm"] == holm[0]
+    # The ablation and robustness tables: the same rule.
+    deltas = delta_families(
+        {(m, t): (v["B"], {"A": v["A"]}) for (m, t), v in cells.items()},
+        SIG,
+        family_of=family_key("table"),
+        family_name="table",
+    )
+    for metric in ("recall@K", "ndcg@K"):
+        [fact], [every] = deltas[(metric, "fact")], deltas[(metric, "all")]
+        assert fact.to_json() == every.to_json()
+        assert fact.power["alpha_test"] == 0.05 / 2
+    assert deltas[("recall@K", "all")][0].p_adjusted == holm[0]
+    # Among many configurations (tiers): each pair once.
+    from retrieval_bench.stats.tiers import tier_cells
+
+    three = {**same, "C": {q: v / 2 for q, v in same["B"].items()}}
+    tiers = tier_cells({("recall@K", "fact"): three, ("recall@K", "all"): three}, SIG,
+                       family_of=family_key("table"), rank_resamples=200)  # fmt: skip
+    assert tiers[("recall@K", "fact")].to_json() == tiers[("recall@K", "all")].to_json()
+    alone = tier_cells({("recall@K", "fact"): three}, SIG, rank_resamples=200)
+    assert tiers[("recall@K", "all")].to_json() == alone[("recall@K", "fact")].to_json()
 
 
 def test_holm_levels_follow_the_steps() -> None:

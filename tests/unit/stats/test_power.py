@@ -198,7 +198,13 @@ def test_no_variation_is_said_not_zero_or_infinite() -> None:
 def test_power_uses_the_per_test_alpha_of_the_family() -> None:
     rng = np.random.default_rng(3)
     a, b = rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)
-    cells = {t: _values(A=a.tolist(), B=b.tolist()) for t in ("x", "y", "z", "all")}
+    # Four cells of the same 40 values on other queries each (x: q00.., y: y-q00.., ...): four
+    # distinct tests, so alpha / 4 each.
+    columns = _values(A=list(a), B=list(b))
+    cells = {
+        t: {c: {f"{t}-{q}": v for q, v in per.items()} for c, per in columns.items()}
+        for t in ("x", "y", "z", "all")
+    }
     sig = SignificanceSettings()
     # Family "table": 4 tests, alpha / 4 each.
     out = verdict_cells(cells, sig, family_of=lambda key: None, family_name="table")

@@ -25,8 +25,9 @@ B = [0.0] * 8
 C = [1.0] * 4 + [0.0] * 4
 
 
-def _cell(values: dict[str, list[float]]) -> dict[str, dict[str, float]]:
-    return {label: {f"q{i}": v for i, v in enumerate(vs)} for label, vs in values.items()}
+def _cell(values: dict[str, list[float]], group: str = "") -> dict[str, dict[str, float]]:
+    """`group`: another group's queries (`group`-q0, ...) with the same values."""
+    return {label: {f"{group}q{i}": v for i, v in enumerate(vs)} for label, vs in values.items()}
 
 
 def test_the_hand_worked_cell() -> None:
@@ -57,17 +58,20 @@ def test_bh_gives_the_hand_worked_adjustment() -> None:
 
 
 def test_the_correction_spans_the_types_of_a_family() -> None:
-    """The same cell under two types, one family: Holm over 6 tests, 6 * 2/256 = 0.046875 <
-    0.05 (still significant). Under three types, 9 * 2/256 = 0.0703 > 0.05: no configuration
-    beats another, one tier, and the cell says why none could (n = 8 is too few for 9 tests)."""
-    values = _cell({"A": A, "B": B, "C": C})
-    two = tier_cells({("m", "t1"): values, ("m", "t2"): values}, SIG, family_of=lambda k: k[0])
+    """The same values under two types (on their own queries), one family: Holm over 6 tests,
+    6 * 2/256 = 0.046875 < 0.05 (still significant). Under three types, 9 * 2/256 = 0.0703 >
+    0.05: no configuration beats another, one tier, and the cell says why none could (n = 8 is
+    too few for 9 tests)."""
+    columns = {"A": A, "B": B, "C": C}
+    two = tier_cells(
+        {("m", t): _cell(columns, t) for t in ("t1", "t2")}, SIG, family_of=lambda k: k[0]
+    )
     for cell in two.values():
         ab = next(t for t in cell.tests if (t["a"], t["b"]) == ("A", "B"))
         assert ab["p_adjusted"] == pytest.approx(6 * 2 / 256)
         assert cell.tiers == [["A", "C"], ["B"]]
     keys = [("m", f"t{i}") for i in range(3)]
-    three = tier_cells({k: values for k in keys}, SIG, family_of=lambda k: k[0])
+    three = tier_cells({k: _cell(columns, k[1]) for k in keys}, SIG, family_of=lambda k: k[0])
     for cell in three.values():
         assert cell.tiers == []
         assert "too few queries" in cell.note
