@@ -66,6 +66,9 @@ VALIDATE = "src/retrieval_bench/config/validate.py"
 TUNE_RUN = "src/retrieval_bench/tune/run.py"
 POWER = "src/retrieval_bench/stats/power.py"
 CORRECTIONS = "src/retrieval_bench/stats/corrections.py"
+PPI = "src/retrieval_bench/stats/ppi.py"
+ESTIMATES = "src/retrieval_bench/judge/estimates.py"
+ESTIMATE_TESTS = ("tests/unit/judge/test_estimates.py", "tests/unit/stats/test_ppi.py")
 POWER_TESTS = ("tests/unit/stats/test_power.py",)
 HELD_OUT_TESTS = ("tests/unit/tune/test_held_out.py",)
 GATE_TESTS = ("tests/unit/benchmark/test_gate_units.py", "tests/unit/benchmark/test_monthly.py")
@@ -347,6 +350,27 @@ MUTATIONS = [
         "if identities is None else list(identities)",
         "if True else list(identities)",
         ("tests/unit/stats/test_corrections.py",),
+    ),
+    Mutation(
+        "PPI's unlabelled queries those the judge's labels score, not people's",
+        ESTIMATES,
+        "rest = [q for q in people if q not in labelled]",
+        "rest = [q for q in by_name.get(PPI, {}) if q not in labelled]",
+        ESTIMATE_TESTS,
+    ),
+    Mutation(
+        "PPI's prediction undefined where the judge's labels leave nothing relevant",
+        ESTIMATES,
+        "    for name in (PPI, MIXED):",
+        "    for name in (PPI, PEOPLE):",
+        ESTIMATE_TESTS,
+    ),
+    Mutation(
+        "PPI's variances with ddof 0, the classical interval's with ddof 1",
+        PPI,
+        "f_unlabelled.var(ddof=1) / len(f_unlabelled) + rectifier.var(ddof=1) / len(y)",
+        "f_unlabelled.var() / len(f_unlabelled) + rectifier.var() / len(y)",
+        ESTIMATE_TESTS,
     ),
     Mutation(
         "every tuning study's sampler seeded with the run's seed",

@@ -11,16 +11,24 @@ file). Each job's stored rankings are scored three times by the function a job s
 * `judge`: the judge's grade wherever it gave one (its labels, and its grades of pairs people
   labelled, which `run.judge --calibrate` makes), people's elsewhere: the prediction f.
 
-PPI (`stats.ppi`, Angelopoulos et al. 2023) takes a query as the unit: Y is a query's metric
-under people's labels, f under the judge's. The labelled queries are those whose every passage
-in the top K of every compared job carries a people's label and a judge's grade (so Y has no
-hole there, and f is the judge's own): their f - Y measures the judge's error; on all the
-other queries f alone is used. The estimate is valid when the labelled queries are a random
-sample of the queries (grade the pool of a random sample of queries by hand); it is "not
-estimated" when fewer than `min_queries` queries are labelled so.
+PPI (`stats.ppi`, Angelopoulos et al. 2023) takes a query as the unit and estimates the mean
+over the same queries as people's estimate beside it (those scored under people's labels: a
+query whose labels hold no relevant passage is excluded there, never scored 0). Y is a query's
+metric under people's labels; the prediction f its metric under the judge's labels, or, where
+the judge's labels leave it nothing relevant (so unscored under them), under people's plus the
+judge's (one rule for every query, so f is a fixed prediction as PPI requires). The labelled
+queries are those of the population whose every passage in the top K of every compared job
+carries a people's label and a judge's grade (so Y has no hole there): their f - Y measures the
+judge's error (n of them); on the population's other queries f alone is used (N). Each PPI
+figure states its n and N (n + N is the people estimate's n). The estimate is valid when the
+labelled queries are a random sample of the population (grade the pool of a random sample of
+queries by hand); it is "not estimated" when fewer than `min_queries` (at least 2) queries are
+labelled so, or fewer than 2 are not.
 
 Intervals are normal (CLT) for all three, so a change of verdict between them is the labels',
-not the method's: the classical mean +/- z sd/sqrt(n) for the first two, PPI's for the third.
+not the method's: the classical mean +/- z sd/sqrt(n) for the first two, PPI's for the third,
+every variance with ddof 1 (`stats.ppi`). On a set of one query type, its rows and `all` are
+the same estimates: counted once in the correction (as `stats.corrections` counts tests).
 Paired differences are per query (the queries both jobs score under those labels); each
 estimate's differences are one family, corrected by `compare.correction` over every type x
 metric x pair, with each interval at its correction level (`stats.corrections`), so it
@@ -38,7 +46,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,31 +221,113 @@ def _by_type(values: Mapping[str, float], types: Mapping[str, str]) -> dict[str,
     return out
 
 
-def _estimate(
+def prediction(by_name: Mapping[str, Mapping[str, float]], query: str) -> float:
+    """PPI's prediction f of one of people's queries (module docstring): its value under the
+    judge's labels, else under people's plus the judge's, else under people's own."""
+    for name in (PPI, MIXED):
+        value = by_name.get(name, {}).get(query)
+        if value is not None:
+            return value
+    return by_name[PEOPLE][query]
+
+
+def estimate(
     kind: str,
-    values: Mapping[str, float],
-    people: Mapping[str, float],
+    by_name: Mapping[str, Mapping[str, float]],
     labelled: set[str],
     min_queries: int,
     confidence: float,
 ) -> tuple[Estimate | None, str | None]:
-    """One estimate of a mean over queries: classical over `values`, or (PPI) `values` as the
-    prediction with `people` as Y on the `labelled` queries."""
+    """One estimate of a mean over queries from their values under each label variant
+    (`by_name`: estimate name -> {query id: value}): classical over `by_name[kind]`, or (PPI)
+    over people's queries, with f (`prediction`) on them and people's values as Y on the
+    `labelled` ones (module docstring)."""
     if kind != PPI:
+        values = by_name.get(kind, {})
         if len(values) < min_queries:
             return None, f"not estimated: {len(values)} queries (fewer than {min_queries})"
         return classical_mean(list(values.values()), confidence), None
-    units = sorted(q for q in labelled if q in values and q in people)
-    rest = [values[q] for q in values if q not in labelled]
-    if len(units) < min_queries:
+    people = by_name.get(PEOPLE, {})
+    units = [q for q in people if q in labelled]
+    rest = [q for q in people if q not in labelled]
+    if len(units) < max(min_queries, 2):
         return None, (
-            f"not estimated: {len(units)} queries with every top-K passage labelled by people "
-            f"and graded by the judge (fewer than {min_queries})"
+            f"not estimated: {len(units)} of people's {len(people)} queries have every top-K "
+            f"passage labelled by people and graded by the judge (fewer than "
+            f"{max(min_queries, 2)})"
         )
-    if not rest:
-        return None, "not estimated: every query is labelled by people (use their estimate)"
-    estimate = ppi_mean(rest, [values[q] for q in units], [people[q] for q in units], confidence)
-    return estimate, None
+    if len(rest) < 2:
+        return None, (
+            f"not estimated: {len(rest)} of people's {len(people)} queries lack a people's "
+            "label or a judge's grade in their top K (use people's estimate)"
+        )
+    f_rest = [prediction(by_name, q) for q in rest]
+    f_units = [prediction(by_name, q) for q in units]
+    return ppi_mean(f_rest, f_units, [people[q] for q in units], confidence), None
+
+
+def judged_metrics(
+    per: Mapping[str, Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]]],
+    labelled: set[str],
+    types: Sequence[str],
+    cfg: CompareConfig,
+    sig: SignificanceSettings,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every metric's three estimates per type (`types`, `all` last) and job, and of every
+    pair's difference, each estimate's differences corrected as one family; and the cells
+    whose verdict changes between the estimates. `per`: metric -> job label -> estimate name
+    -> type -> {query id: value} (`all` included)."""
+    metrics: list[dict[str, Any]] = []
+    # Each estimate's family: (what makes two rows the same estimate, its cell).
+    tests: dict[str, list[tuple[Hashable, dict[str, Any]]]] = {name: [] for name in ESTIMATES}
+    for spec, by_label in per.items():
+        labels_of = list(by_label)
+        entry: dict[str, Any] = {"spec": spec, "types": {}}
+        for t in types:
+            means = {}
+            for label in labels_of:
+                means[label] = _three(by_label[label], t, labelled, cfg.min_queries,
+                                      cfg.confidence)  # fmt: skip
+            diffs = []
+            for a, b in itertools.combinations(labels_of, 2):
+                cell: dict[str, Any] = {"a": a, "b": b}
+                paired = {
+                    name: _paired(by_label[a][name].get(t, {}), by_label[b][name].get(t, {}))
+                    for name in ESTIMATES
+                }
+                for name in ESTIMATES:
+                    found, note = estimate(name, paired, labelled, cfg.min_queries,
+                                           cfg.confidence)  # fmt: skip
+                    cell[name] = {"estimate": found, "note": note}
+                    if found is not None:
+                        # A type's row and `all` on a set of one type: the same queries.
+                        same = (spec, a, b, tuple(sorted(paired[PEOPLE])),
+                                tuple(sorted(paired[name])))  # fmt: skip
+                        tests[name].append((same, cell[name]))
+                diffs.append(cell)
+            entry["types"][t] = {"means": means, "differences": diffs}
+        entry["lower_is_better"] = lower_is_better(spec)
+        metrics.append(entry)
+    for family in tests.values():
+        _decide(family, sig)
+    changed = []
+    for entry in metrics:
+        for t, cell in entry["types"].items():
+            for diff in cell["differences"]:
+                for name in ESTIMATES:
+                    result = diff[name]
+                    found = result.pop("estimate")
+                    if found is not None:
+                        result.update(found.to_json())
+                        result["verdict"] = _verdict(result, diff, entry["lower_is_better"])
+                made = {n: diff[n]["verdict"] for n in ESTIMATES if "verdict" in diff[n]}
+                diff["changed"] = len(set(made.values())) > 1
+                if diff["changed"]:
+                    changed.append(
+                        {"metric": entry["spec"], "type": t, "a": diff["a"], "b": diff["b"]}
+                        | {"verdicts": made}
+                    )
+    return metrics, changed
 
 
 def estimate_judged(
@@ -265,58 +355,21 @@ def estimate_judged(
     labelled = labelled_queries(list(tops.values()), labels)
     specs = [s for s in cfg.metrics if not is_answer_measure(s)]
     labels_of = [job.label for job in jobs]
-    types = ordered_types(sorted({q.query_type for q in labels}))
-    metrics: list[dict[str, Any]] = []
-    tests: dict[str, list[dict[str, Any]]] = {name: [] for name in ESTIMATES}
-    for spec in specs:
-        per: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
-        for label in labels_of:
-            per[label] = {}
-            for name in ESTIMATES:
-                variant = scored[label][name]
-                per[label][name] = _by_type(
-                    variant.per_query(stage, spec), variant.query_types(stage)
+    per = {
+        spec: {
+            label: {
+                name: _by_type(
+                    scored[label][name].per_query(stage, spec),
+                    scored[label][name].query_types(stage),
                 )
-        entry: dict[str, Any] = {"spec": spec, "types": {}}
-        for t in [*types, ALL]:
-            means = {}
-            for label in labels_of:
-                means[label] = _three(per[label], t, labelled, cfg.min_queries, cfg.confidence)
-            diffs = []
-            for a, b in itertools.combinations(labels_of, 2):
-                cell: dict[str, Any] = {"a": a, "b": b}
-                for name in ESTIMATES:
-                    values = _paired(per[a][name].get(t, {}), per[b][name].get(t, {}))
-                    people = _paired(per[a][PEOPLE].get(t, {}), per[b][PEOPLE].get(t, {}))
-                    estimate, note = _estimate(
-                        name, values, people, labelled, cfg.min_queries, cfg.confidence
-                    )
-                    cell[name] = {"estimate": estimate, "note": note}
-                    if estimate is not None:
-                        tests[name].append(cell[name])
-                diffs.append(cell)
-            entry["types"][t] = {"means": means, "differences": diffs}
-        entry["lower_is_better"] = lower_is_better(spec)
-        metrics.append(entry)
-    for family in tests.values():
-        _decide(family, sig)
-    changed = []
-    for entry in metrics:
-        for t, cell in entry["types"].items():
-            for diff in cell["differences"]:
-                for name in ESTIMATES:
-                    result = diff[name]
-                    estimate = result.pop("estimate")
-                    if estimate is not None:
-                        result.update(estimate.to_json())
-                        result["verdict"] = _verdict(result, diff, entry["lower_is_better"])
-                made = {n: diff[n]["verdict"] for n in ESTIMATES if "verdict" in diff[n]}
-                diff["changed"] = len(set(made.values())) > 1
-                if diff["changed"]:
-                    changed.append(
-                        {"metric": entry["spec"], "type": t, "a": diff["a"], "b": diff["b"]}
-                        | {"verdicts": made}
-                    )
+                for name in ESTIMATES
+            }
+            for label in labels_of
+        }
+        for spec in specs
+    }
+    types = ordered_types(sorted({q.query_type for q in labels}))
+    metrics, changed = judged_metrics(per, labelled, types, cfg, sig)
     judged_people = {label: scored[label][MIXED] for label in labels_of}
     return {
         "labels": str(path),
@@ -345,26 +398,29 @@ def _three(
     confidence: float,
 ) -> dict[str, Any]:
     """One job's mean in type `t` under each estimate."""
+    by_name = {name: per[name].get(t, {}) for name in ESTIMATES}
     out = {}
     for name in ESTIMATES:
-        estimate, note = _estimate(
-            name, per[name].get(t, {}), per[PEOPLE].get(t, {}), labelled, min_queries, confidence
-        )
-        out[name] = estimate.to_json() if estimate is not None else {"note": note}
+        found, note = estimate(name, by_name, labelled, min_queries, confidence)
+        out[name] = found.to_json() if found is not None else {"note": note}
     return out
 
 
-def _decide(family: list[dict[str, Any]], sig: SignificanceSettings) -> None:
-    """Correct the family's p-values and draw each interval at its correction level."""
+def _decide(family: list[tuple[Hashable, dict[str, Any]]], sig: SignificanceSettings) -> None:
+    """Correct the family's p-values (rows that are the same estimate counted once) and draw
+    each interval at its correction level."""
     if not family:
         return
-    p_values = [cell["estimate"].p_value for cell in family]
-    adjusted = adjust(p_values, sig.correction)
-    levels = correction_levels(p_values, sig)
-    for cell, p_adj, level in zip(family, adjusted, levels, strict=True):
-        cell["estimate"] = cell["estimate"].at(level)
-        cell["p_adjusted"] = p_adj
-        cell["significant"] = p_adj < sig.alpha
+    distinct: dict[Hashable, float] = {}
+    for same, cell in family:
+        distinct.setdefault(same, cell["estimate"].p_value)
+    p_values = list(distinct.values())
+    adjusted = dict(zip(distinct, adjust(p_values, sig.correction), strict=True))
+    levels = dict(zip(distinct, correction_levels(p_values, sig), strict=True))
+    for same, cell in family:
+        cell["estimate"] = cell["estimate"].at(levels[same])
+        cell["p_adjusted"] = adjusted[same]
+        cell["significant"] = adjusted[same] < sig.alpha
 
 
 def _verdict(result: Mapping[str, Any], diff: Mapping[str, Any], lower: bool) -> str:

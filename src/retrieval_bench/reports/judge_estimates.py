@@ -13,17 +13,23 @@ from retrieval_bench.reports.tables import markdown_table
 ESTIMATE_NAMES = {"people": "people", "people+judge": "people + judge", "ppi": "PPI"}
 
 
+def _used(entry: Mapping[str, Any]) -> str:
+    """` n=28+81`: a PPI figure's labelled and predicted queries ('' for the others)."""
+    return f" n={entry['n']}+{entry['n_predicted']}" if entry.get("n_predicted") else ""
+
+
 def _interval(entry: Mapping[str, Any]) -> str:
     if "mean" not in entry:
         return "—"
-    return f"{entry['mean']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}]"
+    return f"{entry['mean']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}]{_used(entry)}"
 
 
 def _difference(entry: Mapping[str, Any]) -> str:
     if "mean" not in entry:
         return "—"
     return (
-        f"{entry['mean']:+.3f} [{entry['ci_low']:+.3f}, {entry['ci_high']:+.3f}] {entry['verdict']}"
+        f"{entry['mean']:+.3f} [{entry['ci_low']:+.3f}, {entry['ci_high']:+.3f}]{_used(entry)} "
+        f"{entry['verdict']}"
     )
 
 
@@ -46,11 +52,14 @@ def estimates_section(record: Mapping[str, Any], heading: str = "##") -> list[st
         "",
         f"Labels: `{record['labels']}`, judge {', '.join(record['judge_sources'])}. Each cell: "
         "mean [interval] under people's labels only, people's plus the judge's, and the "
-        "prediction-powered estimate (the judge's labels corrected by its error on the "
-        f"{record['labelled_queries']} of {record['queries']} queries whose top-K passages "
-        "people labelled and the judge graded; valid when those are a random sample of the "
-        "queries). Normal intervals for all three; differences corrected as the tests above, "
-        "each at its correction level; the verdict names the better configuration, or `tie`. "
+        "prediction-powered estimate over the same queries as people's beside it: the "
+        "judge's labels, corrected by their error on the n of those queries whose top-K "
+        "passages people labelled and the judge graded, and alone on the N others "
+        "(`n=n+N`; "
+        f"{record['labelled_queries']} of the set's {record['queries']} queries are labelled "
+        "so; valid when those are a random sample of the queries). Normal intervals for all "
+        "three, variances with ddof 1; differences corrected as the tests above, each at its "
+        "correction level; the verdict names the better configuration, or `tie`. "
         "⚑: the verdict changes between the estimates.",
         "",
     ]

@@ -8,13 +8,17 @@ the N, corrected by the prediction's error measured on the n (the "rectifier"),
     theta_PP = mean_N(f) - mean_n(f - Y)
     CI = theta_PP +/- z(1 - alpha/2) * sqrt(sigma2_f / N + sigma2_{f-Y} / n)
 
-with sigma2 the variances over the N and the n (1/N and 1/n, as the paper and its `ppi_py`
-package compute them). The interval is valid whatever the model's quality (a bad model only
-widens it), provided the n labelled units are a random sample of the same population as the N.
-Here a unit is a query, Y a metric under people's labels and f the same metric under the model
-judge's (`judge.estimates`).
+with sigma2 the sample variances over the N and the n, ddof 1 (1/(N - 1) and 1/(n - 1)), the
+convention of the classical interval beside it (the paper's `ppi_py` divides by N and n; the
+two differ by a factor N/(N - 1) and n/(n - 1) in each term, so PPI needs n, N >= 2). The
+interval is valid whatever the model's quality (a bad model only widens it), provided the n
+labelled units are a random sample of the same population as the N. Here a unit is a query, Y
+a metric under people's labels and f the same metric under the model judge's
+(`judge.estimates`).
 
-`classical_mean` is the interval without a model: mean +/- z sd / sqrt(n) (sd with ddof 1).
+`classical_mean` is the interval without a model: mean +/- z sd / sqrt(n) (sd with ddof 1). So
+a PPI estimate whose rectifier is 0 on every labelled unit has the classical interval of f over
+the N.
 Both give a two-sided normal p-value for "the mean is 0", so the three estimates of a paired
 difference are tested the same way.
 """
@@ -107,10 +111,12 @@ def ppi_mean(
     y = np.asarray(labelled, dtype=np.float64)
     if len(f_labelled) != len(y):
         raise ValueError(f"{len(f_labelled)} predictions for {len(y)} labelled units")
-    if len(y) == 0 or len(f_unlabelled) == 0:
-        raise ValueError("PPI needs labelled units and units with the prediction only")
+    if len(y) < 2 or len(f_unlabelled) < 2:
+        raise ValueError("PPI needs 2 labelled units and 2 with the prediction only (ddof 1)")
     rectifier = f_labelled - y
     mean = float(f_unlabelled.mean() - rectifier.mean())
-    se = math.sqrt(f_unlabelled.var() / len(f_unlabelled) + rectifier.var() / len(y))
+    se = math.sqrt(
+        f_unlabelled.var(ddof=1) / len(f_unlabelled) + rectifier.var(ddof=1) / len(y)
+    )
     estimate = Estimate(mean, se, 0.0, 0.0, confidence, len(y), len(f_unlabelled))
     return estimate.at(confidence)

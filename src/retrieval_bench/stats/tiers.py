@@ -127,7 +127,7 @@ def tier_cells(
     for key in pending:
         families.setdefault(family_of(key), []).append(key)
     for members in families.values():
-        pairs = [
+        samples = [
             (pending[k].arrays[a], pending[k].arrays[b])
             for k in members
             for a, b in pending[k].pairs
@@ -135,10 +135,10 @@ def tier_cells(
         identities = [
             pair_identity(k, pending[k].queries, labels, *arrays)
             for (k, labels), arrays in zip(
-                [(k, pair) for k in members for pair in pending[k].pairs], pairs, strict=True
+                [(k, pair) for k in members for pair in pending[k].pairs], samples, strict=True
             )
         ]
-        tests = iter(family_tests(pairs, settings, identities))
+        tests = iter(family_tests(samples, settings, identities))
         # A type's row and `all` on a set of one type are one test each pair (`pair_identity`).
         size = len(set(identities))
         floor = min(min_p_value(pending[k].cell.n, settings.n_resamples) for k in members)

@@ -426,13 +426,18 @@ def test_three_estimates_agree_with_ppi_by_hand(
             m = per_query(job, both, metric)
             assert means["people"]["mean"] == pytest.approx(np.mean(list(y.values())))
             assert means["people+judge"]["mean"] == pytest.approx(np.mean(list(m.values())))
-            units = sorted(q for q in labelled if q in y and q in f)
-            rest_f = np.array([f[q] for q in f if q not in labelled])
-            rect = np.array([f[q] - y[q] for q in units])
+            # Over people's queries: f the judge's value, else people's plus the judge's.
+            def pred(q: str, f: dict[str, float] = f, m: dict[str, float] = m) -> float:
+                return f[q] if q in f else m[q]
+
+            units = [q for q in y if q in labelled]
+            rest_f = np.array([pred(q) for q in y if q not in labelled])
+            rect = np.array([pred(q) - y[q] for q in units])
             theta = rest_f.mean() - rect.mean()
-            se = np.sqrt(rest_f.var() / len(rest_f) + rect.var() / len(rect))
+            se = np.sqrt(rest_f.var(ddof=1) / len(rest_f) + rect.var(ddof=1) / len(rect))
             assert means["ppi"]["mean"] == pytest.approx(theta, abs=1e-12)
             assert means["ppi"]["se"] == pytest.approx(se, abs=1e-12)
+            assert means["ppi"]["n"] + means["ppi"]["n_predicted"] == len(y)
         for diff in cells["differences"]:
             made = {
                 n: diff[n]["verdict"]
