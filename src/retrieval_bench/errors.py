@@ -54,6 +54,7 @@ EXIT_INTERNAL = 3  # an unexpected exception: a bug, or the machine (disk full, 
 EXIT_TOKEN_DIFFERENCE = 4  # only `run.tokens parity`: the fast cut differs from jieba's
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 EXIT_TERMINATED = 143  # SIGTERM (128 + 15), handled as Ctrl-C is
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: whoever read the output stopped (`| head`), as `ls` exits
 
 
 class NothingScored(BenchError):

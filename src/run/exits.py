@@ -3,7 +3,9 @@
 0 ok; 1 a regression found by the monthly gate (and nothing else); 2 bad input or config,
 Hydra's own override and composition errors included; 3 an internal error (one line on stderr,
 the traceback in a file named on that line); 130 interrupted (Ctrl-C), with what was left
-unfinished; 143 terminated (SIGTERM), handled as Ctrl-C is. Errors never print a traceback on
+unfinished; 143 terminated (SIGTERM), handled as Ctrl-C is; 141 when whoever read the output
+stopped reading (`python -m run.plugins | head`), silently, as a shell tool killed by SIGPIPE
+exits. Errors never print a traceback on
 the terminal unless HYDRA_FULL_ERROR=1.
 """
 
@@ -27,6 +29,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from retrieval_bench.config import nearest_key
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     BenchError,
@@ -184,6 +187,16 @@ def die_with_parent() -> None:
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
+def output_closed() -> int:
+    """The reader of standard output went away: nothing is wrong with the command, so no error
+    line. Standard output now goes nowhere, so that the interpreter's own flush at exit does not
+    fail again (Python's documented way, "Note on SIGPIPE" in the signal module's docs)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
 def guarded(main: Callable[[], int], full_traceback: bool | None = None) -> int:
     """Run a command's `main`, mapping whatever escapes it to its exit code (SIGTERM handled
     as Ctrl-C is, `stop_signals`). `full_traceback` defaults to HYDRA_FULL_ERROR=1, the switch
@@ -195,5 +208,7 @@ def guarded(main: Callable[[], int], full_traceback: bool | None = None) -> int:
             return main()
     except JobFailed as failed:
         return report(failed.error, full_traceback)
+    except BrokenPipeError:
+        return output_closed()
     except (Exception, KeyboardInterrupt) as exc:
         return report(exc, full_traceback)

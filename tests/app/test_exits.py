@@ -258,6 +258,28 @@ def test_entry_points_exit_2_on_bad_input_without_traceback(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+def test_output_closed_by_its_reader_exits_141_silently() -> None:
+    """`python -m run.plugins | head`: the reader is gone before the listing is written, which is
+    nothing wrong with the command (was: exit 3, "internal error: BrokenPipeError ... please
+    report it"). The pipe's read end is closed before the command starts, so every write fails."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "run.plugins"],
+            cwd=ROOT,
+            env=ENV,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")
+
+
+@pytest.mark.slow
 def test_two_runs_started_together_get_a_folder_each(tmp_path: Path) -> None:
     """The issue's repro: same command, same second, default job folders (cwd = tmp_path);
     then the same with one fixed name, so the collision is certain."""
