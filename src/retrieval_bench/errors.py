@@ -46,15 +46,26 @@ class EncoderUnavailable(BenchError):
     """An encoder model cannot be loaded (not on disk, no network)."""
 
 
-# Exit codes of every command-line tool (`python -m run`, `run.score`, `run.compare`).
+# Exit codes of every command-line tool (`python -m run`, `run.score`, `run.compare`, ...);
+# each one's docstring is its line in the docs' exit-code reference.
 EXIT_OK = 0
-EXIT_REGRESSION = 1  # only the monthly gate: a significant drop beyond its tolerance
-EXIT_BAD_INPUT = 2  # bad input or config, Hydra's own override errors included
-EXIT_INTERNAL = 3  # an unexpected exception: a bug, or the machine (disk full, ...)
-EXIT_TOKEN_DIFFERENCE = 4  # only `run.tokens parity`: the fast cut differs from jieba's
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
-EXIT_TERMINATED = 143  # SIGTERM (128 + 15), handled as Ctrl-C is
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: whoever read the output stopped (`| head`), as `ls` exits
+"""Done: everything asked was done and written."""
+EXIT_REGRESSION = 1
+"""Only the monthly gate: a significant drop beyond its tolerance."""
+EXIT_BAD_INPUT = 2
+"""Bad input or config (Hydra's own override errors included), or the machine refused a file
+operation: one line naming the file:line, key or flag at fault."""
+EXIT_INTERNAL = 3
+"""An unexpected exception, this project's bug: one line naming the file its traceback went
+to."""
+EXIT_TOKEN_DIFFERENCE = 4
+"""Only `run.tokens parity`: the fast cut differs from jieba's."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT), as shells report it; unfinished job folders say so."""
+EXIT_TERMINATED = 143
+"""SIGTERM (128 + 15), handled as Ctrl-C is."""
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: whoever read the output stopped (`| head`), as `ls` exits."""
 
 
 class NothingScored(BenchError):

@@ -1,0 +1,12 @@
+"""The Reference pages, each generated from the code as the site builds: `PAGES` maps a page's
+path under docs/ to the function that writes its Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import reference_exits
+
+PAGES: dict[str, Callable[[], str]] = {
+    "reference/exit-codes.md": reference_exits.page,
+}
