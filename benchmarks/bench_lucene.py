@@ -13,10 +13,10 @@ text/lucene_analysis.py), and the synthetic Chinese corpus of the BM25 benchmark
 questions as queries). Both engines index the same terms (Lucene pretokenized, whitespace
 analyzer), k1 0.9, b 0.4.
 
-1. `bm25.variant=lucene` against the default (rank_bm25's formula) on the same index build:
+1. `variant=lucene` against the default (rank_bm25's formula) on the same index build:
    ms per query for the scores over every passage and for the top 100, the two variants
    interleaved query by query (`--rounds` passes, the fastest of each kept). Goal: within 10%.
-2. The project's top 100 (`bm25.variant=lucene`, one thread) against Anserini's SearchCollection
+2. The project's top 100 (`variant=lucene`, one thread) against Anserini's SearchCollection
    (`-threads 1`, `-hits 100`, Lucene's own scores: `-arbitraryScoreTieBreak`). Lucene's time is
    its own: the `N queries processed in ... = ~X q/s` line SearchCollection logs, timed around
    its search loop (System.nanoTime), after the JVM has started and the index is open; the JVM's

@@ -87,7 +87,7 @@ def run_sweep(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the 12-passage test fixture")
-    parser.add_argument("--param", default="retriever.rrf_k", help="the swept key")
+    parser.add_argument("--param", default="combiners.rrf.k", help="the swept key")
     parser.add_argument("--values", default="10,30,60,100", help="its four values")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument(

@@ -165,7 +165,7 @@ def run_tuning(overrides: list[str], args: argparse.Namespace) -> tuple[tuple[fl
         TuneRequest(
             [
                 *overrides,
-                "retriever.rrf_k=range(1,101)",
+                "combiners.rrf.k=range(1,101)",
                 "retriever.weights=interval(0,1)",
                 f"tune.trials={args.trials}",
                 f"tune.folds={args.folds}",

@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -161,13 +161,22 @@ def config_record(cfg: RunConfig) -> dict[str, Any]:
     return cast(dict[str, Any], OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
 
 
-def built_combiners(retriever: RetrieverConfig) -> dict[str, Combiner]:
-    """Every built-in combiner as a job builds it for `retriever` (its settings and weights)."""
-    cfg = RunConfig(retriever=retriever)
+def built_combiners(
+    retriever: RetrieverConfig,
+    combiners: Mapping[str, Any] | None = None,
+    rrf_k: int | None = None,
+) -> dict[str, Combiner]:
+    """Every combiner of `combiners` (default: the built-in nodes, with `combiners.rrf.k` at
+    `rrf_k` when given, which fill follows) as a job builds it for `retriever` (the arms'
+    weights)."""
+    nodes = {k: dict(v) for k, v in (combiners or BUILTIN_COMBINERS).items()}
+    if rrf_k is not None:
+        nodes["rrf"]["k"] = rrf_k
+    cfg = RunConfig(retriever=retriever, combiners=nodes)
     ctx = BuildContext(
         passages=(), queries=(), cfg=cfg, tie_break=TieBreak([]), cache_dir=Path(".")
     )
-    return build_combiners(cfg, list(BUILTIN_COMBINERS), ctx)
+    return build_combiners(cfg, list(cfg.combiners), ctx)
 
 
 def run_in_process(overrides: Sequence[str], tmp_path: Path) -> tuple[JobResult, Path]:
@@ -350,6 +359,6 @@ def judge_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     evalset = tmp / "mini.jsonl"
     shutil.copy(FIXTURE / "evalsets" / "mini.jsonl", evalset)
     for i, b in enumerate(("0.75", "0.1")):
-        run_mini(tmp / "sweep" / str(i), "bm25", evalset, tmp / "cache", f"bm25.b={b}")
+        run_mini(tmp / "sweep" / str(i), "bm25", evalset, tmp / "cache", f"arms.bm25.b={b}")
     assert pool_main([str(tmp / "sweep"), "--depth", "6"]) == 0
     yield tmp / "sweep", evalset

@@ -62,7 +62,7 @@ RUN_SCORES = "src/retrieval_bench/scoring/run_scores.py"
 JUDGMENTS = "src/retrieval_bench/data/judgments.py"
 ANSWERS = "src/retrieval_bench/answers/score.py"
 DRIVER = "src/retrieval_bench/benchmark/month.py"
-VALIDATE = "src/retrieval_bench/config/validate.py"
+BM25_CONFIG = "src/retrieval_bench/config/bm25.py"
 TUNE_RUN = "src/retrieval_bench/tune/run.py"
 POWER = "src/retrieval_bench/stats/power.py"
 CORRECTIONS = "src/retrieval_bench/stats/corrections.py"
@@ -160,10 +160,10 @@ MUTATIONS = [
         FUSION_TESTS,
     ),
     Mutation(
-        "RRF ignores rrf_k",
+        "RRF ignores its k (combiners.rrf.k)",
         RRF,
-        "k = RRF_K if self.k is None else self.k",
-        "k = RRF_K",
+        "weight / (self.k + np.arange",
+        "weight / (RRF_K + np.arange",
         FUSION_TESTS,
     ),
     Mutation(
@@ -330,10 +330,10 @@ MUTATIONS = [
         ("tests/unit/benchmark/test_monthly.py",),
     ),
     Mutation(
-        "bm25.b=1 (a valid value) refused",
-        VALIDATE,
-        "if not 0 <= cfg.bm25.b <= 1:",
-        "if not 0 <= cfg.bm25.b < 1:",
+        "arms.bm25.b=1 (a valid value) refused",
+        BM25_CONFIG,
+        "if not 0 <= self.b <= 1:",
+        "if not 0 <= self.b < 1:",
         ("tests/unit/config/test_config.py",),
     ),
     # Issue 35: what a tired developer writes, which no fast test caught.

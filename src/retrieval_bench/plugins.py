@@ -13,8 +13,6 @@ this project's bug and keeps its traceback (exit 3)."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import importlib
 import inspect
 import typing
@@ -24,8 +22,19 @@ from typing import Any, TypeVar
 from omegaconf import OmegaConf
 
 from retrieval_bench import entry_points
+from retrieval_bench.config.typed import annotated_value, with_overrides
 from retrieval_bench.errors import BenchError, ConfigError, nearest_hint
 from retrieval_bench.io.strict_json import strict_dumps
+
+__all__ = [
+    "PluginError",
+    "annotated_value",
+    "checked_info",
+    "guarded_call",
+    "instantiate_plugin",
+    "locate",
+    "with_overrides",
+]
 
 T = TypeVar("T")
 PACKAGE = "retrieval_bench."
@@ -197,47 +206,6 @@ def _init_hints(cls: type) -> dict[str, Any]:
         return {}
 
 
-def annotated_value(key: str, annotation: Any, value: Any) -> Any:
-    """`value` as `annotation` reads it (pydantic's lax mode: 3 for a float is 3.0, a list for
-    a tuple is a tuple), or ConfigError naming `key`, the type and the value: `2.5` or `'abc'`
-    for an int fails here, at the config check, not as a TypeError deep inside the plug-in.
-    No annotation, `Any`, or one pydantic cannot check (an arbitrary class) passes as is."""
-    if annotation is None or annotation is Any:
-        return value
-    adapter = _adapter(annotation)
-    if adapter is None:
-        return value
-    from pydantic import ValidationError
-
-    try:
-        return adapter.validate_python(value)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = "".join(f"[{part!r}]" for part in error.get("loc", ()))
-        raise ConfigError(
-            key,
-            f"expects {_type_name(annotation)}, got {value!r}"
-            f"{' (at ' + where + ')' if where else ''}: {error['msg']}",
-        ) from None
-
-
-@functools.lru_cache(maxsize=512)
-def _adapter(annotation: Any) -> Any:
-    """pydantic's validator of `annotation` (imported on first use), None where it has none."""
-    from pydantic import ConfigDict, PydanticSchemaGenerationError, TypeAdapter
-
-    try:
-        return TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True))
-    except (PydanticSchemaGenerationError, TypeError):
-        return None
-
-
-def _type_name(annotation: Any) -> str:
-    if isinstance(annotation, type):
-        return annotation.__name__
-    return str(annotation).replace("typing.", "").replace("collections.abc.", "")
-
-
 def instantiate_plugin(
     key: str,
     node: Mapping[str, Any],
@@ -276,33 +244,3 @@ def instantiate_plugin(
         raise ConfigError(
             key, f"{plugin_name(cls)}.__init__() raised {type(exc).__name__}: {exc}"
         ) from exc
-
-
-def _field_hints(cls: type) -> dict[str, Any]:
-    """The resolved annotations of a typed config node's fields."""
-    try:
-        return typing.get_type_hints(cls)
-    except Exception:
-        return {}
-
-
-def with_overrides(base: T, overrides: Mapping[str, Any]) -> T:
-    """A copy of the typed config node `base` with a plug-in's keyword `overrides` (so the same
-    kind of arm or stage can run twice, differently); an unknown key raises ConfigError naming
-    it and its nearest field, a nested node takes a mapping."""
-    known = {f.name: f for f in dataclasses.fields(base)}  # type: ignore[arg-type]
-    changes: dict[str, Any] = {}
-    for key, value in overrides.items():
-        if key not in known:
-            raise ConfigError(key, f"unknown key; {nearest_hint(key, list(known))}")
-        current = getattr(base, key)
-        if dataclasses.is_dataclass(current) and isinstance(value, Mapping):
-            try:
-                value = with_overrides(current, value)
-            except ConfigError as error:
-                raise ConfigError(f"{key}.{error.key}", error.message) from error
-        else:
-            hints = _field_hints(type(base))  # type: ignore[arg-type]
-            value = annotated_value(key, hints.get(key), value)
-        changes[key] = value
-    return dataclasses.replace(base, **changes)  # type: ignore[type-var]

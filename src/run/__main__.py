@@ -22,6 +22,12 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config.renamed import (
+    announce,
+    from_environment,
+    rewrite_overrides,
+    to_environment,
+)
 from retrieval_bench.encoders.shards import MissingShards
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
@@ -108,7 +114,7 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
                 result = run_job(cfg)
             except MissingShards as exc:  # its rerun command, from this job's own overrides
                 raise exc.with_overrides(HydraConfig.get().overrides.task) from None
-            write_job(job_dir, result, config)
+            write_job(job_dir, result, config, renamed_keys=from_environment())
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (run.exits.stop_signals)
         mark_unfinished(job_dir, stopped_how(exc))
         raise
@@ -203,8 +209,34 @@ def _run_hydra() -> int:
     return _exit_code[0]
 
 
+def _rewrite_argv() -> int:
+    """The command line's old key spellings read as their new homes (config.renamed), before
+    Hydra parses it: one notice line per old key, handed to the jobs for their manifest."""
+    from hydra._internal.utils import get_args_parser
+
+    args, _ = get_args_parser().parse_known_args(sys.argv[1:])
+    given = list(args.overrides or [])
+    notices = rewrite_overrides(given)[1]
+    to_environment(notices)
+    if not notices:
+        return EXIT_OK
+    announce(notices)
+    argv, pending = [sys.argv[0]], list(given)
+    for token in sys.argv[1:]:
+        if pending and token == pending[0]:
+            pending.pop(0)
+            argv.extend(rewrite_overrides([token])[0])
+        else:
+            argv.append(token)
+    sys.argv[:] = argv
+    return EXIT_OK
+
+
 def main() -> int:
     """Hydra's app with this package's exit codes (run.exits)."""
+    code = guarded(_rewrite_argv)
+    if code != EXIT_OK:
+        return code
     _user_full_error[:] = [os.environ.get(_FULL_ERROR)]
     _set_full_error("1")
     try:

@@ -4,7 +4,8 @@ to try `retriever=service` with, on 127.0.0.1.
 It answers the service protocol (README: *An external retriever over HTTP*): a POST of
 `{"query", "query_id", "top_k", "user_role"}` gets `{"results": [{"id", "score"}, ...]}`, best
 first, ranked by the project's own BM25 arm over the corpus of the dataset the overrides name
-(`dataset=travel`, the default; any `python -m run` override, e.g. `dataset=policy bm25.k1=1.2`).
+(`dataset=travel`, the default; any `python -m run` override, e.g. `dataset=policy
+arms.bm25.k1=1.2`).
 
     python -m run.example_service --background   # prints its URL, writes it to --url-file
     python -m run retriever=service service.url=$(cat outputs/example-service.url)

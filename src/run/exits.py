@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from hydra.errors import HydraException
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from retrieval_bench.config import nearest_key
+from retrieval_bench.config.renamed import rename_key
 from retrieval_bench.errors import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -102,14 +104,40 @@ def unknown_key_hint(exc: HydraException) -> str | None:
     other unknown key gets (`config key 'service.retires': unknown key; did you mean
     'service.retries'?`) instead of Hydra's advice to append it with `+`, which would be refused
     too; None when the error is another, or no known key is close."""
-    cause = exc.__cause__
-    key = getattr(cause, "full_key", None)
-    if not isinstance(cause, (ConfigKeyError, ConfigAttributeError)) or not isinstance(key, str):
+    renamed = renamed_in_file(exc)
+    if renamed is not None:
+        return renamed
+    key = _missing_key(exc.__cause__)
+    if key is None:
         return None
     nearest = nearest_key(key)
     if nearest is None:
         return None
     return f"config key '{key}': unknown key; did you mean '{nearest}'?"
+
+
+def _missing_key(cause: BaseException | None) -> str | None:
+    """The dotted key an OmegaConf unknown-key error is about, else None."""
+    key = getattr(cause, "full_key", None)
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and isinstance(key, str):
+        return key
+    return None
+
+
+def renamed_in_file(exc: HydraException) -> str | None:
+    """A config file's key of an old spelling (the command line's are rewritten before Hydra
+    reads them, config.renamed; a file's are not): its new home and the file to write it in."""
+    key = _missing_key(exc.__cause__ or exc.__context__)
+    renamed = None if key is None else rename_key(key)
+    if renamed is None:
+        return None
+    where = re.match(r"In '([^']+)'", str(exc))
+    return (
+        f"config key '{key}': renamed '{renamed}' in this release; an old spelling is read on "
+        f"the command line only, so write '{renamed}' in "
+        f"{where.group(1) + '.yaml' if where else 'the config file'} "
+        "(docs/reference/renamed-keys.md)"
+    )
 
 
 def report(exc: BaseException, full_traceback: bool = False) -> int:

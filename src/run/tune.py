@@ -2,7 +2,7 @@
 estimate, on held-out queries, how much of the tuned gain holds (retrieval_bench.tune).
 
 OVERRIDES are the app's (`python -m run`'s): `tune.*` settings, the job's own overrides, and
-search dimensions, written as Hydra sweeps of job keys (`'retriever.rrf_k=range(10,101)'`,
+search dimensions, written as Hydra sweeps of job keys (`'combiners.rrf.k=range(10,101)'`,
 `'retriever.weights=interval(0,1)'`) or listed under `tune.space` (an experiment preset does).
 Writes tune.json, tune.md and tuned.yaml into `tune.dir` (default a new folder under
 outputs/tune/), whose SQLite study a rerun with the same `tune.dir` resumes. Exit codes as

@@ -99,7 +99,7 @@ def test_ablation_with_significance_and_bad_cases(synth: list[str], tmp_path: Pa
             "-m",
             "retriever=bm25",
             "top_k=1,3",
-            "compare.baseline={top_k:1}",
+            "compare.baselines=[{top_k:1}]",
             *synth,
             f"hydra.sweep.dir={sweep}",
         ]

@@ -76,7 +76,7 @@ def test_a_bad_learned_router_setting_exits_2_naming_its_key(
 
 def test_run_tune_refuses_a_learned_router(tmp_path: Path) -> None:
     done = run_app(
-        ["router=learned", f"tune.dir={tmp_path}", "retriever.rrf_k=range(10,20)"],
+        ["router=learned", f"tune.dir={tmp_path}", "combiners.rrf.k=range(10,20)"],
         module="run.tune",
     )
     assert done.returncode == 2

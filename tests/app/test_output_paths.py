@@ -42,11 +42,12 @@ def test_json_writers_write_non_finite_floats_as_null(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_a_nan_in_config_leaves_manifest_json_strict(tmp_path: Path) -> None:
-    overrides = [*mini_overrides(tmp_path), "retriever=bm25", "bm25.epsilon=nan"]
+    overrides = [*mini_overrides(tmp_path), "retriever=bm25", "arms.bm25.epsilon=nan"]
     _, job = run_in_process(overrides, tmp_path)
     for name in ("manifest.json", "metrics.json"):
         strict_load((job / name).read_text())
-    assert strict_load((job / "manifest.json").read_text())["config"]["bm25"]["epsilon"] is None
+    config = strict_load((job / "manifest.json").read_text())["config"]
+    assert config["arms"]["bm25"]["epsilon"] is None
 
 
 # -- an output path whose parent is a regular file: exit 2 naming the key or flag ------------

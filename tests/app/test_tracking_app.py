@@ -186,7 +186,7 @@ def test_a_month_on_an_empty_disk_gates_from_the_tracker_as_from_its_folders(
     january = run_app([*common, f"benchmark.root={tmp_path / 'a'}", "benchmark.month=2026-01"])
     assert january.returncode == 0, january.stderr
     assert "tracking: month 2026-01 logged" in january.stdout
-    february = [*common, "benchmark.month=2026-02", "bm25.k1=0.6", "bm25.b=0.3"]
+    february = [*common, "benchmark.month=2026-02", "arms.bm25.k1=0.6", "arms.bm25.b=0.3"]
     tracked = run_app([*february, f"benchmark.root={tmp_path / 'b'}",
                        "benchmark.baseline_from=tracking"])  # fmt: skip
     folder = run_app([*february, f"benchmark.root={tmp_path / 'a'}"])

@@ -62,10 +62,10 @@ def test_the_readme_tuning_command_holds_out_each_fold(
 
 
 def test_a_bad_key_exits_2_naming_it(tmp_path: Path) -> None:
-    proc = tune(["retriever.rrf=range(1,101)", f"tune.dir={tmp_path}"])
+    proc = tune(["retriever.pool_siz=range(1,101)", f"tune.dir={tmp_path}"])
     assert proc.returncode == 2, proc.stderr
-    assert "config key 'tune.space.retriever.rrf'" in proc.stderr
-    assert "did you mean 'retriever.rrf_k'" in proc.stderr
+    assert "config key 'tune.space.retriever.pool_siz'" in proc.stderr
+    assert "did you mean 'retriever.pool_size'" in proc.stderr
 
 
 def test_a_tune_dir_that_cannot_hold_a_study_exits_2_naming_it(

@@ -39,6 +39,7 @@ import numpy as np
 from retrieval_bench.benchmark.history import FAILED, NO_BASELINE, PASSED, JobKey
 from retrieval_bench.compare.build import values_by_type
 from retrieval_bench.config.benchmark import GateConfig
+from retrieval_bench.config.renamed import rename_key
 from retrieval_bench.io.strict_json import json_number
 from retrieval_bench.jobdir.job_sets import flat_config
 from retrieval_bench.jobdir.read import FinishedJob, canonical
@@ -192,7 +193,7 @@ def plan_differences(
             note(RETRIEVERS, names(before_sets[dataset]), names(after_sets[dataset]), dataset)
     for key in sorted(set(current) & set(baseline), key=str):
         now, then = current[key], baseline[key]
-        old_cfg, new_cfg = flat_config(then.config), flat_config(now.config)
+        old_cfg, new_cfg = renamed_flat(then.config), renamed_flat(now.config)
         for name in sorted(set(old_cfg) & set(new_cfg)):
             if old_cfg[name] != new_cfg[name]:
                 note(name, old_cfg[name], new_cfg[name], str(key))
@@ -205,10 +206,18 @@ def plan_differences(
                     for h in (old_files.get(name), new_files.get(name))
                 ]
                 note(f"{DATA_FILES}.{name}", short[0], short[1], str(key))
+    allowed = [rename_key(entry) or entry for entry in allowed]
     return [
         PlanDifference(key, before, after, jobs, is_allowed(key, allowed))
         for (key, before, after), jobs in found.items()
     ]
+
+
+def renamed_flat(config: Mapping[str, Any]) -> dict[str, str]:
+    """`flat_config`, each key of an old spelling (a month recorded before a key moved home,
+    config.renamed) under its new name, so months on both sides of a rename compare key by
+    key."""
+    return {rename_key(key) or key: value for key, value in flat_config(config).items()}
 
 
 @dataclass

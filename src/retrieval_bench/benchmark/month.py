@@ -76,6 +76,7 @@ from retrieval_bench.benchmark.sweep import live_sweeps, sweep_record
 from retrieval_bench.benchmark.trend import write_trend
 from retrieval_bench.compare.build import ComparisonOutput, compare_dirs
 from retrieval_bench.config import RunConfig
+from retrieval_bench.config.renamed import rename_key
 from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
@@ -238,8 +239,9 @@ def check_allowed_changes(allowed: Sequence[str], jobs: Mapping[Any, RunConfig])
     for job in jobs.values():
         known.update(flat_config(OmegaConf.to_container(OmegaConf.structured(job))))  # type: ignore[arg-type]
     for entry in allowed:
-        if not is_allowed(entry, PLAN_PSEUDO_KEYS) and not any(
-            is_allowed(key, [entry]) for key in known
+        current = rename_key(entry) or entry  # an old spelling names its key's new home
+        if not is_allowed(current, PLAN_PSEUDO_KEYS) and not any(
+            is_allowed(key, [current]) for key in known
         ):
             raise ConfigError(
                 "benchmark.gate.allow_plan_changes",

@@ -6,7 +6,7 @@ per scoring unit, label snapshot and K unless K is what the jobs vary (`comparab
 * verdict table: for each query type (and `all`) and each metric, each configuration's mean
   with its verdict (`stats.verdicts.verdict_cells`, Holm over `compare.family`), and the
   best configuration per type, flagged "all weak" below `weak_below` x the metric's ideal bound;
-* ablation: when a baseline is named (`compare.baseline`), or the jobs vary anything besides the
+* ablation: when a baseline is named (`compare.baselines`), or the jobs vary anything besides the
   retriever, each setting's difference from the baseline, per type, with significance;
 * bad cases (`compare.drilldown`).
 

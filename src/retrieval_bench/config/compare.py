@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_bench.config.renamed import rename_key
 from retrieval_bench.errors import ConfigError
 
 # Holm families (`compare.family`) and what each spans, as reports say it.
@@ -38,13 +39,10 @@ class CompareConfig:
     seed: int = 0
     # A group with fewer paired queries gets no verdict ("too few queries to decide").
     min_queries: int = 5
-    # Ablation baseline: {top_k: 6} (YAML / `compare.baseline={top_k:6}`) or "top_k=6"
-    # (`'compare.baseline="top_k=6,retriever=bm25"'`); unset: the first job of the sweep.
-    # The one-baseline spelling of `baselines` (`baseline_settings`): give one or the other.
-    baseline: Any = None
-    # Several ablation baselines, each spelt as `baseline` is, or as a bare value of a varying
-    # key: `compare.baselines=[bm25,dense]` (= `["retriever=bm25","retriever=dense"]` when
-    # the sweep varies `retriever`); every delta of the ablation says against which it was taken.
+    # The ablation baselines (empty: the first job of the sweep), each {top_k: 6} (YAML,
+    # `compare.baselines=[{top_k:6}]`), "top_k=6,retriever=bm25", or a bare value of a varying
+    # key: `compare.baselines=[bm25,dense]` (= `["retriever=bm25","retriever=dense"]` when the
+    # sweep varies `retriever`); every delta of the ablation says against which it was taken.
     baselines: list[Any] = field(default_factory=list)
     # The bootstrap interval of each configuration's rank in a tier table (`stats.tiers`):
     # this many resamples of the queries, seeded by `seed`, at `confidence`.
@@ -65,25 +63,17 @@ class CompareConfig:
 
     def baseline_key(self) -> str:
         """The key the baselines were given under, for messages about them."""
-        return "compare.baselines" if self.baselines else "compare.baseline"
+        return "compare.baselines"
 
     def baseline_settings(self) -> list[dict[str, Any]]:
-        """Every baseline as KEY -> VALUE, whichever spelling the config used: `baseline` is
-        the one-element case of `baselines`; naming both is refused."""
-        given = not _unset(self.baseline)
-        if given and self.baselines:
-            raise ConfigError(
-                "compare.baseline",
-                "give compare.baseline or compare.baselines, not both "
-                "(compare.baseline=X is compare.baselines=[X])",
-            )
-        if given:
-            return [parse_setting(self.baseline, "compare.baseline")]
+        """Every baseline as KEY -> VALUE, a key of the old spelling read as its new home (the
+        sweep's own overrides were rewritten so: config.renamed)."""
         out = []
         for i, item in enumerate(self.baselines):
             if _unset(item):
                 raise ConfigError(f"compare.baselines[{i}]", "is empty; expected KEY=VALUE")
-            out.append(parse_setting(item, f"compare.baselines[{i}]"))
+            setting = parse_setting(item, f"compare.baselines[{i}]")
+            out.append({rename_key(key) or key: value for key, value in setting.items()})
         return out
 
     def validate(self) -> None:

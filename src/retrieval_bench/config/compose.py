@@ -10,6 +10,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from retrieval_bench.config.renamed import announce, rewrite_overrides
 from retrieval_bench.config.schema import register_configs
 from retrieval_bench.paths import PROJECT_ROOT
 
@@ -18,7 +19,10 @@ CONF_DIR = PROJECT_ROOT / "conf"
 
 def compose_dict(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> DictConfig:
     """The composed config (Hydra's own errors for a bad override); arms from a user config
-    folder are reached with `hydra.searchpath=[file://DIR]` among the overrides."""
+    folder are reached with `hydra.searchpath=[file://DIR]` among the overrides. An old key's
+    spelling is read as its new home, with one notice line per old key (config.renamed)."""
     register_configs()
+    rewritten, notices = rewrite_overrides(overrides)
+    announce(notices)
     with initialize_config_dir(config_dir=str(Path(config_dir or CONF_DIR)), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
+        return compose(config_name="config", overrides=rewritten)

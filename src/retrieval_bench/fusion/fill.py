@@ -5,7 +5,7 @@ score-descending as a TREC run needs. Weights play no part."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,15 +20,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Fill:
-    """`combiners.fill`: as a plug-in node its `k` defaults to `retriever.rrf_k`."""
+    """`combiners.fill`: its keyword argument is `k` (config.fusion.FillConfig; the shipped
+    node follows `combiners.rrf.k`)."""
 
-    k: int | None = None
+    k: int = RRF_K
+
+    def __post_init__(self) -> None:
+        check_rank_constant("k", self.k)
 
     def build(self, name: str, ctx: BuildContext, weights: tuple[float, ...] | None) -> Fill:
         """Weights play no part in fill."""
-        k = ctx.cfg.retriever.rrf_k if self.k is None else self.k
-        check_rank_constant(f"combiners.{name}.k", k)
-        return replace(self, k=k)
+        return self
 
     def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
         """The order is the arms' own, so the tie-break has nothing left to decide (the
@@ -41,6 +43,5 @@ class Fill:
             for index in pool.indices.tolist():
                 seen.setdefault(index, None)
         indices = np.fromiter(seen, dtype=np.int64, count=len(seen))
-        k = RRF_K if self.k is None else self.k
-        scores = 1.0 / (k + np.arange(1, len(indices) + 1, dtype=np.float64))
+        scores = 1.0 / (self.k + np.arange(1, len(indices) + 1, dtype=np.float64))
         return Ranked(indices=indices, scores=scores, requested=len(indices))

@@ -8,18 +8,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from retrieval_bench.errors import ConfigError
+from retrieval_bench.config.fusion import RRF_K, check_rank_constant
 from retrieval_bench.records import NO_CANDIDATES, Ranked
 from retrieval_bench.tiebreak import TieBreak
 
-# The rank constant of RRF and fill when none is configured (Cormack et al.'s 60).
-RRF_K = 60
-
-
-def check_rank_constant(key: str, k: int) -> None:
-    """RRF's and fill's k: an integer >= 0 (`key` names where it was set)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ConfigError(key, f"must be an integer >= 0, got {k!r}")
+__all__ = [
+    "RRF_K",
+    "check_rank_constant",
+    "check_weights",
+    "nothing_to_fuse",
+    "ranked_union",
+    "union_sums",
+]
 
 
 def nothing_to_fuse(pools: Sequence[Ranked]) -> Ranked | None:

@@ -31,19 +31,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReciprocalRankFusion:
-    """`combiners.rrf`: as a plug-in node its `k` defaults to `retriever.rrf_k`
-    (`combiners.rrf20: {_target_: ...ReciprocalRankFusion, k: 20}` is a second RRF)."""
+    """`combiners.rrf`: its keyword argument is `k` (config.fusion.RRFConfig;
+    `combiners.rrf20: {_target_: ...ReciprocalRankFusion, k: 20}` is a second RRF)."""
 
-    k: int | None = None
-    # One per pool, in pool order; None: all 1 (plain RRF).
+    k: int = RRF_K
+    # One per pool, in pool order; None: all 1 (plain RRF). The job's `retriever.weights`,
+    # handed to `build`: no node sets it (config.fusion.RRFConfig has no such key).
     weights: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        check_rank_constant("k", self.k)
 
     def build(
         self, name: str, ctx: BuildContext, weights: tuple[float, ...] | None
     ) -> ReciprocalRankFusion:
-        k = ctx.cfg.retriever.rrf_k if self.k is None else self.k
-        check_rank_constant(f"combiners.{name}.k", k)
-        return replace(self, k=k, weights=weights)
+        return replace(self, weights=weights)
 
     def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
         """Every candidate of every pool, fused (no cut)."""
@@ -51,9 +53,8 @@ class ReciprocalRankFusion:
         if trivial is not None:
             return trivial
         weights = check_weights(self.weights, pools)
-        k = RRF_K if self.k is None else self.k
         contributions = [
-            weight / (k + np.arange(1, pool.returned + 1, dtype=np.float64))
+            weight / (self.k + np.arange(1, pool.returned + 1, dtype=np.float64))
             for pool, weight in zip(pools, weights, strict=True)
         ]
         union, (scores,) = union_sums(pools, contributions)

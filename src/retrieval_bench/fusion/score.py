@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_bench.errors import ConfigError, nearest_hint
+from retrieval_bench.config.fusion import METHODS, ScoreFusionConfig
 from retrieval_bench.fusion.pools import check_weights, nothing_to_fuse, ranked_union, union_sums
 from retrieval_bench.records import Ranked
 from retrieval_bench.tiebreak import TieBreak
@@ -55,35 +55,25 @@ NORMALIZATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "minmax": _minmax,
     "zscore": _zscore,
 }
-METHODS = ("combsum", "combmnz")
+__all__ = ["METHODS", "NORMALIZATIONS", "ScoreFusion"]
 
 
 @dataclass(frozen=True)
 class ScoreFusion:
-    """`combiners.score`: as a plug-in node its `normalize` and `method` default to
-    `retriever.normalize` and `retriever.method`."""
+    """`combiners.score`: its keyword arguments are `normalize` and `method`
+    (config.fusion.ScoreFusionConfig)."""
 
-    normalize: str | None = None
-    method: str | None = None
-    # One per pool, in pool order; None: all 1.
+    normalize: str = "minmax"
+    method: str = "combsum"
+    # One per pool, in pool order; None: all 1. The job's `retriever.weights`, handed to
+    # `build`: no node sets it.
     weights: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        for key, value, known in (
-            ("normalize", self.normalize, list(NORMALIZATIONS)),
-            ("method", self.method, list(METHODS)),
-        ):
-            if value is not None and value not in known:
-                raise ConfigError(key, f"unknown value '{value}'; {nearest_hint(value, known)}")
+        ScoreFusionConfig(self.normalize, self.method).validate()
 
     def build(self, name: str, ctx: BuildContext, weights: tuple[float, ...] | None) -> ScoreFusion:
-        retriever = ctx.cfg.retriever
-        return replace(
-            self,
-            normalize=retriever.normalize if self.normalize is None else self.normalize,
-            method=retriever.method if self.method is None else self.method,
-            weights=weights,
-        )
+        return replace(self, weights=weights)
 
     def combine(self, pools: Sequence[Ranked], tie_break: TieBreak) -> Ranked:
         """Every candidate of every pool, fused (no cut)."""
@@ -91,12 +81,12 @@ class ScoreFusion:
         if trivial is not None:
             return trivial
         weights = check_weights(self.weights, pools)
-        normalize = NORMALIZATIONS[self.normalize or "minmax"]
+        normalize = NORMALIZATIONS[self.normalize]
         contributions = [
             weight * normalize(pool.scores) if pool.returned else pool.scores
             for pool, weight in zip(pools, weights, strict=True)
         ]
-        if (self.method or "combsum") == "combsum":
+        if self.method == "combsum":
             union, (scores,) = union_sums(pools, contributions)
         else:
             # m(d): how many arms of positive weight returned d.

@@ -9,7 +9,7 @@ job folder and a sweep folder alike."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,15 @@ PACKAGES = (
 )
 
 
-def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) -> Path:
-    """Write every contract file; the job's UNFINISHED marker goes once they all exist."""
+def write_job(
+    job_dir: str | Path,
+    result: JobResult,
+    config: dict[str, Any],
+    renamed_keys: Sequence[Mapping[str, str]] = (),
+) -> Path:
+    """Write every contract file; the job's UNFINISHED marker goes once they all exist.
+    `renamed_keys`: the old key spellings the job's command line used, each with its new home
+    (config.renamed), recorded in manifest.json."""
     job_dir = Path(job_dir)
     tag = system_tag(config)
     # metrics.json's stages are every recorded stage, in order, "final" last. The TREC files
@@ -77,7 +84,7 @@ def write_job(job_dir: str | Path, result: JobResult, config: dict[str, Any]) ->
     rankings = [r.to_json() for r in result.records]
     atomic_write_text(job_dir / names.RANKINGS, jsonl_text(rankings))
     atomic_write_json(job_dir / names.METRICS, result.metrics, indent=None)
-    job_manifest = manifest(result, config)
+    job_manifest = manifest(result, config, renamed_keys)
     atomic_write_json(job_dir / names.MANIFEST, job_manifest)
     write_results_table(job_dir, list(result_rows(result.metrics, tag)))
     top_k = int(config.get("top_k", result.metrics["cutoffs"][0]))
@@ -145,9 +152,13 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def manifest(result: JobResult, config: dict[str, Any]) -> dict[str, Any]:
+def manifest(
+    result: JobResult, config: dict[str, Any], renamed_keys: Sequence[Mapping[str, str]] = ()
+) -> dict[str, Any]:
     return {
         "config": config,
+        # Old key spellings the command line used, read as their new homes: {old, new}.
+        "renamed_keys": [dict(item) for item in renamed_keys],
         "dataset": {
             "name": result.dataset.name,
             "files_sha256": result.dataset.hashes,

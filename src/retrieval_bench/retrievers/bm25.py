@@ -1,5 +1,5 @@
-"""BM25 with rank_bm25's BM25Okapi semantics (or Lucene's BM25Similarity, `bm25.variant=lucene`),
-scored as a sparse matrix product.
+"""BM25 with rank_bm25's BM25Okapi semantics (or Lucene's BM25Similarity,
+`arms.<name>.variant=lucene`), scored as a sparse matrix product.
 
 rank_bm25 walks every document in Python for every query term; here the per-(term, passage)
 weights are precomputed once (each as a code into a table of saturated tfs, times the term's
@@ -8,7 +8,7 @@ rank_bm25's (tests compare them to 1e-9), including the epsilon floor: a term wh
 negative gets `epsilon * mean(IDF over the vocabulary)`. `impl="rank_bm25"` runs the reference
 itself.
 
-`bm25.variant=lucene` scores as Lucene 9's BM25Similarity does (what Elasticsearch and
+`arms.bm25.variant=lucene` scores as Lucene 9's BM25Similarity does (what Elasticsearch and
 OpenSearch run; bm25_build's module docstring): Lucene's idf, the one-byte length norm, float32
 arithmetic, and a term repeated in the query counted as Lucene's query builders count it (Anserini's
 bag of words: one clause per distinct term, boosted by its count), so its float32 scores are
@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_bench.config.bm25 import BM25Config
+from retrieval_bench.config.bm25 import BM25ArmConfig, BM25Config
 from retrieval_bench.config.text import TextConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.plugins import with_overrides
@@ -226,9 +227,8 @@ class BM25Retriever:
     ) -> None:
         if config.variant == "lucene" and config.impl != "sparse":
             raise ConfigError(
-                "bm25.impl",
-                "bm25.variant=lucene is computed by bm25.impl=sparse only (rank_bm25 has no "
-                "Lucene formula)",
+                "impl",
+                "variant=lucene is computed by impl=sparse only (rank_bm25 has no Lucene formula)",
             )
         start = time.perf_counter()
         self.tokens_cached: bool | None = None
@@ -341,50 +341,33 @@ class BM25Retriever:
         return Ranked(indices=indices, scores=top, requested=k, empty_reason=reason)
 
 
-# What a BM25 arm indexes (`arms.<name>.tokens`): jieba words (with the job's `text` settings),
-# or character bigrams (`text.tokenizer.CharBigramTokenizer`).
-TOKENIZERS = ("jieba", "char_bigram")
+@dataclass
+class BM25ArmSpec(BM25ArmConfig):
+    """`arms.<name>` of a BM25 arm: its keyword arguments are its settings (k1, b, epsilon,
+    impl, variant; `tokens`, `jieba` or `char_bigram`; `text`, a mapping over the job's
+    `text.*`: `{hmm: false}`, `{use_lexicon: false}`, `{analyzer: cjk_bigram}`), typed by
+    `config.bm25.BM25ArmConfig`, so BM25 arms that differ in scoring or in tokenisation run side
+    by side (the built-in `bm25_nohmm`, `bm25_nolexicon`, `bm25_bigram`, `bm25_lucene`,
+    `bm25_lucene_cjk`). Tokens come from the token cache under `cache_dir`, keyed by the
+    tokenizer's identity; `text.analyzer` other than jieba tokenises with Lucene's analyzer of
+    that name (text/lucene_analysis.py)."""
 
-
-class BM25ArmSpec:
-    """`arms.<name>` of a BM25 arm: the job's `bm25` and `text` settings, with keyword overrides
-    of `bm25` (k1, b, impl, variant), `text` (a mapping over `text.*`: `{hmm: false}`,
-    `{use_lexicon: false}`, `{analyzer: cjk_bigram}`) and `tokens` (`jieba` or `char_bigram`),
-    so BM25 arms that differ in scoring or in tokenisation run side by side (the built-in
-    `bm25_nohmm`, `bm25_nolexicon`, `bm25_bigram`, `bm25_lucene`, `bm25_lucene_cjk`). Tokens come
-    from the token cache under `cache_dir`, keyed by the tokenizer's identity; `text.analyzer`
-    other than jieba tokenises with Lucene's analyzer of that name (text/lucene_analysis.py)."""
-
-    def __init__(
-        self, text: Mapping[str, Any] | None = None, tokens: str = "jieba", **overrides: Any
-    ) -> None:
-        self.overrides = overrides
-        self.text = dict(text or {})
-        with_overrides(BM25Config(), overrides)  # an unknown key fails when the config is read
-        try:
-            text_config = with_overrides(TextConfig(), self.text)
-        except ConfigError as error:
-            raise ConfigError(f"text.{error.key}", error.message) from error
-        text_config.validate()
-        if tokens not in TOKENIZERS:
-            raise ConfigError("tokens", f"{tokens!r} is not one of {', '.join(TOKENIZERS)}")
-        self.tokens = tokens
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails when the config is read
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """Before any arm builds: Lucene's formula needs the sparse implementation."""
-        config = with_overrides(ctx.cfg.bm25, self.overrides)
-        if config.variant == "lucene" and config.impl != "sparse":
-            key = f"arms.{name}.impl" if "impl" in self.overrides else "bm25.impl"
+        if self.variant == "lucene" and self.impl != "sparse":
             raise ConfigError(
-                key, "bm25.variant=lucene is computed by impl=sparse only (rank_bm25 has no "
-                "Lucene formula)"
+                f"arms.{name}.impl",
+                f"arms.{name}.variant=lucene is computed by impl=sparse only (rank_bm25 has no "
+                "Lucene formula)",
             )
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
         from retrieval_bench.text.lucene_analysis import analyzer
         from retrieval_bench.text.tokenizer import CharBigramTokenizer
 
-        config = with_overrides(ctx.cfg.bm25, self.overrides)
         text = with_overrides(ctx.cfg.text, self.text)
         tokenizer: Tokenizer | CharBigramTokenizer | EnglishAnalyzer | CJKBigramAnalyzer
         if self.tokens == "char_bigram" or text.analyzer != "jieba":
@@ -402,7 +385,7 @@ class BM25ArmSpec:
                 # that tokenises with them, so a job without such an arm loads no jieba; an arm
                 # with its own records its tokenizer in its `info()`.
                 ctx.stats["tokenizer"] = tokenizer.identity()
-        retriever = BM25Retriever(ctx.ids, tokens, tokenizer.tokenize, config)
+        retriever = BM25Retriever(ctx.ids, tokens, tokenizer.tokenize, self)
         retriever.tokenizer = tokenizer.identity()
         retriever.tokens_s = tokens_s
         return TextArm(retriever)

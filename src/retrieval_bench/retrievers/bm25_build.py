@@ -33,7 +33,7 @@ passages a query's common terms post in most passages, and streaming their posti
 query costs. Where a corpus has more distinct values than a uint16 names (`max_codes`), the
 postings hold the float64 weights themselves, as before.
 
-`bm25.variant=lucene` builds the same structure for Lucene's BM25Similarity (Lucene 9, what
+`arms.bm25.variant=lucene` builds the same structure for Lucene's BM25Similarity (Lucene 9, what
 Elasticsearch and OpenSearch run; `lucene_stats`): a term's idf is
 `(float) ln(1 + (N - n + 0.5) / (n + 0.5))` with N the passages that hold at least one token
 (Lucene's docCount); a passage's length is stored as one byte (`SmallFloat.intToByte4`) and read
@@ -298,7 +298,7 @@ def build_index(
         raise ValueError(f"chunk_passages must be >= 1, got {chunk_passages}")
     if config.variant not in BM25_VARIANTS:
         raise ConfigError(
-            "bm25.variant", f"'{config.variant}' is not one of: {', '.join(BM25_VARIANTS)}"
+            "arms.bm25.variant", f"'{config.variant}' is not one of: {', '.join(BM25_VARIANTS)}"
         )
     lucene = config.variant == "lucene"
     lengths = np.asarray(lengths, dtype=np.int64)

@@ -10,7 +10,7 @@ A posting's weight is `idf[row] * table[code]` where the index codes its posting
 the product the build would otherwise have stored, so the same double), or `matrix.data` itself
 where it has no table.
 
-Lucene's formula (`bm25.variant=lucene`) passes `qweights`: one float32 weight per query row
+Lucene's formula (`variant=lucene`) passes `qweights`: one float32 weight per query row
 (the term's count in the query times its idf; each row once), the table (or the postings)
 holding float32 denominators; a posting adds the float32 `w - w / d` and each passage's double
 sum is rounded to float32, on both paths (bm25_build's module docstring).

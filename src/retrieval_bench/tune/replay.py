@@ -10,7 +10,7 @@ change is computed once and reused by every trial that shares it:
   later stages and scoring). Building reads the token and embedding caches anyway; here it
   happens once, not once per trial;
 * each arm's pool for a query, per (query, pool size, filter mask) (`MemoArm`): a trial that
-  only changes fusion weights, rrf_k, normalisation, reranker depth or router thresholds asks no
+  only changes fusion weights or settings, reranker depth or router thresholds asks no
   arm anything new;
 * each query's parse (per negation settings) and filter decision (per filter settings).
 
@@ -76,7 +76,7 @@ from retrieval_bench.scoring.units import passage_docs
 # and the tools around a job. Every other key is part of an arm's setting.
 NOT_ARM_SETTINGS: dict[str, tuple[str, ...] | None] = {
     "retriever": (
-        "name", "combine", "weights", "rrf_k", "normalize", "method", "type_weights",
+        "name", "combine", "weights", "type_weights",
         "type_weights_from", "pool_size", "arms",
     ),
     "router": (

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 from retrieval_bench.compare.build import significance_settings
 from retrieval_bench.config import RunConfig
 from retrieval_bench.config.compose import CONF_DIR, compose_dict
+from retrieval_bench.config.renamed import announce, rename_keys, rewrite_overrides
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion import TYPE_FROM_LABEL
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
@@ -106,7 +107,7 @@ class Tuning:
 
 def split_overrides(overrides: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """(job overrides, search dimensions): an override whose value is a Hydra sweep
-    (`retriever.rrf_k=range(10,101)`) is a dimension, every other one configures the job."""
+    (`combiners.rrf.k=range(10,101)`) is a dimension, every other one configures the job."""
     job: list[str] = []
     space: dict[str, str] = {}
     parser = OverridesParser.create()
@@ -140,6 +141,9 @@ def baseline_values(cfg: RunConfig, space: SearchSpace, base: Any) -> dict[str, 
             if not sep:
                 raise ConfigError("tune.baseline", f"{given!r}: expected KEY=VALUE[,KEY=VALUE]")
             pairs[key.strip()] = OverridesParser.create().parse_override(part).value()
+    renamed, notices = rename_keys(pairs, "tune.baseline")
+    announce(notices)
+    pairs = {renamed.get(key, key): value for key, value in pairs.items()}
     for key in pairs:
         if key in space.keys:
             continue
@@ -160,7 +164,9 @@ class Tuner:
     """The state of one tuning run (see the module docstring)."""
 
     def __init__(self, request: TuneRequest) -> None:
-        job, cli_space = split_overrides(request.overrides)
+        overrides, notices = rewrite_overrides(request.overrides)
+        announce(notices)
+        job, cli_space = split_overrides(overrides)
         self.request = request
         self.job_overrides = job
         self.base = compose_dict(job, request.config_dir)
@@ -174,7 +180,10 @@ class Tuner:
                 "router=learned), whose report holds its held-out estimate",
             )
         self.metric_name, self.k, self.higher = resolve_metric(self.cfg)
-        specs = {**self.cfg.tune.space, **cli_space}
+        renamed, notices = rename_keys(self.cfg.tune.space, "tune.space")
+        announce(notices)
+        space = {renamed.get(key, key): spec for key, spec in self.cfg.tune.space.items()}
+        specs = {**space, **cli_space}
         for key, spec in specs.items():
             parse_sweep(key, spec)
         self.specs = specs
@@ -486,11 +495,18 @@ class Tuner:
 
 
 def _probe_values(key: str, distribution: Any, arms: int) -> list[Any]:
-    """The ends of a dimension's range (each choice of a categorical one), as job values."""
+    """The ends of a dimension's range (each choice of a categorical one), as job values; a
+    continuous range also a point inside it that is no whole number, which an integer key
+    refuses (its ends may be whole: `interval(1,9)`)."""
     if hasattr(distribution, "choices"):
         ends = list(distribution.choices)
     else:
         ends = [distribution.low, distribution.high]
+        continuous = isinstance(distribution, optuna.distributions.FloatDistribution)
+        if continuous and not distribution.step:
+            inside = distribution.low + 0.381966 * (distribution.high - distribution.low)
+            if not float(inside).is_integer() and key not in (WEIGHTS, TYPE_WEIGHTS):
+                ends.append(inside)
     if key in (WEIGHTS, TYPE_WEIGHTS):
         top = max(ends)
         # One arm at each end while the others sit at the top: a vector of all-lowest weights

@@ -12,7 +12,7 @@ parameter named after its key, except two keys that hold a weight vector:
   vector a type gets is its raw one shrunk toward the global weights
   (`shrink_type_weights`).
 
-A trial's values are written back as override strings (`retriever.rrf_k=37`) that Hydra parses
+A trial's values are written back as override strings (`combiners.rrf.k=37`) that Hydra parses
 to the very values the trial ran (checked on every one), so `tune.json`'s `chosen` composes to
 the configuration that was scored."""
 
@@ -240,7 +240,7 @@ def build_space(
     if not specs:
         raise ConfigError(
             "tune.space",
-            "is empty: name at least one key to search, e.g. 'retriever.rrf_k=range(10,101)' "
+            "is empty: name at least one key to search, e.g. 'combiners.rrf.k=range(10,101)' "
             "on the command line or tune.space in an experiment preset",
         )
     dimensions = []

@@ -300,11 +300,17 @@ def test_flat_config_keeps_what_a_job_measured() -> None:
 
 @pytest.mark.parametrize(
     ("allowed", "refused"),
-    [([], ["bm25.k1"]), (["bm25"], []), (["bm25.k1"], []), (["bm2"], ["bm25.k1"])],
+    [
+        ([], ["arms.bm25.k1"]),
+        (["arms.bm25"], []),
+        (["arms.bm25.k1"], []),
+        (["arms.bm2"], ["arms.bm25.k1"]),
+        (["bm25"], []),  # an old spelling of the key names its new home
+    ],
 )
 def test_allowed_keys_match_whole_key_parts(allowed: list[str], refused: list[str]) -> None:
-    before = job(pairs(1.0), config={"bm25": {"k1": 1.5}})
-    after = job(pairs(1.0), config={"bm25": {"k1": 0.5}})
+    before = job(pairs(1.0), config={"arms": {"bm25": {"k1": 1.5}}})
+    after = job(pairs(1.0), config={"arms": {"bm25": {"k1": 0.5}}})
     differences = plan_differences({KEY: after}, {KEY: before}, allowed)
     assert [d.key for d in differences if not d.allowed] == refused
 
@@ -384,3 +390,15 @@ def test_the_gate_ci_is_its_holm_familys() -> None:
         [0.95, 1 - 0.05 / 2, 1 - 0.05 / 3]
     )
     json.dumps([c.to_json() for c in result.checks], allow_nan=False)
+
+
+def test_a_baseline_month_of_the_old_key_spellings_is_compared_key_by_key() -> None:
+    """A month recorded before the keys moved (bm25.k1, retriever.rrf_k) is read with the new
+    names, so a change across the rename is a difference and an unchanged value is none."""
+    before = job(pairs(1.0), config={"bm25": {"k1": 1.5, "b": 0.75}, "retriever": {"rrf_k": 60}})
+    after = job(
+        pairs(1.0),
+        config={"arms": {"bm25": {"k1": 0.5, "b": 0.75}}, "combiners": {"rrf": {"k": 60}}},
+    )
+    differences = plan_differences({KEY: after}, {KEY: before})
+    assert [(d.key, d.before, d.after) for d in differences] == [("arms.bm25.k1", "1.5", "0.5")]

@@ -26,7 +26,7 @@ from retrieval_bench.errors import ConfigError
 
 def month(root: Path, name: str, evalset: Path, cache: Path, b: str) -> Path:
     folder = root / name
-    run_mini(folder / "mini" / "bm25", "bm25", evalset, cache, f"bm25.b={b}")
+    run_mini(folder / "mini" / "bm25", "bm25", evalset, cache, f"arms.bm25.b={b}")
     (folder / "benchmark.json").write_text(json.dumps({"month": name, "status": "finished"}))
     return folder
 

@@ -332,12 +332,12 @@ def test_job_overrides_keep_what_applies_to_every_job() -> None:
             "benchmark.gate.allow_plan_changes=[top_k]",
             "dataset=travel",
             "retriever=bm25",
-            "bm25.k1=0.5",
+            "arms.bm25.k1=0.5",
             "top_k=8",
             "hydra.verbose=true",
         ]
     )
-    assert kept == ["bm25.k1=0.5", "top_k=8"]
+    assert kept == ["arms.bm25.k1=0.5", "top_k=8"]
     with pytest.raises(ConfigError, match="sweep"):
         job_overrides(["top_k=6,8"])
 

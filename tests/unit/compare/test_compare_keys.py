@@ -23,22 +23,24 @@ def test_override_parsing_and_canonical_values() -> None:
 
 
 def test_compare_config_baseline_spellings() -> None:
-    assert CompareConfig(baseline={"top_k": 6}).baseline_settings() == [{"top_k": 6}]
-    assert CompareConfig(baseline="top_k=6,retriever=bm25").baseline_settings() == [
+    assert CompareConfig(baselines=[{"top_k": 6}]).baseline_settings() == [{"top_k": 6}]
+    assert CompareConfig(baselines=["top_k=6,retriever=bm25"]).baseline_settings() == [
         {"top_k": "6", "retriever": "bm25"}
     ]
     assert CompareConfig().baseline_settings() == []
-    # `baseline` is the one-element case of `baselines`; a bare value names a varying key's.
+    # A bare value names a varying key's; a key's old spelling is read as its new home, as the
+    # sweep's own overrides are.
     assert CompareConfig(baselines=["bm25", {"top_k": 6}]).baseline_settings() == [
         {ANY_KEY: "bm25"},
         {"top_k": 6},
     ]
-    with pytest.raises(ConfigError, match=r"compare\.baseline'"):
-        CompareConfig(baseline="=6").validate()
+    assert CompareConfig(baselines=["bm25.k1=0.9,retriever.rrf_k=20"]).baseline_settings() == [
+        {"arms.bm25.k1": "0.9", "combiners.rrf.k": "20"}
+    ]
+    with pytest.raises(ConfigError, match=r"compare\.baselines\[0\]"):
+        CompareConfig(baselines=["=6"]).validate()
     with pytest.raises(ConfigError, match=r"compare\.baselines\[1\]"):
         CompareConfig(baselines=["bm25", "top_k=6,=8"]).validate()
-    with pytest.raises(ConfigError, match="not both"):
-        CompareConfig(baseline="top_k=6", baselines=["bm25"]).validate()
     with pytest.raises(ConfigError, match=r"compare\.metrics"):
         canonical_compare_metrics(CompareConfig(metrics=["recall"]))
 

@@ -15,6 +15,8 @@ from retrieval_bench.config import RunConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.fusion import Fill, ReciprocalRankFusion, ScoreFusion
 from retrieval_bench.job.check import check_config
+from retrieval_bench.retrievers.bm25 import BM25ArmSpec
+from retrieval_bench.retrievers.lucene import LuceneArmSpec
 from retrieval_bench.stages.context import ContextBudget
 from retrieval_bench.stages.cut import TopKCut
 from retrieval_bench.stages.rerank import CrossEncoderRerank
@@ -35,6 +37,9 @@ def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix[:-1], node
 
 
+BM25_ARMS = (
+    "bm25", "bm25_nohmm", "bm25_nolexicon", "bm25_bigram", "bm25_lucene", "bm25_lucene_cjk",
+)  # fmt: skip
 # A different valid value for every string key (numbers and booleans are changed by rule).
 STRING_ALTERNATIVES = {
     "dataset.name": "mine",
@@ -45,8 +50,8 @@ STRING_ALTERNATIVES = {
     "dataset.split": "dev",
     "retriever.name": "mine",
     "retriever.combine": "fill",
-    "retriever.normalize": "zscore",
-    "retriever.method": "combmnz",
+    "combiners.score.normalize": "zscore",
+    "combiners.score.method": "combmnz",
     "retriever.type_weights_from": "label",
     "tune.metric": "recall@K",
     "tune.stage": "context",
@@ -67,8 +72,9 @@ STRING_ALTERNATIVES = {
     "router.metric": "recall@K",
     "router.fallback": "rrf_50_50",
     "router.default_route": "multi_hop",
-    "bm25.impl": "rank_bm25",
-    "bm25.variant": "lucene",
+    **{f"arms.{arm}.impl": "rank_bm25" for arm in BM25_ARMS},
+    **{f"arms.{arm}.tokens": "char_bigram" for arm in BM25_ARMS if arm != "bm25_bigram"},
+    **{f"arms.{arm}.variant": "lucene" for arm in BM25_ARMS if "lucene" not in arm},
     "text.impl": "jieba",
     "text.analyzer": "english",
     "dense.index": "HNSW16",
@@ -96,7 +102,7 @@ STRING_ALTERNATIVES = {
     "benchmark.judge.prompt_en": "prompts/en.txt",
     "benchmark.judge.prompt_zh": "prompts/zh.txt",
     "benchmark.judge.api_key_env": "MY_API_KEY",
-    "arms.bm25._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
+    **{f"arms.{arm}._target_": "test_config.OtherBM25" for arm in BM25_ARMS},
     "arms.dense._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
     "arms.run_file._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
     "m3.model": "/models/bge-m3",
@@ -115,18 +121,14 @@ STRING_ALTERNATIVES = {
     "service.score_field": "",
     "service.on_error": "skip",
     "arms.service._target_": "my_arms.OtherServiceSpec",
-    # The tokeniser arms, and the robustness node.
-    **{
-        f"arms.{arm}._target_": "retrieval_bench.retrievers.dense.DenseArmSpec"
-        for arm in ("bm25_nohmm", "bm25_nolexicon", "bm25_bigram", "bm25_lucene")
-    },
     "arms.bm25_bigram.tokens": "jieba",
     # The Lucene arms (docs/how-to/lucene-bm25.md).
     "arms.bm25_lucene.variant": "rank_bm25",
-    "arms.bm25_lucene_cjk._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
     "arms.bm25_lucene_cjk.variant": "rank_bm25",
     "arms.bm25_lucene_cjk.text.analyzer": "english",
-    "arms.lucene._target_": "retrieval_bench.retrievers.dense.DenseArmSpec",
+    "arms.lucene._target_": "test_config.OtherLucene",
+    "arms.lucene.heap": "4g",
+    # The robustness node.
     "robustness.entities": "too",
     "robustness.opencc_traditional": "s2tw",
     "robustness.opencc_simplified": "tw2s",
@@ -138,6 +140,14 @@ STRING_ALTERNATIVES = {
     "combiners.score._target_": "test_config.OtherScoreFusion",
     "combiners.fill._target_": "test_config.OtherFill",
 }
+
+
+class OtherBM25(BM25ArmSpec):
+    """Another BM25 arm class: its node keeps its keyword arguments."""
+
+
+class OtherLucene(LuceneArmSpec):
+    """Another Lucene arm class."""
 
 
 class OtherRerank(CrossEncoderRerank):
@@ -193,9 +203,10 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
             continue
         expected[key] = different(key, value, strings)
         assert expected[key] != value, key
-    assert {"top_k", "retriever.pool_size", "bm25.k1", "filters.city", "dataset.name"} <= set(
-        expected
-    )
+    assert {
+        "top_k", "retriever.pool_size", "arms.bm25.k1", "combiners.rrf.k", "filters.city",
+        "dataset.name",
+    } <= set(expected)  # fmt: skip
     overrides = [
         f"{key}={str(v).lower()}"
         if isinstance(v, bool)
@@ -208,7 +219,9 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
     composed = dict(leaves(again))
     assert {key: composed[key] for key in expected} == expected
     typed: RunConfig = OmegaConf.to_object(again)  # type: ignore[assignment]
-    assert typed.top_k == 7 and typed.retriever.combine == "fill" and typed.bm25.b == 0.375
+    assert (
+        typed.top_k == 7 and typed.retriever.combine == "fill" and typed.arms["bm25"]["b"] == 0.375
+    )
     assert typed.filters.permissions is False and typed.encoder.precision == "fp16"
     # fp16 is refused unless every encoder device is a GPU, and a GPU device is refused where
     # none is present (this machine): the one key whose different value cannot validate here.
@@ -223,9 +236,11 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
     [
         ("top_k=0", "top_k"),
         ("retriever.pool_size=-3", "retriever.pool_size"),
-        ("retriever.rrf_k=-1", "retriever.rrf_k"),
+        ("combiners.rrf.k=-1", "combiners.rrf.k"),
+        ("combiners.fill.k=-1", "combiners.fill.k"),
         ("retriever.arms=[bm25,sparse]", "retriever.arms[1]"),
-        ("bm25.b=1.5", "bm25.b"),
+        ("arms.bm25.b=1.5", "arms.bm25.b"),
+        ("arms.bm25_bigram.b=-0.5", "arms.bm25_bigram.b"),
         ("scoring.cutoffs=[10,0]", "scoring.cutoffs[1]"),
     ],
 )
@@ -235,7 +250,7 @@ def test_out_of_range_values_name_their_key(override: str, key: str) -> None:
         check_config(cfg)
 
 
-@pytest.mark.parametrize("override", ["bm25.b=0", "bm25.b=1", "bm25.k1=0"])
+@pytest.mark.parametrize("override", ["arms.bm25.b=0", "arms.bm25.b=1", "arms.bm25.k1=0"])
 def test_range_ends_are_valid_values(override: str) -> None:
     # b = 1 is full length normalisation and b = 0 none (rank_bm25 takes both): the range is
     # closed, so a refusal of either end would turn a valid setting away.
@@ -251,5 +266,5 @@ def test_defaults_validate_and_are_the_documented_ones() -> None:
         "hybrid",
         "retrieval_bench.encoders.use.USEEncoder",
     )
-    assert (cfg.top_k, cfg.retriever.pool_size, cfg.retriever.rrf_k) == (6, 10, 60)
+    assert (cfg.top_k, cfg.retriever.pool_size, cfg.combiners["rrf"]["k"]) == (6, 10, 60)
     assert cfg.retriever.arms == ["bm25", "dense"] and cfg.retriever.combine == "rrf"

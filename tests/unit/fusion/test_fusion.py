@@ -163,10 +163,13 @@ def test_a_single_pool_passes_through_and_empty_pools_say_why(combiner: object) 
     assert sorted(order(one)) == ["a", "b", "d"] and one.requested == 3
 
 
-def test_the_built_combiners_read_the_retriever_config() -> None:
-    cfg = RetrieverConfig(arms=["bm25", "dense"], combine="score", normalize="zscore")
-    cfg.method, cfg.weights = "combmnz", [0.3, 0.7]
-    built = built_combiners(cfg)
+def test_the_built_combiners_read_their_nodes_and_the_retriever_weights() -> None:
+    cfg = RetrieverConfig(arms=["bm25", "dense"], combine="score", weights=[0.3, 0.7])
+    combiners = {
+        **BUILTIN_COMBINERS,
+        "score": {**BUILTIN_COMBINERS["score"], "normalize": "zscore", "method": "combmnz"},
+    }
+    built = built_combiners(cfg, combiners)
     assert built["score"] == ScoreFusion("zscore", "combmnz", (0.3, 0.7))
     assert built["rrf"] == ReciprocalRankFusion(60, (0.3, 0.7))
     assert built["fill"] == Fill(60)
@@ -177,11 +180,23 @@ def test_the_built_combiners_read_the_retriever_config() -> None:
     assert sorted(BUILTIN_COMBINERS) == ["fill", "rrf", "score"]
 
 
+def test_fill_follows_rrf_k_unless_set() -> None:
+    cfg = compose_config(["combiners.rrf.k=20"])
+    assert cfg.combiners["fill"]["k"] == 20
+    cfg = compose_config(["combiners.rrf.k=20", "combiners.fill.k=5"])
+    assert (cfg.combiners["rrf"]["k"], cfg.combiners["fill"]["k"]) == (20, 5)
+
+
 def test_the_issue_example_composes() -> None:
     cfg = compose_config(
-        ["retriever.combine=score", "retriever.normalize=minmax", "retriever.weights=[0.3,0.7]"]
+        [
+            "retriever.combine=score",
+            "combiners.score.normalize=minmax",
+            "retriever.weights=[0.3,0.7]",
+        ]
     )
-    assert built_combiners(cfg.retriever)["score"] == ScoreFusion("minmax", "combsum", (0.3, 0.7))
+    built = built_combiners(cfg.retriever, cfg.combiners)
+    assert built["score"] == ScoreFusion("minmax", "combsum", (0.3, 0.7))
 
 
 @pytest.mark.parametrize(
@@ -189,9 +204,11 @@ def test_the_issue_example_composes() -> None:
     [
         ("retriever.combine=rfr", "retriever.combine", "did you mean 'rrf'?"),
         ("retriever.combine=scores", "retriever.combine", "did you mean 'score'?"),
-        ("retriever.normalize=min-max", "retriever.normalize", "did you mean 'minmax'?"),
-        ("retriever.normalize=zmuv", "retriever.normalize", "known: none, minmax, zscore"),
-        ("retriever.method=combmz", "retriever.method", "did you mean 'combmnz'?"),
+        ("combiners.score.normalize=min-max", "combiners.score.normalize", "mean 'minmax'?"),
+        ("combiners.score.normalize=zmuv", "combiners.score.normalize", "none, minmax, zscore"),
+        ("combiners.score.method=combmz", "combiners.score.method", "did you mean 'combmnz'?"),
+        ("combiners.rrf.k=ten", "combiners.rrf.k", "expects int"),
+        ("+combiners.rrf.weights=[1,2]", "combiners.rrf.weights", "unknown key"),
         ("retriever.weights=[1.0]", "retriever.weights", "1 weights for 2 arms"),
         ("retriever.weights=[1,2,3]", "retriever.weights", "3 weights for 2 arms"),
         ("retriever.weights=[0.5,-0.1]", "retriever.weights[1]", "must be >= 0"),
@@ -242,8 +259,8 @@ def test_a_job_fuses_with_the_configured_method_and_weights(
         *mini_overrides(tmp_path),
         f"cache_dir={shared_cache}",
         "retriever.combine=score",
-        "retriever.normalize=zscore",
-        "retriever.method=combmnz",
+        "combiners.score.normalize=zscore",
+        "combiners.score.method=combmnz",
         "retriever.weights=[0.25,2]",
     ]
     result, _ = run_in_process(overrides, tmp_path)

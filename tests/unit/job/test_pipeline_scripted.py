@@ -37,7 +37,7 @@ def run(
         route=route,
         pool_size=pool_size,
         top_k=top_k,
-        combiners=built_combiners(RetrieverConfig(rrf_k=rrf_k)),
+        combiners=built_combiners(RetrieverConfig(), rrf_k=rrf_k),
         baselines=baselines,
     )
     [record] = pipeline.run([EvalQuery("q1", query, "t", "reviewed", {"p0": 1})])

@@ -1,4 +1,4 @@
-"""bm25.variant=lucene: Lucene 9's BM25Similarity, against a line-by-line transcription of it.
+"""arms.bm25.variant=lucene: Lucene 9's BM25Similarity, against a line-by-line transcription of it.
 
 The transcription below follows Lucene 9.9.1's Java (the version inside Anserini 1.7.1):
 `SmallFloat.intToByte4`/`byte4ToInt` on Python ints, `BM25Similarity.idf`, `avgFieldLength`,

@@ -1,4 +1,4 @@
-"""The real Lucene as an arm (retrievers/lucene.py) against `bm25.variant=lucene`: on the same
+"""The real Lucene as an arm (retrievers/lucene.py) against `arms.bm25.variant=lucene`: on the same
 jieba tokens (the arm pretokenized) both rank every query alike and score it alike, to the 6
 decimals Anserini's run file prints (a float printed the way Java's `%f` prints it); with
 filters too. Plus the arm's bad input: no Java, no jar, a half-built index, a wrong jar hash.
@@ -63,7 +63,7 @@ def _arms(ctx: BuildContext) -> tuple[Any, Any]:
 @pytest.fixture(scope="module")
 def travel(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildContext, Any, Any]:
     anserini_or_skip()
-    ctx = _context(["bm25.k1=0.9", "bm25.b=0.4"], tmp_path_factory.mktemp("cache"))
+    ctx = _context(["arms.bm25.k1=0.9", "arms.bm25.b=0.4"], tmp_path_factory.mktemp("cache"))
     return (ctx, *_arms(ctx))
 
 

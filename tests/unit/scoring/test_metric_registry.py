@@ -68,7 +68,7 @@ def test_an_outside_measure_reaches_every_output_and_the_gate(
 ) -> None:
     activate = f"scoring.plugins=[{plugin}]"
     result, job_a = run_in_process(_overrides(tmp_path, activate), tmp_path / "a")
-    _, job_b = run_in_process(_overrides(tmp_path, activate, "bm25.k1=0.3"), tmp_path / "b")
+    _, job_b = run_in_process(_overrides(tmp_path, activate, "arms.bm25.k1=0.3"), tmp_path / "b")
 
     # metrics.json: per query it is mrr squared, overall their mean, readable and condensed too.
     metrics = json.loads((job_a / "metrics.json").read_text())

@@ -189,7 +189,7 @@ def test_job_scores_indices_as_it_would_score_ids(monkeypatch: pytest.MonkeyPatc
         route=lambda q, p: Routing(None, strategy),
         pool_size=20,
         top_k=8,
-        combiners=built_combiners(RetrieverConfig(rrf_k=60)),
+        combiners=built_combiners(RetrieverConfig()),
         baselines={"a": Strategy("a", ("a",))},
     )
     records = pipeline.run(queries)

@@ -112,7 +112,7 @@ def test_permission_filter_makes_leak_exactly_zero(permissions: bool) -> None:
         route=lambda q, p: Routing(None, strategy),
         pool_size=4,
         top_k=4,
-        combiners=built_combiners(RetrieverConfig(rrf_k=60)),
+        combiners=built_combiners(RetrieverConfig()),
     )
     records = pipeline.run(queries)
     rankings = {r.query.query_id: r.stages["final"].ids for r in records}

@@ -73,7 +73,7 @@ def test_a_job_is_one_run_holding_its_metrics_params_tags_and_files(
     params, tags = run.data.params, run.data.tags
     assert (params["dataset"], params["retriever"], params["top_k"]) == ("mini", "hybrid", "6")
     assert params["dataset.name"] == "mini"  # differs from the default (travel)
-    assert "retriever.rrf_k" not in params  # the default's value: not a param
+    assert "combiners.rrf.k" not in params  # the default's value: not a param
     assert tags[tn.LABELS_HASH] == manifest["labels"]["hash"]
     assert tags[tn.KIND] == "job" and tags[tn.COMPLETE] == "true"
     assert tags[tn.FOLDER] == str(folder.resolve())

@@ -92,10 +92,11 @@ def tuner(overrides: list[str], folder: Path, *extra: str) -> Tuner:
 @pytest.mark.parametrize(
     "settings",
     [
-        ["retriever.rrf_k=7", "retriever.weights=[0.2,0.9]"],
-        ["retriever.combine=score", "retriever.normalize=zscore", "retriever.weights=[1,0.3]"],
-        ["retriever.pool_size=7", "retriever.rrf_k=90"],
-        ["router=rules", "router.short_query_length=6", "retriever.rrf_k=30"],
+        ["combiners.rrf.k=7", "retriever.weights=[0.2,0.9]"],
+        ["retriever.combine=score", "combiners.score.normalize=zscore",
+         "retriever.weights=[1,0.3]"],
+        ["retriever.pool_size=7", "combiners.rrf.k=90"],
+        ["router=rules", "router.short_query_length=6", "combiners.rrf.k=30"],
         ["retriever.type_weights_from=label", "+retriever.type_weights.negation=[1.0,0.0]"],
     ],
     ids=["rrf", "score", "pool", "router", "type-weights"],
@@ -107,7 +108,7 @@ def test_a_replayed_trial_scores_as_a_fresh_job(
     """The replay (pools reused from another configuration's trial) gives each query the value
     a fresh job of the same configuration gives it, exactly."""
     replay = Replay(compose(slice_overrides))
-    first = compose([*slice_overrides, "retriever.rrf_k=60"])
+    first = compose([*slice_overrides, "combiners.rrf.k=60"])
     ids = replay.scored_ids
     replay.scores(first, ids, ("ndcg", 6), "final")
     cfg = compose([*slice_overrides, *settings])
@@ -121,12 +122,12 @@ def test_a_replayed_trial_scores_as_a_fresh_job(
 
 @pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_only_new_arm_settings_search_again(slice_overrides: list[str]) -> None:
-    """Fusion settings reuse every pool; a BM25 setting builds the arms again (an arm's setting
-    is every key an arm may read, so the dense arm too) from the token and embedding caches."""
+    """Fusion settings reuse every pool; a BM25 setting (a key of the bm25 arm's own node)
+    builds that arm again, from the token cache, and only it: the dense arm keeps its pools."""
     replay = Replay(compose(slice_overrides))
     ids = replay.scored_ids
     for k in (10, 30, 60):
-        cfg = compose([*slice_overrides, f"retriever.rrf_k={k}"])
+        cfg = compose([*slice_overrides, f"combiners.rrf.k={k}"])
         replay.scores(cfg, ids, ("ndcg", 6), "final")
     assert replay.work() == {
         "arm_settings_built": 2,
@@ -134,9 +135,9 @@ def test_only_new_arm_settings_search_again(slice_overrides: list[str]) -> None:
         "queries_replayed": 2 * len(ids),
         "pools_reused": 0,
     }
-    replay.scores(compose([*slice_overrides, "bm25.k1=0.9"]), ids, ("ndcg", 6), "final")
-    assert replay.work()["arm_settings_built"] == 4
-    assert replay.work()["pools_searched"] == 4 * len(ids)
+    replay.scores(compose([*slice_overrides, "arms.bm25.k1=0.9"]), ids, ("ndcg", 6), "final")
+    assert replay.work()["arm_settings_built"] == 3
+    assert replay.work()["pools_searched"] == 3 * len(ids)
 
 
 @pytest.fixture(scope="module")
@@ -145,11 +146,11 @@ def tuned(slice_overrides: list[str], tmp_path_factory: pytest.TempPathFactory) 
     job = tuner(
         slice_overrides,
         folder,
-        "retriever.rrf_k=range(1,101)",
+        "combiners.rrf.k=range(1,101)",
         "retriever.weights=interval(0,1)",
         "tune.trials=5",
         "tune.folds=2",
-        "tune.baseline={retriever.rrf_k:60}",
+        "tune.baseline={combiners.rrf.k:60}",
     )
     job.run()
     return job
@@ -196,8 +197,8 @@ def test_the_baseline_is_compared_on_held_out_queries_only(
 ) -> None:
     summary = json.loads((Path(tuned.cfg.tune.dir) / TUNE_JSON).read_text(encoding="utf-8"))
     baseline = summary["baseline"]
-    assert baseline["chosen"][0] == "retriever.rrf_k=60"
-    fresh = run_job(compose([*slice_overrides, "retriever.rrf_k=60"]))
+    assert baseline["chosen"][0] == "combiners.rrf.k=60"
+    fresh = run_job(compose([*slice_overrides, "combiners.rrf.k=60"]))
     assert math.isclose(
         baseline["score"], float(np.mean(per_query(fresh, "ndcg@6", tuned.ids))), abs_tol=1e-12
     )
@@ -230,7 +231,7 @@ def test_tuned_yaml_composes_to_the_configuration_chosen_on_all_queries(
 def test_a_killed_tuning_resumes_without_redoing_finished_trials(
     slice_overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    space = ["retriever.rrf_k=range(1,101)", "tune.trials=3", "tune.folds=2"]
+    space = ["combiners.rrf.k=range(1,101)", "tune.trials=3", "tune.folds=2"]
     calls: list[int] = []
     killed: list[bool] = []
     original = Tuner.objective
@@ -328,31 +329,31 @@ def test_shrinkage_pulls_a_type_with_few_queries_toward_the_global_weights() -> 
 
 
 def test_sweeps_become_optuna_distributions_and_values_round_trip() -> None:
-    assert distribution("retriever.rrf_k", "range(10,101,10)")[0] == optuna.distributions.IntDistribution(10, 100, step=10)  # noqa: E501
+    assert distribution("combiners.rrf.k", "range(10,101,10)")[0] == optuna.distributions.IntDistribution(10, 100, step=10)  # noqa: E501
     assert distribution("x", "tag(log,interval(1,100))")[0] == optuna.distributions.FloatDistribution(1, 100, log=True)  # noqa: E501
     assert distribution("x", "zscore,minmax")[0].choices == ("zscore", "minmax")  # type: ignore[attr-defined]
     for value in (37, 0.30000000000000004, "zscore", [0.1, 1.0], {"negation": [1.0, 0.5]}, True):
         assert override_string("k", value).startswith("k=")
-    job, space = split_overrides(["top_k=6", "retriever.rrf_k=range(1,5)", "retriever=bm25"])
-    assert job == ["top_k=6", "retriever=bm25"] and space == {"retriever.rrf_k": "range(1,5)"}
+    job, space = split_overrides(["top_k=6", "combiners.rrf.k=range(1,5)", "retriever=bm25"])
+    assert job == ["top_k=6", "retriever=bm25"] and space == {"combiners.rrf.k": "range(1,5)"}
 
 
 @pytest.mark.parametrize(
     ("args", "key", "says"),
     [
-        (["retriever.rrf=range(1,5)"], "tune.space.retriever.rrf", "mean 'retriever.rrf_k'"),
-        (["retriever.rrf_k=range(5,5)"], "tune.space.retriever.rrf_k", "empty range"),
+        (["combiners.rrf.kk=range(1,5)"], "tune.space.combiners.rrf.kk", "did you mean 'k'"),
+        (["combiners.rrf.k=range(5,5)"], "tune.space.combiners.rrf.k", "empty range"),
         (["retriever.weights=interval(1,0)"], "tune.space.retriever.weights", "empty range"),
         (["top_k=range(3,9)"], "tune.space.top_k", "fixed top_k"),
-        (["retriever.rrf_k=interval(1,9)"], "tune.space.retriever.rrf_k", "integer"),
-        (["retriever.rrf_k=range(1,5)", "tune.folds=5"], "tune.folds", "only 4 scored"),
-        (["retriever.rrf_k=range(1,5)", "tune.baseline={retriever.pool_size:10}"],
+        (["combiners.rrf.k=interval(1,9)"], "tune.space.combiners.rrf.k", "expects int"),
+        (["combiners.rrf.k=range(1,5)", "tune.folds=5"], "tune.folds", "only 4 scored"),
+        (["combiners.rrf.k=range(1,5)", "tune.baseline={retriever.pool_size:10}"],
          "tune.baseline.retriever.pool_size", "not searched"),
-        (["retriever.rrf_k=range(1,5)", "tune.baseline={retriever.rrf:10}"],
-         "tune.baseline.retriever.rrf", "did you mean 'retriever.rrf_k'"),
-        (["retriever.rrf_k=range(1,5)", "tune.metric=recall_pooled@K"], "tune.metric",
+        (["combiners.rrf.k=range(1,5)", "tune.baseline={combiners.rrf.kk:10}"],
+         "tune.baseline.combiners.rrf.kk", "did you mean 'combiners.rrf.k'"),
+        (["combiners.rrf.k=range(1,5)", "tune.metric=recall_pooled@K"], "tune.metric",
          "per-query"),
-        (["retriever.rrf_k=range(1,5)", "tune.metric=ndcg@10"], "tune.metric", "scoring.cutoffs"),
+        (["combiners.rrf.k=range(1,5)", "tune.metric=ndcg@10"], "tune.metric", "scoring.cutoffs"),
         (["tune.trials=3"], "tune.space", "is empty"),
     ],
     ids=["unknown-key", "empty-range", "empty-interval", "top-k", "int-interval", "folds",
@@ -395,7 +396,7 @@ def test_a_second_plan_in_the_same_folder_is_refused(
     tuned: Tuner, slice_overrides: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = tune_main(
-        [*slice_overrides, f"tune.dir={tuned.cfg.tune.dir}", "retriever.rrf_k=range(1,50)",
+        [*slice_overrides, f"tune.dir={tuned.cfg.tune.dir}", "combiners.rrf.k=range(1,50)",
          "retriever.weights=interval(0,1)", "tune.trials=5", "tune.folds=2"]
     )  # fmt: skip
     err = capsys.readouterr().err

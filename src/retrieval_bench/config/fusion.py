@@ -1,0 +1,58 @@
+"""The shipped combiners' keyword arguments (`combiners.rrf`, `combiners.score`,
+`combiners.fill`), apart from the fusion code, so the schema imports no implementation. Each
+fusion class (retrieval_bench.fusion) takes these fields as its keyword arguments; the
+per-arm weights are the job's (`retriever.weights`), handed to `build`, never a node's key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from retrieval_bench.errors import ConfigError, nearest_hint
+
+# RRF's k as Cormack et al. chose it (and fill's rank constant).
+RRF_K = 60
+NORMALIZATIONS = ("none", "minmax", "zscore")
+METHODS = ("combsum", "combmnz")
+
+
+@dataclass
+class RRFConfig:
+    """`combiners.rrf`: score(d) = sum of w / (k + rank)."""
+
+    k: int = RRF_K
+
+    def validate(self) -> None:
+        check_rank_constant("k", self.k)
+
+
+@dataclass
+class FillConfig:
+    """`combiners.fill`: the rank constant of its scores 1 / (k + position); the shipped node
+    follows `combiners.rrf.k`."""
+
+    k: int = RRF_K
+
+    def validate(self) -> None:
+        check_rank_constant("k", self.k)
+
+
+@dataclass
+class ScoreFusionConfig:
+    """`combiners.score`: each arm's scores normalised over its pool, then summed."""
+
+    normalize: str = "minmax"  # none, minmax, zscore
+    method: str = "combsum"  # combsum, combmnz
+
+    def validate(self) -> None:
+        for key, value, known in (
+            ("normalize", self.normalize, NORMALIZATIONS),
+            ("method", self.method, METHODS),
+        ):
+            if value not in known:
+                raise ConfigError(key, f"unknown value '{value}'; {nearest_hint(value, known)}")
+
+
+def check_rank_constant(key: str, k: int) -> None:
+    """RRF's and fill's k: an integer >= 0 (`key` names where it was set)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ConfigError(key, f"must be an integer >= 0, got {k!r}")

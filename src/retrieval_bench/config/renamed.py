@@ -1,0 +1,209 @@
+"""The keys this release moved to their one home, and the one mapping that still reads the old
+spellings (for this release): every command line, `compose(overrides)`, sweep, tuning space and
+baseline that names an old key is rewritten to the new key before Hydra sees it, with one notice
+line per old key (`renamed key: bm25.k1 -> arms.bm25.k1 ...`), which the job's manifest.json
+records under `renamed_keys`.
+
+What is read here: Hydra override strings (`key=value`, `+key=value`, `++key=value`, `~key`,
+sweeps `key=a,b`) and dotted keys (a tuning space's, a baseline's KEY=VALUE, a gate's
+`allow_plan_changes`). An old key inside a YAML file (a `--config-dir` preset) is not rewritten:
+Hydra refuses it, and the app's message names the new key (`run.exits.renamed_in_file`).
+
+`renamed_table()` is the reference page's table (docs/reference/renamed-keys.md), generated from
+`RENAMES`, so the page and the mapping cannot drift (a test compares them)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from retrieval_bench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+# The environment variable through which `python -m run` hands the notices of its command line
+# to its jobs (a launcher may run them in other processes), for manifest.json.
+ENV = "RETRIEVAL_BENCH_RENAMED_KEYS"
+
+
+@dataclass(frozen=True)
+class Rename:
+    """`old` (a key, or with `node` every key under it) now lives at `new`."""
+
+    old: str
+    new: str
+    node: bool = False
+    # What the notice and the reference table add (how the meaning carried over).
+    note: str = ""
+
+    def match(self, key: str) -> str | None:
+        """`key` under its new name, or None when this rename does not cover it."""
+        if key == self.old:
+            return self.new
+        if self.node and key.startswith(self.old + "."):
+            return self.new + key[len(self.old) :]
+        return None
+
+
+# The one mapping. Order matters only where one entry's old key lies under another's (the
+# specific one first).
+RENAMES: tuple[Rename, ...] = (
+    Rename(
+        "bm25",
+        "arms.bm25",
+        node=True,
+        note="the BM25 arm's keyword arguments; the shipped bm25_* arms follow arms.bm25's",
+    ),
+    Rename("retriever.rrf_k", "combiners.rrf.k", note="fill's k follows it, as before"),
+    Rename("retriever.normalize", "combiners.score.normalize"),
+    Rename("retriever.method", "combiners.score.method"),
+    Rename(
+        "compare.baseline",
+        "compare.baselines",
+        note="one baseline is a list of one: compare.baseline=X is compare.baselines=[X]",
+    ),
+)
+# Old keys whose value changes shape, not only its key (each handled in `_rewrite_one`).
+_WRAP_IN_LIST = {"compare.baseline"}
+# Config groups: `reranker=cross_encoder` picks a preset, it is no key to rename.
+_GROUPS = frozenset({"reranker"})
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One old key met, and its new home."""
+
+    old: str
+    new: str
+
+    def line(self) -> str:
+        return f"renamed key: {self.old} -> {self.new} (the old spelling is read for this release)"
+
+    def to_json(self) -> dict[str, str]:
+        return {"old": self.old, "new": self.new}
+
+
+def rename_key(key: str) -> str | None:
+    """The new name of an old dotted key (`bm25.k1` -> `arms.bm25.k1`), or None when `key` was
+    not renamed."""
+    if key in _GROUPS:
+        return None
+    for rename in RENAMES:
+        new = rename.match(key)
+        if new is not None:
+            return new
+    return None
+
+
+_OVERRIDE = re.compile(r"^(?P<prefix>~|\+\+|\+)?(?P<key>[^=~+][^=]*?)(?P<rest>=.*)?$", re.DOTALL)
+
+
+def _rewrite_one(text: str) -> tuple[list[str], Notice | None]:
+    """One override string, rewritten (one old override may become several), and its notice."""
+    match = _OVERRIDE.match(text)
+    if not match:
+        return [text], None
+    prefix, key, rest = match.group("prefix") or "", match.group("key"), match.group("rest")
+    if key.startswith("hydra.") or "/" in key or "@" in key:
+        return [text], None
+    new = rename_key(key)
+    if new is None:
+        return [text], None
+    if key in _WRAP_IN_LIST and rest is not None:
+        value = rest[1:]
+        if _is_sweep(value):
+            raise ConfigError(
+                key, f"{text!r}: a sweep of the old key cannot be read; use {new}=[...]"
+            )
+        rest = f"=[{value}]"
+    return [f"{prefix}{new}{rest or ''}"], Notice(key, new)
+
+
+def _is_sweep(value: str) -> bool:
+    """Whether an override's value is a Hydra sweep (`a,b`, `range(...)`, ...)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_override(f"x={value}")
+    except Exception:
+        return False
+    return bool(parsed.is_sweep_override())
+
+
+def rewrite_overrides(overrides: Sequence[str]) -> tuple[list[str], list[Notice]]:
+    """Every override in its new spelling, and one notice per old key met (in order, each
+    once). New spellings pass unchanged, so rewriting twice changes nothing."""
+    out: list[str] = []
+    notices: dict[str, Notice] = {}
+    for text in overrides:
+        rewritten, notice = _rewrite_one(text)
+        out.extend(rewritten)
+        if notice is not None:
+            notices.setdefault(notice.old, notice)
+    return out, list(notices.values())
+
+
+def rename_keys(keys: Iterable[str], where: str) -> tuple[dict[str, str], list[Notice]]:
+    """Old key -> new key for each of `keys` that was renamed (a tuning space's keys, a
+    baseline's), announced as met under `where` (the config key that holds them)."""
+    found: dict[str, str] = {}
+    notices = []
+    for key in keys:
+        new = rename_key(key.lstrip("+"))
+        if new is not None:
+            found[key] = new
+            notices.append(Notice(f"{where}: {key.lstrip('+')}", new))
+    return found, notices
+
+
+def announce(notices: Sequence[Notice]) -> None:
+    """One line per old key, on stderr (through logging, so a job's log has it too)."""
+    for notice in notices:
+        log.warning(notice.line())
+
+
+def from_environment() -> list[dict[str, str]]:
+    """The notices `python -m run` met on its command line (manifest.json's `renamed_keys`)."""
+    text = os.environ.get(ENV, "")
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    return [dict(item) for item in value if isinstance(item, dict)]
+
+
+def to_environment(notices: Sequence[Notice]) -> None:
+    """Hand the command line's notices to its jobs (same process or a launcher's)."""
+    os.environ[ENV] = json.dumps([n.to_json() for n in notices]) if notices else ""
+
+
+def renamed_table() -> str:
+    """The table of every old key, its new home and what carried over (Markdown)."""
+    rows = ["| old key | new key | note |", "|---|---|---|"]
+    for rename in RENAMES:
+        old = f"`{rename.old}.*`" if rename.node else f"`{rename.old}`"
+        new = f"`{rename.new}.*`" if rename.node else f"`{rename.new}`"
+        rows.append(f"| {old} | {new} | {rename.note} |")
+    return "\n".join(rows) + "\n"
+
+
+def renamed_keys_page() -> str:
+    """docs/reference/renamed-keys.md, whole: generated from `RENAMES` (a test checks the page
+    equals it; regenerate the page with this function after changing the mapping)."""
+    return f"""# Renamed keys
+
+Every setting has one home (see *How the config is organised*). The keys below moved there in
+this release. Their old spellings still work for this release: on the command line, in
+`compose(overrides)`, in a sweep, a tuning space or baseline, a comparison's baselines and a
+gate's `allow_plan_changes`, an old key is read as its new one, one line on stderr names the new
+key (`renamed key: bm25.k1 -> arms.bm25.k1 ...`), and the job's `manifest.json` records it under
+`renamed_keys`. In a YAML file (a `--config-dir` preset) an old key is refused, naming its new
+home. `.*` stands for every key under the node (`bm25.k1` is `arms.bm25.k1`).
+
+{renamed_table()}"""
