@@ -128,7 +128,16 @@ class LuceneArmSpec(LuceneArmConfig):
                 ctx.cache_dir / "tokens",
                 text.resolved_workers(),
             )
-            documents = [" ".join(t) for t in tokens.token_lists()]
+            token_lists = tokens.token_lists()
+            documents = [" ".join(t) for t in token_lists]
+            resplit = sum(1 for t in token_lists for token in t if _resplit(token))
+            if resplit:
+                log.warning(
+                    "%d tokens hold whitespace as Java reads it or are longer than 255 "
+                    "characters: Lucene's whitespace analyzer cuts them, so the Lucene arm and "
+                    "the project's BM25 do not index the same terms there",
+                    resplit,
+                )
             tokenize = tokenizer.tokenize
             identity: dict[str, object] = tokenizer.identity()
         else:
@@ -397,6 +406,15 @@ class LuceneRetriever:
                     ids.append(pid)
                     scores.append(float(score))
         return out, per_query_ms
+
+
+def _resplit(token: str) -> bool:
+    """Whether Lucene's WhitespaceTokenizer would not keep `token` whole: a character Java's
+    Character.isWhitespace accepts (Python's isspace less the no-break spaces), or more than
+    255 characters (its maximum token length)."""
+    if len(token) > 255:
+        return True
+    return any(ch.isspace() and ch not in "\u00a0\u2007\u202f" for ch in token)
 
 
 def _empty(k: int, reason: str | None) -> Ranked:

@@ -300,7 +300,17 @@ class EnglishAnalyzer:
         return (EnglishAnalyzer, ())
 
     def identity(self) -> dict[str, object]:
-        return {"tokenizer": "lucene_english", "lucene": "9.9.1", "version": 1}
+        """What changes the tokens (the token cache's key): the chain, `regex`'s Unicode data
+        and NLTK's stemmer."""
+        from importlib.metadata import version
+
+        return {
+            "tokenizer": "lucene_english",
+            "lucene": "9.9.1",
+            "version": 1,
+            "regex": regex.__version__,
+            "nltk": version("nltk"),
+        }
 
     def tokenize(self, text: str) -> list[str]:
         stems, out = self._stems, []
@@ -383,7 +393,13 @@ class CJKBigramAnalyzer:
         return (CJKBigramAnalyzer, ())
 
     def identity(self) -> dict[str, object]:
-        return {"tokenizer": "lucene_cjk_bigram", "lucene": "9.9.1", "version": 1}
+        """What changes the tokens: the chain and `regex`'s Unicode data."""
+        return {
+            "tokenizer": "lucene_cjk_bigram",
+            "lucene": "9.9.1",
+            "version": 1,
+            "regex": regex.__version__,
+        }
 
     def tokenize(self, text: str) -> list[str]:
         out: list[str] = []

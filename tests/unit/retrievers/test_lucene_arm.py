@@ -221,3 +221,10 @@ def test_fetch_writes_the_jar_only_when_its_hash_matches(
     digest = hashlib.sha256(payload).hexdigest()
     assert anserini.fetch_jar(lambda folder: _fake_sdist(folder, payload), digest) == target
     assert target.read_bytes() == payload and anserini.installed_jar() == target
+
+
+def test_tokens_lucenes_whitespace_analyzer_would_cut_are_found() -> None:
+    from retrieval_bench.retrievers.lucene import _resplit
+
+    assert not _resplit("蜈支洲岛") and not _resplit("a\u00a0b")  # Java: no-break is no break
+    assert _resplit("a b") and _resplit("a\u3000b") and _resplit("x" * 256)
