@@ -49,6 +49,7 @@ typedef struct {
     const void *values;
     const double *table;
     const double *qweights; /* Lucene's formula: each query row's float32 weight; else NULL */
+    float *const *contrib;  /* Lucene's formula, coded: a row's score per code, or NULL */
 } Weights;
 
 /* The first j in [lo, hi) with ix[j] >= doc (ix ascending there), hi where there is none. */
@@ -61,6 +62,18 @@ static inline int64_t first_at(const int32_t *ix, int64_t lo, int64_t hi, int64_
             hi = mid;
     }
     return lo;
+}
+
+/* Lucene's `(float)` of each double sum in [t0, t1), in place: two at a time where SSE2 is
+ * there (cvtpd2ps rounds to nearest as the C cast does), a pass over the tile while it is in
+ * cache. */
+static void round_to_float(double *restrict s, int64_t t0, int64_t t1) {
+    int64_t i = t0;
+#if defined(__SSE2__)
+    for (; i + 2 <= t1; i += 2)
+        _mm_storeu_pd(s + i, _mm_cvtps_pd(_mm_cvtpd_ps(_mm_loadu_pd(s + i))));
+#endif
+    for (; i < t1; i++) s[i] = (double)(float)s[i];
 }
 
 /* The sum over the passages [t0, t1): row by row (query order), each passage from 0.0, as
@@ -77,6 +90,10 @@ static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Wei
             if (!wt.table) {
                 const double *restrict d = wt.values;
                 for (int64_t j = from; j < end; j++) s[ix[j]] += (double)(w - w / (float)d[j]);
+            } else if (wt.contrib && wt.contrib[q]) { /* the row's scores per code */
+                const uint16_t *restrict c = wt.values;
+                const float *restrict ct = wt.contrib[q];
+                for (int64_t j = from; j < end; j++) s[ix[j]] += (double)ct[c[j]];
             } else {
                 const uint16_t *restrict c = wt.values;
                 const double *restrict t = wt.table;
@@ -93,8 +110,7 @@ static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Wei
             for (int64_t j = from; j < end; j++) s[ix[j]] += f * t[c[j]];
         }
     }
-    if (wt.qweights) /* Lucene's (float) of the double sum */
-        for (int64_t i = t0; i < t1; i++) s[i] = (double)(float)s[i];
+    if (wt.qweights) round_to_float(s, t0, t1);
 }
 
 /* The whole sum, tile by tile: each tile's scores stay in cache across the rows, where a row
@@ -139,6 +155,38 @@ static Py_ssize_t positives(const double *restrict s, int64_t t0, int64_t t1,
         count += s[i] > 0;
     }
     return count;
+}
+
+/* Lucene's formula over coded postings: for each row with more postings than the table has
+ * codes in use (`n_codes`), its float32 score `w - w / d` per code, computed once per query
+ * with the very operations a posting would make (the same floats), so the row's postings
+ * gather a float instead of dividing: the division per posting is what makes the formula
+ * slower than rank_bm25's product. *block and *rows: PyMem blocks the caller frees (NULL where
+ * no row needs one); -1 with MemoryError set. */
+static int lucene_tables(Weights *wt, const int64_t *ip, const int64_t *r, Py_ssize_t n_rows,
+                         Py_ssize_t n_codes, float **block, float ***rows) {
+    *block = NULL;
+    *rows = NULL;
+    if (!wt->qweights || !wt->table || n_codes <= 0 || n_codes > CODES) return 0;
+    Py_ssize_t wanted = 0;
+    for (Py_ssize_t q = 0; q < n_rows; q++) wanted += ip[r[q] + 1] - ip[r[q]] > n_codes;
+    if (!wanted) return 0;
+    *rows = PyMem_Calloc((size_t)n_rows, sizeof(float *));
+    *block = PyMem_Malloc((size_t)wanted * (size_t)n_codes * sizeof(float));
+    if (!*rows || !*block) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    float *next = *block;
+    for (Py_ssize_t q = 0; q < n_rows; q++) {
+        if (ip[r[q] + 1] - ip[r[q]] <= n_codes) continue;
+        const float w = (float)wt->qweights[q];
+        for (Py_ssize_t c = 0; c < n_codes; c++) next[c] = w - w / (float)wt->table[c];
+        (*rows)[q] = next;
+        next += n_codes;
+    }
+    wt->contrib = (float *const *)*rows;
+    return 0;
 }
 
 /* The postings' values from `values` and `table` (None: float64 weights), checked against the
@@ -215,9 +263,11 @@ static PyObject *score_rows(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[8], *qw_obj = Py_None;
     int sure_positive = 1;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO|Op:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3],
-                          &o[4], &o[5], &o[6], &qw_obj, &sure_positive))
+    Py_ssize_t n_codes = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO|Opn:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3],
+                          &o[4], &o[5], &o[6], &qw_obj, &sure_positive, &n_codes))
         return NULL;
+    float *contrib_block = NULL, **contrib_rows = NULL;
     Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, scores = {0},
         matched = {0}, qweights = {0};
     PyObject *result = NULL, *row_list = NULL;
@@ -254,6 +304,7 @@ static PyObject *score_rows(PyObject *self, PyObject *args) {
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
     positive &= sure_positive;
+    if (lucene_tables(&wt, ip, r, n_rows, n_codes, &contrib_block, &contrib_rows) < 0) goto done;
     Py_ssize_t count = 0;
     /* Tile by tile: zeroed, summed, and (every contribution > 0: matched iff the score is > 0)
      * read for the matched passages while in cache, instead of three passes over the scores. */
@@ -288,6 +339,8 @@ done:
     release(&scores);
     release(&matched);
     release(&qweights);
+    PyMem_Free(contrib_block);
+    PyMem_Free(contrib_rows);
     return result;
 }
 
@@ -433,12 +486,13 @@ static int best_first(const void *x, const void *y) {
 static PyObject *top_rows(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[12], *qw_obj = Py_None;
-    Py_ssize_t k;
+    Py_ssize_t k, n_codes = 0;
     int sure_positive = 1;
-    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO|Op:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO|Opn:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
                           &o[4], &o[5], &k, &o[7], &o[8], &o[9], &o[10], &qw_obj,
-                          &sure_positive))
+                          &sure_positive, &n_codes))
         return NULL;
+    float *contrib_block = NULL, **contrib_rows = NULL;
     Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, order = {0},
         allowed = {0}, scratch = {0}, out_index = {0}, out_score = {0}, qweights = {0};
     PyObject *result = NULL, *row_list = NULL;
@@ -484,6 +538,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
     positive &= sure_positive;
+    if (lucene_tables(&wt, ip, r, n_rows, n_codes, &contrib_block, &contrib_rows) < 0) goto done;
     /* Whether any passage matched: any posting at all (each posting's passage shares a
      * row). Counting them would cost a pass over every passage; the caller needs only this. */
     int any_matched = 0;
@@ -638,6 +693,8 @@ done:
     release(&out_index);
     release(&out_score);
     release(&qweights);
+    PyMem_Free(contrib_block);
+    PyMem_Free(contrib_rows);
     return result;
 }
 

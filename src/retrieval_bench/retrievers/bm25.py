@@ -104,6 +104,9 @@ class SparseBM25:
         if self.variant == "lucene" and self.matrix.nnz:
             values = self.matrix.data if self.table is None else self.table[self.matrix.data]
             self.sure_positive = bool(values.min() > 1 + 2.0**-20)
+        # Codes in use in the table (the rest is NaN): the kernel's per-query tables for
+        # Lucene's formula span them.
+        self.n_codes = 0 if self.table is None else int(np.count_nonzero(~np.isnan(self.table)))
         self.compiled = True  # False: the numpy path (tests compare both with rank_bm25)
         self._scratch = np.zeros(n_docs)
         self._scratch_lock = threading.Lock()
@@ -140,6 +143,7 @@ class SparseBM25:
             self.compiled,
             weights,
             self.sure_positive,
+            self.n_codes,
         )
 
     def top(
@@ -175,6 +179,7 @@ class SparseBM25:
                     self._scratch,
                     weights,
                     self.sure_positive,
+                    self.n_codes,
                 )
             finally:
                 self._scratch_lock.release()
@@ -191,6 +196,7 @@ class SparseBM25:
             scratch,
             weights,
             self.sure_positive,
+            self.n_codes,
         )
 
 

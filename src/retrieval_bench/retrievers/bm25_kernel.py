@@ -45,20 +45,25 @@ def score_rows(
     compiled: bool = True,
     qweights: np.ndarray | None = None,
     sure_positive: bool = True,
+    n_codes: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(scores over every passage, passages sharing at least one of the rows, ascending).
 
     `matrix.data` holds codes into `table` (None: the weights themselves; bm25_build.BM25Index),
     `indptr64` is `matrix.indptr` as int64 (the kernel's layout), `idf` each row's IDF;
     `compiled=False` takes the numpy path even where the kernel is built. `qweights`: Lucene's
-    formula (module docstring), with `sure_positive` False where a term score may round to 0."""
+    formula (module docstring), with `sure_positive` False where a term score may round to 0;
+    `n_codes`: the codes in use in `table` (the kernel then gives a long row its scores per code
+    once, the same floats, instead of a division per posting)."""
     n_docs = matrix.shape[1]
     kernel = _kernel() if compiled else None
     if kernel is not None and matrix.has_sorted_indices:
         scores = np.empty(n_docs)  # the kernel zeroes it tile by tile, as it sums
         matched = np.empty(n_docs, dtype=np.int64)
         arrays = (indptr64, matrix.indices, matrix.data, table, idf)
-        count = kernel.score_rows(*arrays, rows, scores, matched, qweights, sure_positive)
+        count = kernel.score_rows(
+            *arrays, rows, scores, matched, qweights, sure_positive, n_codes
+        )
         return scores, matched[:count]
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
 
@@ -101,6 +106,7 @@ def top_rows(
     scratch: np.ndarray,
     qweights: np.ndarray | None = None,
     sure_positive: bool = True,
+    n_codes: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, bool, bool] | None:
     """(the best k passages, their scores, whether any passage matched, whether any matched
     one is `allowed`), best first by score then `id_order` descending (TieBreak.top's order),
@@ -109,7 +115,7 @@ def top_rows(
     as it rises, tile by tile), or taken from a sample (a mask, or a negative IDF), exact
     either way (`_bm25kernel.c`); where
     scores + TieBreak.top gather, filter and partition every matched passage's score.
-    `matrix`, `table`, `indptr64`, `idf`, `qweights`, `sure_positive`: as score_rows;
+    `matrix`, `table`, `indptr64`, `idf`, `qweights`, `sure_positive`, `n_codes`: as score_rows;
     `scratch`: float64 zeros, one per passage; left zeroed."""
     kernel = _kernel()
     if kernel is None or not matrix.has_sorted_indices:
@@ -119,6 +125,6 @@ def top_rows(
     mask = None if allowed is None else allowed.view(np.uint8)
     arrays = (indptr64, matrix.indices, matrix.data, table, idf)
     count, matched, passed = kernel.top_rows(
-        *arrays, rows, id_order, k, mask, scratch, index, score, qweights, sure_positive
+        *arrays, rows, id_order, k, mask, scratch, index, score, qweights, sure_positive, n_codes
     )
     return index[:count], score[:count], bool(matched), bool(passed)

@@ -106,6 +106,10 @@ def test_scores_equal_lucene_bit_for_bit(seed: int, params: tuple[float, float])
     corpus[5] = []
     k1, b = params
     sparse = SparseBM25(corpus, BM25Config(k1=k1, b=b, variant="lucene"))
+    postings = np.diff(sparse.matrix.indptr)
+    # Both of the kernel's ways: rows longer than the codes in use get their scores per code
+    # once per query, shorter ones divide per posting (b = 0: few codes, every row is long).
+    assert (postings > sparse.n_codes).any() and (b == 0 or (postings <= sparse.n_codes).any())
     rng = np.random.default_rng(seed + 10)
     for _ in range(40):
         query = [f"w{i}" for i in rng.integers(0, 70, size=rng.integers(1, 9))]
