@@ -6,9 +6,11 @@ graded on UMBRELA's 0-3 relevance scale by a chat model behind any OpenAI-compat
 (`--url`: the API's base, e.g. http://127.0.0.1:8000/v1, or its chat-completions URL), with the
 shipped English or Chinese prompt chosen by the text; or (`--judge cross_encoder --model DIR`)
 by a FlagEmbedding reranker's score cut at `--thresholds` (or those a calibration chose,
-`--calibration FILE`). Writes `judgments.jsonl` beside POOL (`--out FILE`): the pool with
-`source: judge`, the model, the prompt's sha256 and the raw answer per pair. Answers are cached
-(`--cache-dir`), so a rerun asks nothing twice and a killed run resumes.
+`--calibration FILE`); or (`--judge similarity --model use|DIR`) by the cosine of the query's
+and the passage's vectors from USE or a FlagEmbedding model folder, cut the same way. Writes
+`judgments.jsonl` beside POOL (`--out FILE`): the pool with `source: judge`, the model, the
+prompt's sha256 and the raw answer per pair. Answers are cached (`--cache-dir`), so a rerun asks
+nothing twice and a killed run resumes.
 
 `python -m run.judge --calibrate --evalset EVALSET --corpus CORPUS_DIR --judge ...` grades pairs
 people already labelled and reports the agreement (Cohen's kappa, weighted kappa, confusion
@@ -53,11 +55,30 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("pool", nargs="?", type=Path, help="pool.jsonl or pool.csv to judge")
+    parser.add_argument(
+        "--out", type=Path, help="judging: the judgment file; --calibrate: a folder"
+    )
+    add_judge_options(parser)
+    cal = parser.add_argument_group("--calibrate").add_argument
+    cal("--calibrate", action="store_true", help="measure the judge against people's labels")
+    cal("--evalset", type=Path, help="the evaluation set whose labels to measure against")
+    cal("--corpus", type=Path, help="its corpus folder")
+    cal("--sample", default="all", help="how many labelled pairs to judge (default all)")
+    cal("--seed", type=int, default=0, help="for the sample and the cross-encoder's halves")
+    return parser
+
+
+def add_judge_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The flags that describe a judge (`judge_of` reads them): its kind and model, the grade
+    scale, the answers' cache, and each kind's own settings."""
     add = parser.add_argument
-    add("pool", nargs="?", type=Path, help="pool.jsonl or pool.csv to judge")
-    add("--judge", choices=JUDGE_KINDS, required=True, help="the kind of judge")
-    add("--model", required=True, help="openai: the model's name; cross_encoder: its folder")
-    add("--out", type=Path, help="judging: the judgment file; --calibrate: a folder")
+    add("--judge", choices=JUDGE_KINDS, required=required, help="the kind of judge")
+    add(
+        "--model",
+        required=required,
+        help="openai: the model's name; cross_encoder: its folder; similarity: use or a folder",
+    )
     add("--grades", type=grades_option, default=DEFAULT_GRADES, help="0,1 (default) or 0,1,2,3")
     add("--cache-dir", type=Path, default=Path("outputs/cache"), help="answers cached here")
     chat = parser.add_argument_group("--judge openai").add_argument
@@ -73,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     chat("--api-key-env", default="OPENAI_API_KEY", help="the variable holding an API key")
     chat("--usd-per-mtok-in", type=float, help="price per million prompt tokens (cost field)")
     chat("--usd-per-mtok-out", type=float, help="price per million completion tokens")
-    ce = parser.add_argument_group("--judge cross_encoder").add_argument
+    ce = parser.add_argument_group("--judge cross_encoder or similarity").add_argument
     ce("--thresholds", help="score thresholds, one per grade above 0, ascending: T1[,T2,...]")
     ce("--calibration", type=Path, help="a calibration.json whose thresholds to use")
     ce("--batch-size", type=int, default=32)
@@ -83,13 +104,6 @@ def _parser() -> argparse.ArgumentParser:
         help="tokens a pair is cut to (default 512, or the model's own limit where lower)",
     )
     ce("--device", action="append", dest="devices", help="cpu (default), cuda:N; repeatable")
-    cal = parser.add_argument_group("--calibrate").add_argument
-    cal("--calibrate", action="store_true", help="measure the judge against people's labels")
-    cal("--evalset", type=Path, help="the evaluation set whose labels to measure against")
-    cal("--corpus", type=Path, help="its corpus folder")
-    cal("--sample", default="all", help="how many labelled pairs to judge (default all)")
-    cal("--seed", type=int, default=0, help="for the sample and the cross-encoder's halves")
-    return parser
 
 
 def _thresholds(args: argparse.Namespace, scale: Sequence[int]) -> list[float] | None:

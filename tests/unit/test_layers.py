@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("answers",),
     ("labels",),
     ("judge",),
+    ("active",),
     ("compare",),
     ("tune",),
     ("tracking",),

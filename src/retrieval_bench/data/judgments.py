@@ -69,8 +69,11 @@ JUDGE_FIELDS = (
     "unjudged",
     "cached",
 )
-# What a filled pool record may hold (the pool's columns, notes for the annotator, and a
-# judge's fields).
+# What a labelling plan adds to each pool record (`run.label plan`): its round and the
+# chosen query's inclusion probability (the estimate reads them from the plan, not from here).
+PLAN_FIELDS = ("plan_round", "inclusion_probability")
+# What a filled pool record may hold (the pool's columns, notes for the annotator, a judge's
+# fields, and a plan's).
 ANNOTATION_FIELDS = (
     "query_id",
     "id",
@@ -84,6 +87,7 @@ ANNOTATION_FIELDS = (
     "retrieved_by",
     "notes",
     *JUDGE_FIELDS,
+    *PLAN_FIELDS,
 )
 # `source` of a judge's record (a person's record has none, or "people").
 JUDGE_SOURCE = "judge"
@@ -237,8 +241,10 @@ def read_judgements(
         if not isinstance(pid, str) or pid not in passage_ids:
             raise DataError(path, f"unknown passage id {pid!r} (not in the corpus)", line)
         shown = record.get("query")
-        if query_texts is not None and shown is not None and str(shown).strip() != (
-            query_texts[qid].strip()
+        if (
+            query_texts is not None
+            and shown is not None
+            and str(shown).strip() != (query_texts[qid].strip())
         ):
             raise DataError(
                 path,
@@ -348,6 +354,8 @@ def _with_labels(record: dict[str, Any], added: Sequence[Judgement]) -> dict[str
     out["relevant_ids"] = relevant
     if relevance:
         out["relevance"] = relevance
+    else:  # a person's relevant label replaced the last graded (e.g. a judge's 0) label
+        out.pop("relevance", None)
     if judged:
         out["judge"] = judged
     return out

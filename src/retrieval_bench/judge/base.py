@@ -1,6 +1,7 @@
 """What every judge is: it grades (query, passage) pairs and says, per pair, its grade or why
-it has none. The chat-model judge (`judge.openai`) and the cross-encoder (`judge.cross_encoder`)
-implement `Judge`; `judge.judging` runs one over a pool through the cache."""
+it has none. The chat-model judge (`judge.openai`), the cross-encoder (`judge.cross_encoder`) and
+the similarity judge (`judge.similarity`) implement `Judge`; the last two are `ScoreJudge`s, whose
+grades are a score cut at thresholds. `judge.judging` runs one over a pool through the cache."""
 
 from __future__ import annotations
 
@@ -96,3 +97,33 @@ def scale_mapping(
         f"{','.join(map(str, scale))}: a 0-3 judge's grades map onto 0,1 (relevant from "
         f"{key('relevant_from')}) or 0,1,2,3",
     )
+
+
+class ScoreJudge:
+    """A judge whose own output is a score with no fixed meaning (a cross-encoder's logit, a
+    cosine), cut into grades by thresholds t_1 <= ... <= t_M, one per grade above 0 of the
+    evaluation set's scale: the grade is the number of thresholds the score reaches. Without
+    thresholds every verdict carries the score and no grade (what `--calibrate` fits them on).
+    Scores are cached, not grades, so new thresholds re-grade without scoring again."""
+
+    kind: str
+    model: str
+    thresholds: list[float] | None
+
+    def grade_of(self, score: float) -> int | None:
+        if self.thresholds is None:
+            return None
+        return sum(score >= t for t in self.thresholds)
+
+    def from_cache(self, entry: dict[str, Any]) -> Verdict:
+        score = float(entry["score"])
+        return Verdict(self.grade_of(score), score, cached=True)
+
+    def to_cache(self, verdict: Verdict) -> dict[str, Any] | None:
+        return None if verdict.raw is None else {"score": verdict.raw}
+
+    def name_fields(self, pair: Pair) -> dict[str, Any]:
+        return {"judge": self.kind, "model": self.model, "thresholds": self.thresholds}
+
+    def to_scale(self, grade: int) -> int:
+        return grade  # thresholds are on the evaluation set's scale already

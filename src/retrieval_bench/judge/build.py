@@ -12,7 +12,9 @@ from retrieval_bench.judge.base import Judge, Key, cli_key, scale_mapping
 from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.prompt import load_prompt
 
-JUDGE_KINDS = ("openai", "cross_encoder")
+JUDGE_KINDS = ("openai", "cross_encoder", "similarity")
+# The judges whose grades are a score cut at thresholds (`judge.base.ScoreJudge`).
+SCORE_JUDGES = ("cross_encoder", "similarity")
 
 
 @dataclass
@@ -63,7 +65,9 @@ def build_judge(
         from retrieval_bench.judge.chat import ChatJudge
 
         if spec.thresholds is not None:
-            raise ConfigError(key("thresholds"), "applies to the cross_encoder judge only")
+            raise ConfigError(
+                key("thresholds"), f"applies to the {' and '.join(SCORE_JUDGES)} judges only"
+            )
         if not spec.chat.url:
             raise ConfigError(key("url"), "the openai judge needs its endpoint's URL")
         to_scale = scale_mapping(scale, spec.relevant_from, key)
@@ -82,17 +86,23 @@ def build_judge(
     elif need_thresholds:
         raise ConfigError(
             key("thresholds"),
-            "a cross-encoder's scores need thresholds to become grades (one per grade above "
-            "0); `python -m run.judge --calibrate` chooses them against people's labels",
+            f"a {spec.kind} judge's scores need thresholds to become grades (one per grade "
+            "above 0); `python -m run.judge --calibrate` chooses them against people's labels",
         )
     from retrieval_bench.judge.cross_encoder import CrossEncoderJudge
+    from retrieval_bench.judge.similarity import SimilarityJudge
 
-    return CrossEncoderJudge(
+    if spec.kind == "similarity":
+        judge_class: type[CrossEncoderJudge | SimilarityJudge] = SimilarityJudge
+        own: dict[str, str] = {}
+    else:
+        judge_class, own = CrossEncoderJudge, {"length_key": key("max_length")}
+    return judge_class(
         spec.model,
         spec.thresholds,
         batch_size=spec.batch_size,
         max_length=spec.max_length,
         devices=spec.devices,
         model_key=key("model"),
-        length_key=key("max_length"),
+        **own,
     )

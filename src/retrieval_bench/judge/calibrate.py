@@ -17,7 +17,8 @@ query type:
 * "not estimated" for a group of fewer than `min_pairs` pairs (30), or where a rater gave one
   grade only (a set labelled with relevant ids only: kappa cannot tell agreement from chance).
 
-A cross-encoder has no grades of its own: without `--thresholds`, its thresholds are chosen on
+A cross-encoder or a similarity judge has no grades of its own (a score: `judge.base.ScoreJudge`):
+without `--thresholds`, its thresholds are chosen on
 half of the sampled queries (`split`, seeded; a query's pairs stay in one half) to maximise the
 kappa there (binary on a 0,1 scale, weighted otherwise), and the agreement is reported on the
 other half only, so the thresholds are never judged on the pairs they were fitted to.
@@ -44,9 +45,8 @@ from retrieval_bench.data.passages import load_passages
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
 from retrieval_bench.io.strict_json import jsonl_text
-from retrieval_bench.judge.base import Judge, Pair
+from retrieval_bench.judge.base import Judge, Pair, ScoreJudge
 from retrieval_bench.judge.cache import JudgeCache
-from retrieval_bench.judge.cross_encoder import CrossEncoderJudge
 from retrieval_bench.judge.files import CALIBRATION_JSON, CALIBRATION_JUDGMENTS, CALIBRATION_MD
 from retrieval_bench.judge.judging import Tally, judge_pairs, judgment_record
 from retrieval_bench.judge.prompt import JUDGE_SCALE
@@ -124,7 +124,7 @@ def fit_thresholds(
     reason = kappa_note(list(people), [0, 1])
     if reason:
         raise BenchError(
-            f"cannot choose the cross-encoder's thresholds: {reason}. Import judged "
+            f"cannot choose the judge's score thresholds: {reason}. Import judged "
             "non-relevant passages first (a filled pool), or give --thresholds"
         )
     s = np.asarray(scores, dtype=np.float64)
@@ -228,7 +228,7 @@ def calibrate(
     verdicts = judge_pairs([p.pair for p in pairs], judge, cache)
     fit: dict[str, Any] | None = None
     evaluated = list(range(len(pairs)))
-    if isinstance(judge, CrossEncoderJudge) and judge.thresholds is None:
+    if isinstance(judge, ScoreJudge) and judge.thresholds is None:
         fit_idx, evaluated = split(pairs, seed)
         scores = {i: v.raw for i, v in enumerate(verdicts) if isinstance(v.raw, float)}
         fitted = [i for i in fit_idx if i in scores]
@@ -249,7 +249,7 @@ def calibrate(
         }
     mapped = [judge.to_scale(v.grade) if v.grade is not None else None for v in verdicts]
     own = [v.grade for v in verdicts]
-    raw_scale = JUDGE_SCALE if not isinstance(judge, CrossEncoderJudge) else None
+    raw_scale = JUDGE_SCALE if not isinstance(judge, ScoreJudge) else None
     groups = _groups(pairs, evaluated, people, mapped, own, scale, raw_scale)
     tally = Tally()
     for v in verdicts:

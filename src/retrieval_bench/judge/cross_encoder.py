@@ -21,14 +21,14 @@ from typing import Any
 
 from retrieval_bench.config.stages import RerankerConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
-from retrieval_bench.judge.base import Done, Pair, Verdict
+from retrieval_bench.judge.base import Done, Pair, ScoreJudge, Verdict
 from retrieval_bench.stages.rerank import CrossEncoderReranker
 from retrieval_bench.tiebreak import TieBreak
 
 CHUNK = 256
 
 
-class CrossEncoderJudge:
+class CrossEncoderJudge(ScoreJudge):
     """A `judge.base.Judge` from a cross-encoder's scores (module docstring). Without
     thresholds every verdict carries the score and no grade (what calibration fits on)."""
 
@@ -66,11 +66,6 @@ class CrossEncoderJudge:
         self.model = self.reranker.resolved.name
         self.thresholds = list(thresholds) if thresholds is not None else None
 
-    def grade_of(self, score: float) -> int | None:
-        if self.thresholds is None:
-            return None
-        return sum(score >= t for t in self.thresholds)
-
     def describe(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -80,18 +75,8 @@ class CrossEncoderJudge:
             "thresholds": self.thresholds,
         }
 
-    def name_fields(self, pair: Pair) -> dict[str, Any]:
-        return {"judge": self.kind, "model": self.model, "thresholds": self.thresholds}
-
     def cache_key(self, pair: Pair) -> list[str]:
         return [pair.query, pair.passage, "cross-encoder score", self.reranker.resolved.fingerprint]
-
-    def from_cache(self, entry: dict[str, Any]) -> Verdict:
-        score = float(entry["score"])
-        return Verdict(self.grade_of(score), score, cached=True)
-
-    def to_cache(self, verdict: Verdict) -> dict[str, Any] | None:
-        return None if verdict.raw is None else {"score": verdict.raw}
 
     def judge(self, pairs: Sequence[Pair], done: Done) -> None:
         for start in range(0, len(pairs), CHUNK):
@@ -99,6 +84,3 @@ class CrossEncoderJudge:
             scores = self.reranker.score([(p.query, p.passage) for p in chunk])
             for offset, score in enumerate(scores.tolist()):
                 done(start + offset, Verdict(self.grade_of(score), float(score)))
-
-    def to_scale(self, grade: int) -> int:
-        return grade  # thresholds are on the evaluation set's scale already

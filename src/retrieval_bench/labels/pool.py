@@ -169,24 +169,46 @@ def build_pool(
     records: list[dict[str, Any]] = []
     for query in queries:
         pooled = found.get(query.query_id, {})
-        order = sorted(pooled, key=lambda p: (min(pooled[p].values()), -len(pooled[p]), p))
-        for pid in order:
-            passage = passages[pid]
-            records.append(
-                {
-                    "query_id": query.query_id,
-                    "query": query.query,
-                    "query_type": query.query_type,
-                    "label_status": query.label_status,
-                    "id": pid,
-                    "title": passage.title,
-                    "text": passage.text,
-                    "best_rank": min(pooled[pid].values()),
-                    "retrieved_by": pooled[pid],
-                    "grade": None,
-                }
-            )
+        records += pool_records(query, pooled, passages)
     return Pool(records, depth, Path(), [j.label for j in jobs], sources, list(unknown))
+
+
+def corpus_of(jobs: Sequence[FinishedJob], where: str = "the jobs") -> tuple[Path, Path]:
+    """(passages.jsonl, the evaluation set configured) of native-format jobs that ranked one
+    corpus, still the one they ranked (its hash as each job's manifest recorded it)."""
+    paths = {_dataset_paths(job) for job in jobs}
+    if len(paths) > 1:
+        listed = "; ".join(f"{c.parent} + {e}" for c, e in sorted(paths))
+        raise PoolError(f"{where}: the jobs ranked different corpora or evaluation sets: {listed}")
+    passages_path, configured = paths.pop()
+    current = file_sha256(passages_path) if passages_path.is_file() else "(missing)"
+    for job in jobs:
+        _check_corpus(job, passages_path, current)
+    return passages_path, configured
+
+
+def pool_records(
+    query: EvalQuery, found: Mapping[str, Mapping[str, int]], passages: Mapping[str, Passage]
+) -> list[dict[str, Any]]:
+    """The pool records (`POOL_FIELDS`, grade null) of one query's passages `found` (passage
+    id -> {source: 1-based rank}): best rank first, then the passages more rankings found,
+    then id."""
+    order = sorted(found, key=lambda p: (min(found[p].values()), -len(found[p]), p))
+    return [
+        {
+            "query_id": query.query_id,
+            "query": query.query,
+            "query_type": query.query_type,
+            "label_status": query.label_status,
+            "id": pid,
+            "title": passages[pid].title,
+            "text": passages[pid].text,
+            "best_rank": min(found[pid].values()),
+            "retrieved_by": dict(found[pid]),
+            "grade": None,
+        }
+        for pid in order
+    ]
 
 
 def pool_folders(root: Path, depth: int, evalset: Path | None = None) -> Pool:
@@ -201,14 +223,7 @@ def pool_folders(root: Path, depth: int, evalset: Path | None = None) -> Pool:
             f"{root}: jobs of {len(datasets)} datasets ({', '.join(sorted(datasets))}); "
             "pool one dataset at a time (pass a folder holding one dataset's jobs)"
         )
-    paths = {_dataset_paths(job) for job in jobs}
-    if len(paths) > 1:
-        listed = "; ".join(f"{c.parent} + {e}" for c, e in sorted(paths))
-        raise PoolError(f"{root}: the jobs ranked different corpora or evaluation sets: {listed}")
-    passages_path, configured = paths.pop()
-    current = file_sha256(passages_path) if passages_path.is_file() else "(missing)"
-    for job in jobs:
-        _check_corpus(job, passages_path, current)
+    passages_path, configured = corpus_of(jobs, str(root))
     labels = evalset or configured
     queries = load_evalset(labels)
     passages = {p.id: p for p in load_passages(passages_path)}
@@ -218,26 +233,34 @@ def pool_folders(root: Path, depth: int, evalset: Path | None = None) -> Pool:
     return pool
 
 
-def pool_csv(records: Sequence[Mapping[str, Any]]) -> str:
-    """The pool as CSV (the columns of `POOL_FIELDS`; `retrieved_by` as `source@rank; ...`,
-    `grade` empty), for annotators who prefer a spreadsheet; it imports like the JSONL."""
+def pool_csv(records: Sequence[Mapping[str, Any]], fields: Sequence[str] = POOL_FIELDS) -> str:
+    """The pool as CSV (the columns of `fields`, by default `POOL_FIELDS`; `retrieved_by` as
+    `source@rank; ...`, `grade` empty), for annotators who prefer a spreadsheet; it imports like
+    the JSONL."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(POOL_FIELDS)
+    writer.writerow(fields)
     for record in records:
         row = dict(record)
         row["retrieved_by"] = "; ".join(f"{s}@{r}" for s, r in record["retrieved_by"].items())
         row["grade"] = "" if record["grade"] is None else record["grade"]
-        writer.writerow([row[name] for name in POOL_FIELDS])
+        writer.writerow([row[name] for name in fields])
     return buffer.getvalue()
 
 
 def write_pool(pool: Pool, out_dir: Path) -> list[Path]:
     """`pool.jsonl` and `pool.csv` in `out_dir`, each written whole. A pool file that exists
     with other content is refused, not replaced: an annotator may be filling it."""
+    return write_pool_records(pool.records, out_dir)
+
+
+def write_pool_records(
+    records: list[dict[str, Any]], out_dir: Path, fields: Sequence[str] = POOL_FIELDS
+) -> list[Path]:
+    """`write_pool` of any pool records (a labelling plan's carry more `fields`)."""
     texts = {
-        names.POOL_JSONL: jsonl_text(pool.records),
-        names.POOL_CSV: pool_csv(pool.records),
+        names.POOL_JSONL: jsonl_text(records),
+        names.POOL_CSV: pool_csv(records, fields),
     }
     for name, text in texts.items():
         path = out_dir / name

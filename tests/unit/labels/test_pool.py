@@ -325,3 +325,28 @@ def test_comparison_shows_judged_and_condensed_metrics_per_configuration(
     assert "## Label coverage" in md and "| judged@K |" in md
     report = (folder / "0-bm25" / "report.md").read_text()
     assert f"| stage | n | judged@{DEPTH} | recall@{DEPTH} | recall_condensed@{DEPTH} |" in report
+
+
+def test_a_person_s_relevant_label_replaces_a_judge_s_only_zero(tmp_path: Path) -> None:
+    """The judge's grade-0 label was the query's only graded entry: once a person calls the
+    pair relevant, the snapshot holds it in relevant_ids alone (no stale grade 0 left)."""
+    from retrieval_bench.data.evalset import load_evalset
+    from retrieval_bench.data.judgments import import_judgements
+
+    judge = {"grade": 0, "label": True, "judge": "openai", "model": "m", "prompt_sha256": "ab"}
+    evalset = write_jsonl(
+        tmp_path / "set.jsonl",
+        [
+            {"query_id": "q1", "query": "问", "query_type": "t", "label_status": "reviewed",
+             "relevant_ids": ["p1"], "relevance": {"p2": 0}, "judge": {"p2": judge}},
+        ],
+    )  # fmt: skip
+    filled = write_jsonl(
+        tmp_path / "filled.jsonl", [{"query_id": "q1", "query": "问", "id": "p2", "grade": 1}]
+    )
+    result = import_judgements(filled, evalset, {"p1", "p2"}, out=tmp_path / "after.jsonl")
+    assert result.replaced_judge == 1
+    (query,) = load_evalset(tmp_path / "after.jsonl")
+    assert query.relevance == {"p1": 1, "p2": 1}
+    assert query.people_relevance == {"p1": 1, "p2": 1}
+    assert not query.judge["p2"].is_label

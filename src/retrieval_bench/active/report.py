@@ -1,0 +1,90 @@
+"""The simulation's table as Markdown (simulation.md) and JSON (simulation.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from retrieval_bench.active.files import SIMULATION_JSON, SIMULATION_MD
+from retrieval_bench.active.simulate import DIFFERENCE, PEOPLE, UNIFORM, labels_needed
+from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
+from retrieval_bench.io.strict_json import strict_json
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def simulation_markdown(result: Mapping[str, Any]) -> str:
+    """Per budget, the paired difference's width / coverage / agreement for each strategy and
+    estimator; then the queries each needs to reach uniform-without-judge's width; then each
+    system's mean (width and coverage)."""
+    a, b = result["systems"]
+    s = result["settings"]
+    judge = result.get("judge") or {}
+    shuffled = " (shuffled over the pairs: no signal)" if judge.get("shuffled") else ""
+    lines = [
+        f"# Label plans simulated: {result['case']}",
+        "",
+        f"`{result['metric']}`, {result['queries']} queries, {result['pairs']} pooled pairs; "
+        f"truth (every label): {a} - {b} = {result['truth'][DIFFERENCE]:+.4f}, full-label "
+        f"verdict: {result['full_verdict']}. Judge: {judge.get('kind', '?')} "
+        f"{judge.get('model', '')}{shuffled}. "
+        f"{s['draws']} draws per cell ({s['first_rounds']} first rounds x "
+        f"{s['draws'] // s['first_rounds']} second rounds), two rounds (first "
+        f"{s['first_share']:.0%} of the budget), floor {s['floor']}, seed {s['seed']}, "
+        f"intervals at {s['confidence']:.0%}. `people`: people's labels only; `ppi`: with the "
+        "judge's prediction (inverse-probability-weighted). `labelled`: mean queries labelled.",
+        "",
+        "## The paired difference",
+        "",
+        "| budget | strategy | estimator | labelled | width | coverage | agreement | bias |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [r for r in result["rows"] if r["quantity"] == DIFFERENCE]
+    for r in rows:
+        lines.append(
+            f"| {r['budget']} | {r['strategy']} | {r['estimator']} | {r['labelled']:.1f} | "
+            f"{r['width']:.4f} | {_pct(r['coverage'])} | {_pct(r.get('agreement'))} | "
+            f"{r['bias']:+.4f} |"
+        )
+    lines += [
+        "",
+        "## Queries needed for uniform-without-judge's width",
+        "",
+        "Each curve of width against queries labelled, interpolated log-log between the "
+        "simulated budgets (n/a: outside them); saving: 1 - needed / uniform's.",
+        "",
+        "| budget | uniform people width | strategy | estimator | queries needed | saving |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in labels_needed(dict(result)):
+        if r["strategy"] == UNIFORM and r["estimator"] == PEOPLE:
+            continue
+        needed = "n/a" if r["needed"] is None else f"{r['needed']:.1f}"
+        lines.append(
+            f"| {r['budget']} | {r['reference_width']:.4f} | {r['strategy']} | {r['estimator']} "
+            f"| {needed} | {_pct(r['saving'])} |"
+        )
+    lines += [
+        "",
+        "## Each system's mean",
+        "",
+        "| system | budget | strategy | estimator | width | coverage |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        if r["quantity"] != DIFFERENCE:
+            lines.append(
+                f"| {r['quantity']} | {r['budget']} | {r['strategy']} | {r['estimator']} | "
+                f"{r['width']:.4f} | {_pct(r['coverage'])} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def write_simulation(result: Mapping[str, Any], out: Path) -> list[Path]:
+    record = dict(result) | {"labels_needed": labels_needed(dict(result))}
+    atomic_write_json(out / SIMULATION_JSON, strict_json(record))
+    atomic_write_text(out / SIMULATION_MD, simulation_markdown(result))
+    return [out / SIMULATION_MD, out / SIMULATION_JSON]
