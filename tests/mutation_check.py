@@ -68,6 +68,8 @@ POWER = "src/retrieval_bench/stats/power.py"
 CORRECTIONS = "src/retrieval_bench/stats/corrections.py"
 PPI = "src/retrieval_bench/stats/ppi.py"
 ESTIMATES = "src/retrieval_bench/judge/estimates.py"
+ROBUSTNESS = "src/retrieval_bench/scoring/robustness.py"
+ROBUSTNESS_TESTS = ("tests/unit/scoring/test_robustness_cells.py",)
 ESTIMATE_TESTS = ("tests/unit/judge/test_estimates.py", "tests/unit/stats/test_ppi.py")
 POWER_TESTS = ("tests/unit/stats/test_power.py",)
 HELD_OUT_TESTS = ("tests/unit/tune/test_held_out.py",)
@@ -371,6 +373,21 @@ MUTATIONS = [
         "f_unlabelled.var(ddof=1) / len(f_unlabelled) + rectifier.var(ddof=1) / len(y)",
         "f_unlabelled.var() / len(f_unlabelled) + rectifier.var() / len(y)",
         ESTIMATE_TESTS,
+    ),
+    Mutation(
+        "a kind the text normalisation erases reported as a test that holds",
+        ROBUSTNESS,
+        "if key in pairs and pairs[key][0] == pairs[key][1]",
+        "if key in pairs and pairs[key][0] != pairs[key][1]",
+        ROBUSTNESS_TESTS,
+    ),
+    Mutation(
+        "per-type pooled stable@K divided by the largest group's count",
+        ROBUSTNESS,
+        'return {t: {"n": len(v), name: json_number(sum(v) / len(v))} for t, v in values.items()}',
+        'return {t: {"n": len(v), name: json_number(sum(v) / len(values[ALL]))} '
+        "for t, v in values.items()}",
+        ROBUSTNESS_TESTS,
     ),
     Mutation(
         "every tuning study's sampler seeded with the run's seed",

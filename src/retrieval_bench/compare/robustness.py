@@ -11,7 +11,12 @@ from typing import Any
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.read import FinishedJob
-from retrieval_bench.scoring.robustness import kind_pairs, robustness_cells, stable_shares
+from retrieval_bench.scoring.robustness import (
+    kind_pairs,
+    normalised_alike,
+    robustness_cells,
+    stable_shares,
+)
 from retrieval_bench.stats.settings import significance_settings
 from retrieval_bench.stats.verdicts import ordered_types
 
@@ -30,21 +35,27 @@ def robustness_record(jobs: Sequence[FinishedJob], cfg: CompareConfig) -> dict[s
     first = robust[0].metrics["robustness"]
     metrics = list(first["metrics"])
     pairs: dict[tuple[str, str, str, str], Any] = {}
+    alike: set[tuple[str, str, str, str]] = set()
     stable: dict[str, dict[str, dict[str, Any]]] = {}
     kinds: dict[str, None] = {k["kind"]: None for k in first["kinds"] if k.get("scored")}
     for job in robust:
         section = job.metrics["robustness"]
         originals = job.stage(section["stage"]).get("per_query") or {}
+        normalised = normalised_alike(section["per_query"])
         for metric in metrics:
             for (kind, qtype), values in kind_pairs(
                 originals, section["per_query"], metric
             ).items():
                 pairs[(metric, job.label, kind, qtype)] = values
+                if (kind, qtype) in normalised:
+                    alike.add((metric, job.label, kind, qtype))
                 kinds.setdefault(kind, None)
         for (kind, qtype), share in stable_shares(section["per_query"], section["k"]).items():
             stable.setdefault(qtype, {}).setdefault(job.label, {})[kind] = share
     cells: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    tested = robustness_cells(pairs, significance_settings(cfg), cfg.min_queries, cfg.family)
+    tested = robustness_cells(
+        pairs, significance_settings(cfg), cfg.min_queries, cfg.family, alike
+    )
     for (metric, arm, kind, qtype), cell in tested.items():
         cells.setdefault(metric, {}).setdefault(qtype, {}).setdefault(arm, {})[kind] = cell
     return {

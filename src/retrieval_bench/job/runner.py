@@ -306,6 +306,7 @@ def _score_variants(
         stage,
         passage_ids=[p.id for p in dataset.passages],
         doc_of=passage_docs(dataset.passages) if doc else None,
+        original_texts={q.query_id: q.query for q in dataset.originals},
     )
     resolved = [m.replace("@K", f"@{cfg.top_k}") for m in cfg.robustness.metrics]
     return job_robustness(

@@ -22,13 +22,14 @@ from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE
 from retrieval_bench.io.atomic import atomic_write_bytes
 from retrieval_bench.reports.fonts import cjk_fonts
 from retrieval_bench.reports.tables import markdown_table
+from retrieval_bench.scoring.robustness import NO_EFFECT
 from retrieval_bench.stats.verdicts import ALL
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 # Verdict marks in the tables.
-MARKS = {"degrades": "▼", "improves": "▲", "holds": "=", "": "?"}
+MARKS = {"degrades": "▼", "improves": "▲", "holds": "=", NO_EFFECT: "≡", "": "?"}
 FAMILY_WORDS = {
     "cell": "each cell alone",
     "metric": "every arm x kind x type cell of one metric",
@@ -113,7 +114,9 @@ def robustness_markdown(view: Mapping[str, Any], heatmap: str | None = None) -> 
         "with a variant of that kind; its verdict (▼ `degrades` / ▲ `improves`: significant in "
         "the paired sign-flip test after "
         f"{CORRECTIONS.get(view['correction'], view['correction'])} over {family}; = `holds`: "
-        "not significant; `no verdict`: too few queries to ever be significant); "
+        "not significant; `no verdict`: too few queries to ever be significant; ≡ "
+        f"`{NO_EFFECT}`: every variant is its original once normalised (NFKC, ASCII "
+        "lowercase) and no value moved, so not tested and outside the family); "
         f"`stable@{view['k']}`: the share of those queries whose hit@{view['k']} is unchanged.",
         "",
         *counts_lines(view),

@@ -10,7 +10,11 @@ by default). Per kind and query type (and `all`), two numbers:
   cell of one metric; `table`, every cell) by `compare.correction`, the discipline of every
   verdict here (`stats.verdicts.delta_families`). Verdict: `degrades` / `improves` (the
   difference is significant, in the metric's own direction), `holds` (not significant), or
-  no verdict where too few queries could ever be significant;
+  no verdict where too few queries could ever be significant; `no effect by construction
+  (normalised before every arm)` where every variant of the cell is its original once the
+  text normalisation every query goes through (NFKC, ASCII lowercase: `text.tokenizer.normalise`)
+  is applied, and no value moved (the width kinds: `fullwidth`, `halfwidth`): not a test, so
+  outside the family, and never reported as `holds`, which would claim evidence;
 * `stable@K`: the share of those queries whose hit@K is the same for the variant as for the
   original (both found a relevant passage in the top K, or both did not).
 
@@ -20,7 +24,7 @@ again across its jobs, one family over every arm (`compare.robustness`), from th
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -31,8 +35,12 @@ from retrieval_bench.scoring.records import score_records
 from retrieval_bench.scoring.registry import lower_is_better
 from retrieval_bench.stats.settings import SignificanceSettings
 from retrieval_bench.stats.verdicts import ALL, Delta, delta_families, family_key, ordered_types
+from retrieval_bench.text.tokenizer import normalise
 
 DEGRADES, IMPROVES, HOLDS = "degrades", "improves", "holds"
+NO_EFFECT = "no effect by construction (normalised before every arm)"
+# A variant row's flag: its text and its original's are the same once normalised.
+NORMALISED_ALIKE = "normalised_as_original"
 # The registry's robustness measure (scoring.registry, family `robustness`).
 STABLE = "stable"
 KIND = "kind"
@@ -54,11 +62,13 @@ def variant_rows(
     stage: str,
     passage_ids: Sequence[str] | None = None,
     doc_of: Mapping[str, str] | None = None,
+    original_texts: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The variants' `stage` scored as the originals are (`scoring.records.score_records`), each
     per-query row with its original (`perturbed_from`), its `kind` and `stable@k` at every
     cut-off (1 when its hit@k equals its original's, 0 when not; absent when the original was
-    not scored)."""
+    not scored); with `original_texts` (original id -> query), `normalised_as_original`:
+    whether the variant's text is its original's once normalised (`text.tokenizer.normalise`)."""
     trimmed = [
         replace(r, stages={stage: r.stages[stage]} if stage in r.stages else {}, baselines={})
         for r in records
@@ -71,6 +81,9 @@ def variant_rows(
         original = originals.get(str(query.perturbed_from)) or {}
         row[PERTURBED_FROM] = query.perturbed_from
         row[KIND] = str((query.meta.get(PERTURBATION) or {}).get(KIND, "unknown"))
+        source_text = (original_texts or {}).get(str(query.perturbed_from))
+        if source_text is not None:
+            row[NORMALISED_ALIKE] = normalise(query.query) == normalise(source_text)
         for k in cutoffs:
             hit = f"hit@{k}"
             if hit in original and hit in row:
@@ -110,6 +123,17 @@ def stable_shares(variants: Rows, k: int) -> dict[tuple[str, str], dict[str, Any
     }
 
 
+def normalised_alike(variants: Rows) -> set[tuple[str, str]]:
+    """(kind, type) (`all`: every type) whose every variant row is its original once normalised
+    (`normalised_as_original`; a row without the flag, from an older job, is not)."""
+    alike: dict[tuple[str, str], bool] = {}
+    for row in variants.values():
+        for qtype in (str(row.get("query_type", "unknown")), ALL):
+            key = (str(row[KIND]), qtype)
+            alike[key] = alike.get(key, True) and row.get(NORMALISED_ALIKE) is True
+    return {key for key, every in alike.items() if every}
+
+
 def verdict(delta: Delta, metric: str) -> str:
     """`degrades`, `improves` or `holds`; '' (no verdict) where too few queries decide."""
     if delta.note:
@@ -125,13 +149,29 @@ def robustness_cells(
     settings: SignificanceSettings,
     min_queries: int,
     family: str,
+    alike: Collection[Key] = (),
 ) -> dict[Key, dict[str, Any]]:
     """Each cell (a key whose first part is the metric) tested, variant minus original,
-    adjusted over its family (`comparison.family_key`); strict JSON."""
-    cells = {key: (before, {"variant": after}) for key, (before, after) in pairs.items()}
+    adjusted over its family (`comparison.family_key`); strict JSON. A cell of `alike` (every
+    variant its original once normalised) whose values did not move is `no effect by
+    construction`, not a test: outside the family (module docstring)."""
+    constructed = {
+        key
+        for key in alike
+        if key in pairs and pairs[key][0] == pairs[key][1]
+    }
+    cells = {
+        key: (before, {"variant": after})
+        for key, (before, after) in pairs.items()
+        if key not in constructed
+    }
     deltas = delta_families(cells, settings, min_queries, family_key(family), family)  # type: ignore[arg-type]
     out: dict[Key, dict[str, Any]] = {}
-    for key, (delta,) in deltas.items():
+    for key in pairs:
+        if key in constructed:
+            out[key] = _by_construction(pairs[key][0], settings)
+            continue
+        (delta,) = deltas[key]
         metric = str(key[0])  # type: ignore[index]
         entry = delta.to_json()
         out[key] = {
@@ -152,6 +192,31 @@ def robustness_cells(
             "unchanged": delta.unchanged,
         }
     return out
+
+
+def _by_construction(values: Mapping[str, float], settings: SignificanceSettings) -> dict[str, Any]:
+    """A cell that is no test: every variant its original after normalisation, every value
+    the same."""
+    n = len(values)
+    mean = json_number(sum(values.values()) / n) if n else None
+    return {
+        "n": n,
+        "original": mean,
+        "variant": mean,
+        "diff": 0.0,
+        "ci_low": None,
+        "ci_high": None,
+        "ci_level": None,
+        "p_value": None,
+        "p_adjusted": None,
+        "correction": settings.correction,
+        "verdict": NO_EFFECT,
+        "note": "every variant is its original once normalised (NFKC, ASCII lowercase) and no "
+        "value moved: not tested",
+        "improved": 0,
+        "degraded": 0,
+        "unchanged": n,
+    }
 
 
 def job_robustness(
@@ -175,8 +240,9 @@ def job_robustness(
         for (kind, qtype), values in kind_pairs(originals, rows, metric).items()
     }
     cells: dict[str, dict[str, dict[str, Any]]] = {}
+    alike = normalised_alike(rows)
     for (metric, kind, qtype), cell in robustness_cells(
-        pairs, settings, min_queries, family
+        pairs, settings, min_queries, family, {k for k in pairs if k[1:] in alike}
     ).items():
         cells.setdefault(metric, {}).setdefault(qtype, {})[kind] = cell
     stable: dict[str, dict[str, Any]] = {}
@@ -213,4 +279,11 @@ def _pooled(rows: Rows, name: str) -> dict[str, dict[str, Any]]:
     return {t: {"n": len(v), name: json_number(sum(v) / len(v))} for t, v in values.items()}
 
 
-__all__ = ["STABLE", "job_robustness", "kind_pairs", "robustness_cells", "variant_rows"]
+__all__ = [
+    "STABLE",
+    "job_robustness",
+    "kind_pairs",
+    "normalised_alike",
+    "robustness_cells",
+    "variant_rows",
+]

@@ -98,7 +98,7 @@
   }
 
   // ---- robustness: arm x kind per type, each cell variant minus original (reports/robustness.py)
-  const MARK = { degrades: "▼", improves: "▲", holds: "=" };
+  const MARK = { degrades: "▼", improves: "▲", holds: "=", "no effect by construction (normalised before every arm)": "≡" };
   function diffColour(d, limit) {
     if (d === null || d === undefined) return "#eee";
     const x = Math.max(-1, Math.min(1, d / (limit || 1)));
@@ -120,7 +120,7 @@
     const cells = (R.cells[metric] || {})[t] || {}, stable = R.stable[t] || {};
     const diffs = Object.values(cells).flatMap((byKind) => Object.values(byKind).map((c) => Math.abs(c.diff || 0)));
     const limit = Math.max(0.05, ...diffs);
-    let html = `<p class="note family">Cell: mean ${esc(metric)} of the variants minus their originals on the queries with a variant of that kind; ▼ degrades / ▲ improves: significant in the paired sign-flip test after ${esc((R.correction || "holm").toUpperCase())} over the family <b>${esc(R.family)}</b>; = holds: not significant; stable@${R.k}: share of queries whose hit@${R.k} is unchanged.</p>`;
+    let html = `<p class="note family">Cell: mean ${esc(metric)} of the variants minus their originals on the queries with a variant of that kind; ▼ degrades / ▲ improves: significant in the paired sign-flip test after ${esc((R.correction || "holm").toUpperCase())} over the family <b>${esc(R.family)}</b>; = holds: not significant; ≡ no effect by construction (normalised before every arm): every variant is its original once normalised (NFKC, ASCII lowercase) and no value moved, not tested; stable@${R.k}: share of queries whose hit@${R.k} is unchanged.</p>`;
     html += `<table class="hm rb"><tr><th class="l">arm</th>${R.kinds.map((k) => `<th>${esc(k)}</th>`).join("")}</tr>`;
     for (const arm of R.arms) {
       html += `<tr data-arm="${esc(arm)}"><td class="l">${esc(arm)}</td>`;
