@@ -19,18 +19,20 @@ BASELINE_SOURCES = ("folder", "tracking")
 @dataclass
 class GateConfig:
     enabled: bool = True
-    # Gated metric -> the largest drop tolerated (absolute, in the metric's units). `@K` is
-    # each job's top_k. A drop fails the gate only when it exceeds the tolerance AND is
-    # significant (paired randomization test, Holm across every gated check of the run).
+    """Gate the month against its baseline (false: compare only; the month always passes)."""
     tolerances: dict[str, float] = field(default_factory=lambda: {"recall@K": 0.02, "ndcg@K": 0.02})
-    # Query types gated; empty: every type and `all`.
+    """Gated metric -> the largest drop tolerated (absolute, in the metric's units). `@K` is each
+    job's top_k. A drop fails the gate only when it exceeds the tolerance AND is significant
+    (paired randomization test, Holm across every gated check of the run)."""
     types: list[str] = field(default_factory=list)
+    """Query types gated; empty: every type and `all`."""
     alpha: float = 0.05
-    # Plan differences from the baseline that do not fail the gate: config keys or key prefixes
-    # (`top_k`, `bm25`, `encoder.model`), `benchmark.datasets` / `benchmark.retrievers` (jobs
-    # added or dropped), `dataset.files` (the dataset's content changed). Every difference is
-    # named in the gate report, allowed or not; one not allowed fails the gate.
+    """The significance level a drop must reach to fail the gate."""
     allow_plan_changes: list[str] = field(default_factory=list)
+    """Plan differences from the baseline that do not fail the gate: config keys or key prefixes
+    (`top_k`, `bm25`, `encoder.model`), `benchmark.datasets` / `benchmark.retrievers` (jobs added
+    or dropped), `dataset.files` (the dataset's content changed). Every difference is named in
+    the gate report, allowed or not; one not allowed fails the gate."""
 
 
 JUDGE_KINDS = ("none", "openai", "cross_encoder")
@@ -43,23 +45,34 @@ class BenchmarkJudgeConfig:
     `none`: off). The gate then scores both months against people's labels plus the judge's,
     and says which checks rest on the judge's labels."""
 
-    kind: str = "none"
-    # openai: the model's name; cross_encoder: its folder.
+    kind: str = field(default="none", metadata={"choices": JUDGE_KINDS})
+    """The judge (`none`, `openai`: a chat model behind an OpenAI-compatible API,
+    `cross_encoder`: a cross-encoder cut at thresholds); `none`: off."""
     model: str = ""
-    # Pool the top `depth` of every job's stage; 0: the month's top_k.
+    """openai: the model's name; cross_encoder: its folder."""
     depth: int = 0
-    # The evaluation set's grade scale: [0, 1] or [0, 1, 2, 3].
+    """Pool the top `depth` of every job's stage; 0: the month's top_k."""
     grades: list[int] = field(default_factory=lambda: [0, 1])
+    """The evaluation set's grade scale: [0, 1] or [0, 1, 2, 3]."""
     url: str = ""
+    """openai: the API's base (http://HOST:PORT/v1) or its /chat/completions URL."""
     relevant_from: int = 2
+    """openai, on a 0/1 grade scale: the 0-3 grade of the model's answer from which a pair is
+    relevant."""
     prompt_en: str = ""
+    """openai: an English prompt file instead of the shipped one."""
     prompt_zh: str = ""
+    """openai: a Chinese prompt file instead of the shipped one."""
     concurrency: int = 8
+    """openai: requests in flight at once."""
     timeout_s: float = 60.0
+    """openai: seconds each attempt may take."""
     retries: int = 2
+    """openai: further attempts after a failure that may pass (a timeout, a 429, a 5xx)."""
     api_key_env: str = "OPENAI_API_KEY"
-    # cross_encoder: one per grade above 0 (`python -m run.judge --calibrate` chooses them).
+    """openai: the environment variable holding the API key (never the key itself)."""
     thresholds: list[float] = field(default_factory=list)
+    """cross_encoder: one per grade above 0 (`python -m run.judge --calibrate` chooses them)."""
 
     @property
     def enabled(self) -> bool:
@@ -78,29 +91,32 @@ class BenchmarkJudgeConfig:
 @dataclass
 class BenchmarkConfig:
     enabled: bool = False
-    # YYYY-MM; empty: the current month. Every job of a run goes under <root>/<month>/.
+    """Run the monthly benchmark instead of one job (`experiment=monthly` sets it)."""
     month: str = ""
+    """YYYY-MM; empty: the current month. Every job of a run goes under <root>/<month>/."""
     root: str = "outputs/benchmarks"
-    # Config group options run every month: each dataset x each retriever.
+    """The folder that holds one folder per month and the trend over them."""
     datasets: list[str] = field(default_factory=lambda: ["travel"])
+    """Config group options run every month: each dataset x each retriever."""
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense", "hybrid"])
-    # hydra/launcher option for the jobs: basic, parallel (joblib), local / slurm (submitit).
+    """Retriever options run every month, each on every dataset of `datasets`."""
     launcher: str = "basic"
-    # hydra.launcher.<key> settings for the jobs' launcher, e.g. {partition: gpu} with launcher
-    # slurm (command line: +benchmark.launcher_settings.partition=gpu). Where the jobs run, not
-    # what they measure: no part of the month's plan.
+    """hydra/launcher option for the jobs: basic, parallel (joblib), local / slurm (submitit)."""
     launcher_settings: dict[str, Any] = field(default_factory=dict)
-    # What to gate against: "previous" (the latest earlier finished month whose gate passed),
-    # a month (YYYY-MM) or the path of a benchmark month folder (a pinned baseline, used
-    # whatever its own gate said: how a deliberate change is accepted).
+    """hydra.launcher.<key> settings for the jobs' launcher, e.g. {partition: gpu} with launcher
+    slurm (command line: +benchmark.launcher_settings.partition=gpu). Where the jobs run, not
+    what they measure: no part of the month's plan."""
     baseline: str = "previous"
-    # Where earlier months are read from: `folder` (under benchmark.root, on this disk) or
-    # `tracking` (the tracker of tracking=mlflow: a CI runner that starts with an empty disk
-    # gates as it would with every earlier month on disk; retrieval_bench.tracking.restore).
-    baseline_from: str = "folder"
+    """What to gate against: "previous" (the latest earlier finished month whose gate passed), a
+    month (YYYY-MM) or the path of a benchmark month folder (a pinned baseline, used whatever its
+    own gate said: how a deliberate change is accepted)."""
+    baseline_from: str = field(default="folder", metadata={"choices": BASELINE_SOURCES})
+    """Where earlier months are read from: `folder` (under benchmark.root, on this disk) or
+    `tracking` (the tracker of tracking=mlflow: a CI runner that starts with an empty disk gates
+    as it would with every earlier month on disk; retrieval_bench.tracking.restore)."""
     gate: GateConfig = field(default_factory=GateConfig)
-    # Metrics drawn in the trend report; empty: the gated metrics.
     trend_metrics: list[str] = field(default_factory=list)
+    """Metrics drawn in the trend report; empty: the gated metrics."""
     judge: BenchmarkJudgeConfig = field(default_factory=BenchmarkJudgeConfig)
 
     def validate(self) -> None:

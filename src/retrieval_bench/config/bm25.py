@@ -26,11 +26,17 @@ TOKENIZERS = ("jieba", "char_bigram")
 @dataclass  # not frozen: Hydra overrides (arms.bm25.k1=1.2) must be able to set it
 class BM25Config:
     k1: float = 1.5
+    """BM25's term-frequency saturation (k1 >= 0)."""
     b: float = 0.75
+    """BM25's length normalisation, within [0, 1] (0: none, 1: full)."""
     epsilon: float = 0.25  # rank_bm25's floor for negative IDFs (the lucene variant has none)
-    # sparse: the compiled sparse-matrix scorer; rank_bm25: the reference itself (same scores).
-    impl: str = "sparse"
+    """rank_bm25's floor for negative IDF: a term in more than half the passages gets epsilon
+    times the mean IDF."""
+    impl: str = field(default="sparse", metadata={"choices": BM25_IMPLS})
+    """sparse: the compiled sparse-matrix scorer; rank_bm25: the reference itself (same scores)."""
     variant: str = "rank_bm25"
+    """Which BM25: `rank_bm25` (BM25Okapi's IDF with its epsilon floor) or `lucene` (Lucene's
+    IDF, log(1 + (N - n + 0.5) / (n + 0.5)), as Anserini scores)."""
 
     def validate(self) -> None:
         """The first bad value raises ConfigError naming its field (the caller's node prefixes
@@ -53,10 +59,12 @@ class BM25ArmConfig(BM25Config):
     """The keyword arguments of a BM25 arm's node (`retrieval_bench.retrievers.bm25.BM25ArmSpec`
     is this dataclass with `build`)."""
 
-    tokens: str = "jieba"
-    # Any `text.*` key, for this arm only ({hmm: false}, {use_lexicon: false},
-    # {analyzer: cjk_bigram}); empty: the job's `text` settings.
+    tokens: str = field(default="jieba", metadata={"choices": TOKENIZERS})
+    """What the arm indexes: jieba words (with the job's `text` settings and the arm's own
+    `text` over them), or character bigrams."""
     text: dict[str, Any] = field(default_factory=dict)
+    """Any `text.*` key, for this arm only ({hmm: false}, {use_lexicon: false}, {analyzer:
+    cjk_bigram}); empty: the job's `text` settings."""
 
     def validate(self) -> None:
         super().validate()
@@ -84,11 +92,19 @@ class LuceneArmConfig:
     shipped node follows `arms.bm25`'s), `text` overrides for the pretokenized analyzer's jieba,
     and the JVM's heap (-Xmx)."""
 
-    analyzer: str | None = None
+    analyzer: str | None = field(default=None, metadata={"choices": LUCENE_ANALYZERS})
+    """Lucene's analyzer: `pretokenized` (jieba's words, cut here), `cjk_bigram` or `english`;
+    null: the one `text.analyzer` names."""
     k1: float = 1.5
+    """BM25's term-frequency saturation, in Lucene's formula (the shipped node follows
+    `arms.bm25.k1`)."""
     b: float = 0.75
+    """BM25's length normalisation, in Lucene's formula (the shipped node follows `arms.bm25.b`)."""
     text: dict[str, Any] = field(default_factory=dict)
+    """Any `text.*` key for the pretokenized analyzer's jieba, for this arm only; empty: the
+    job's `text` settings."""
     heap: str = "2g"
+    """The JVM's heap (-Xmx) that runs Lucene."""
 
     def validate(self) -> None:
         if self.analyzer is not None and self.analyzer not in LUCENE_ANALYZERS:

@@ -29,37 +29,45 @@ DEFAULT_METRICS = ["recall@K", "hit@K", "mrr@K", "ndcg@K"]
 
 @dataclass
 class CompareConfig:
-    # Build the comparison at the end of a multirun (the Hydra callback).
     enabled: bool = True
+    """Build the comparison at the end of a multirun (the Hydra callback)."""
     stage: str = "final"
+    """The recorded stage whose metrics are compared (and that the monthly trend draws)."""
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    """The metrics compared, each per query type (`@K`: each job's top_k)."""
     alpha: float = 0.05
+    """The significance level of the paired test behind every verdict (after the family's
+    correction)."""
     n_resamples: int = 10000
+    """Resamples of the paired sign-flip test (and of its inverted confidence interval)."""
     confidence: float = 0.95
+    """The level of every confidence interval reported."""
     seed: int = 0
-    # A group with fewer paired queries gets no verdict ("too few queries to decide").
+    """Seeds every resampling of the comparison, so a comparison is reproducible."""
     min_queries: int = 5
-    # The ablation baselines (empty: the first job of the sweep), each {top_k: 6} (YAML,
-    # `compare.baselines=[{top_k:6}]`), "top_k=6,retriever=bm25", or a bare value of a varying
-    # key: `compare.baselines=[bm25,dense]` (= `["retriever=bm25","retriever=dense"]` when the
-    # sweep varies `retriever`); every delta of the ablation says against which it was taken.
+    """A group with fewer paired queries gets no verdict ("too few queries to decide")."""
     baselines: list[Any] = field(default_factory=list)
-    # The bootstrap interval of each configuration's rank in a tier table (`stats.tiers`):
-    # this many resamples of the queries, seeded by `seed`, at `confidence`.
+    """The ablation baselines (empty: the first job of the sweep), each {top_k: 6} (YAML,
+    `compare.baselines=[{top_k:6}]`), "top_k=6,retriever=bm25", or a bare value of a varying key:
+    `compare.baselines=[bm25,dense]` (= `["retriever=bm25","retriever=dense"]` when the sweep
+    varies `retriever`); every delta of the ablation says against which it was taken."""
     rank_resamples: int = 1000
-    # The best configuration of a type is flagged "all weak" when its value is below this
-    # fraction of the metric's ideal bound there (recall_bound@K for recall, 1 for hit/mrr/ndcg).
+    """The bootstrap interval of each configuration's rank in a tier table (`stats.tiers`): this
+    many resamples of the queries, seeded by `seed`, at `confidence`."""
     weak_below: float = 0.5
-    # Holm family: "cell" (one type x one metric), "metric" (every type of a metric) or
-    # "table" (every type x metric of the table: the family a reader scans).
+    """The best configuration of a type is flagged "all weak" when its value is below this
+    fraction of the metric's ideal bound there (recall_bound@K for recall, 1 for hit/mrr/ndcg)."""
     family: str = "table"
-    # Multiple-testing correction over a family: "holm" (family-wise error) or "bh"
-    # (Benjamini-Hochberg, false discovery rate).
+    """Holm family: "cell" (one type x one metric), "metric" (every type of a metric) or "table"
+    (every type x metric of the table: the family a reader scans)."""
     correction: str = "holm"
-    # Power analysis: the minimum detectable effect is stated at this power, and the queries
-    # needed are those that detect a difference of `target_delta` (in the metric's units).
+    """Multiple-testing correction over a family: "holm" (family-wise error) or "bh"
+    (Benjamini-Hochberg, false discovery rate)."""
     power: float = 0.8
+    """Power analysis: the minimum detectable effect is stated at this power, and the queries
+    needed are those that detect a difference of `target_delta` (in the metric's units)."""
     target_delta: float = 0.05
+    """The difference, in the metric's units, whose queries-needed the power analysis reports."""
 
     def baseline_key(self) -> str:
         """The key the baselines were given under, for messages about them."""

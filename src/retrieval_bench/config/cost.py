@@ -9,12 +9,12 @@ from retrieval_bench.errors import ConfigError
 
 @dataclass
 class CostConfig:
-    # Queries timed one at a time through every arm, the combiner and every stage after the
-    # batch run (`job.latency`): the per-query latency a served system would see. Spread
-    # evenly over the evaluation set; 0 turns the probe off (no p50/p95 then). Each costs a
-    # fresh encode on a dense arm (tens of ms with USE on one core), so the default keeps a
-    # travel job's probe to a few seconds; more queries give a steadier p95.
     latency_queries: int = 30
+    """Queries timed one at a time through every arm, the combiner and every stage after the
+    batch run (`job.latency`): the per-query latency a served system would see. Spread evenly
+    over the evaluation set; 0 turns the probe off (no p50/p95 then). Each costs a fresh encode
+    on a dense arm (tens of ms with USE on one core), so the default keeps a travel job's probe
+    to a few seconds; more queries give a steadier p95."""
 
     def validate(self) -> None:
         if self.latency_queries < 0:

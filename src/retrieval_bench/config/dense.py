@@ -12,17 +12,17 @@ from retrieval_bench.errors import ConfigError
 class DenseIndexConfig:
     """The `dense:` config node (not frozen: Hydra overrides must be able to set it)."""
 
-    # FAISS index_factory string; anything but "Flat" is approximate.
     index: str = "Flat"
-    # IVF: inverted lists probed per query (more: slower, closer to exact).
+    """FAISS index_factory string; anything but "Flat" is approximate."""
     nprobe: int = 16
-    # HNSW: candidate list size at search time (raised to the fetch size when smaller).
+    """IVF: inverted lists probed per query (more: slower, closer to exact)."""
     ef_search: int = 128
-    # For an approximate index, also search exact Flat and report recall@k against it.
+    """HNSW: candidate list size at search time (raised to the fetch size when smaller)."""
     recall_vs_exact: bool = True
-    # IVF/PQ training: at most this many vectors (a seeded sample); 0 lets FAISS subsample
-    # (up to 256 per IVF list, which at a million passages means minutes of k-means).
+    """For an approximate index, also search exact Flat and report recall@k against it."""
     train_size: int = 0
+    """IVF/PQ training: at most this many vectors (a seeded sample); 0 lets FAISS subsample (up
+    to 256 per IVF list, which at a million passages means minutes of k-means)."""
 
     def validate(self) -> None:
         if not self.index.strip():

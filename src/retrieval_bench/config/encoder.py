@@ -41,35 +41,53 @@ _DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 class EncoderConfig:
     """Everything needed to build an encoder; see `validate()` for the allowed values."""
 
-    # The encoder class (`encoder=use|bge_m3|minilm|precomputed` set it; any class on the path).
     _target_: str = USE_ENCODER
+    """The encoder class (`encoder=use|bge_m3|minilm|precomputed` set it; any class on the path)."""
     model: str = ""
-    pooling: str = "cls"
+    """The model: a local folder, or a hub id looked up in the local Hugging Face cache only
+    (unless `allow_download`); empty: the class's default."""
+    pooling: str = field(default="cls", metadata={"choices": POOLING_METHODS})
+    """flag: how a text's token vectors become one vector: the first token's (`cls`) or their
+    mean."""
     max_length: int = 512
+    """Tokens of a text the model reads (longer texts are truncated); in the embedding cache key."""
     batch_size: int = 32
-    # fp32, or fp16 / bf16 on GPUs only; in the embedding cache key (it changes the vectors).
-    precision: str = "fp32"
+    """Texts encoded per batch (memory, not results)."""
+    precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
+    """fp32, or fp16 / bf16 on GPUs only; in the embedding cache key (it changes the vectors)."""
     query_instruction: str = ""
-    # flag/bge_m3: normalise the model's vectors; precomputed: normalise the file's vectors
-    # (false: refuse any vector that is not unit-norm, since cosine is an inner product here).
+    """A prefix put before every query (not passages) before encoding, as some models are trained
+    to expect."""
     normalize: bool = True
-    # Where FlagEmbedding encodes: one process per entry (cpu, cuda, cuda:N, mps), through its
-    # own multi-process pool when there are several. Not in the cache key: same vectors.
+    """flag/bge_m3: normalise the model's vectors; precomputed: normalise the file's vectors
+    (false: refuse any vector that is not unit-norm, since cosine is an inner product here)."""
     devices: list[str] = field(default_factory=lambda: ["cpu"])
+    """Where FlagEmbedding encodes: one process per entry (cpu, cuda, cuda:N, mps), through its
+    own multi-process pool when there are several. Not in the cache key: same vectors."""
     allow_download: bool = False
-    # Sharded encode (retrieval_bench.shards): the corpus cut into `shards` contiguous parts,
-    # each its own embedding-cache entry. `shard_only=i`: this job encodes shard i and stops
-    # (one job of a multirun or SLURM array). `require_shards`: assemble only, refusing (with
-    # the command that encodes them) when a shard is not in the cache.
+    """Let a model missing from the local cache be downloaded (false: refuse, naming the model)."""
     shards: int = 1
+    """Sharded encode (retrieval_bench.shards): the corpus cut into `shards` contiguous parts,
+    each its own embedding-cache entry. `shard_only=i`: this job encodes shard i and stops (one
+    job of a multirun or SLURM array). `require_shards`: assemble only, refusing (with the
+    command that encodes them) when a shard is not in the cache."""
     shard_only: int | None = None
+    """Encode only this shard (0-based) of `shards` into the cache, and stop: one job of a
+    multirun or SLURM array; null: every shard."""
     require_shards: bool = False
-    # encoder=precomputed: passage vectors (.npy with `ids_path`, or .parquet with id and vector
-    # columns) and the same for queries, keyed by query_id.
+    """Assemble the corpus's vectors from cached shards only, refusing (with the command that
+    encodes them) when one is missing."""
     path: str = ""
+    """encoder=precomputed: passage vectors (.npy with `ids_path`, or .parquet with id and vector
+    columns) and the same for queries, keyed by query_id."""
     ids_path: str = ""
+    """encoder=precomputed: the passage ids of `path`'s rows, when it is .npy (one id per line,
+    or a JSON list)."""
     query_path: str = ""
+    """encoder=precomputed: the query vectors (.npy with `query_ids_path`, or .parquet with id
+    and vector columns)."""
     query_ids_path: str = ""
+    """encoder=precomputed: the query ids of `query_path`'s rows, when it is .npy."""
 
     def validate(self) -> None:
         """Reject values that would fail later (or silently give wrong vectors) with the key."""

@@ -11,5 +11,10 @@ from dataclasses import dataclass
 @dataclass
 class FilterConfig:
     city: bool = True
+    """Keep only passages of the cities a query names (parsed against the lexicon), and those
+    with no city, for every arm."""
     permissions: bool = True
+    """Keep only passages whose `meta.acl` lets the query's `user_role` read them."""
     exclusions: bool = True
+    """Drop passages about the entities a query excludes ("除了..."), when its route's strategy
+    sets `exclude`."""

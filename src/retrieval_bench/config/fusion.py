@@ -5,7 +5,7 @@ per-arm weights are the job's (`retriever.weights`), handed to `build`, never a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError, nearest_hint
 
@@ -20,6 +20,8 @@ class RRFConfig:
     """`combiners.rrf`: score(d) = sum of w / (k + rank)."""
 
     k: int = RRF_K
+    """RRF's k, score(d) = sum of w / (k + rank), an integer >= 0: larger k flattens the
+    difference between ranks."""
 
     def validate(self) -> None:
         check_rank_constant("k", self.k)
@@ -31,6 +33,7 @@ class FillConfig:
     follows `combiners.rrf.k`."""
 
     k: int = RRF_K
+    """The rank constant of fill's scores, 1 / (k + position), an integer >= 0."""
 
     def validate(self) -> None:
         check_rank_constant("k", self.k)
@@ -40,8 +43,11 @@ class FillConfig:
 class ScoreFusionConfig:
     """`combiners.score`: each arm's scores normalised over its pool, then summed."""
 
-    normalize: str = "minmax"  # none, minmax, zscore
-    method: str = "combsum"  # combsum, combmnz
+    normalize: str = field(default="minmax", metadata={"choices": NORMALIZATIONS})
+    """How each arm's scores are normalised over its pool before they are summed."""
+    method: str = field(default="combsum", metadata={"choices": METHODS})
+    """`combsum`: the sum of normalised scores; `combmnz`: that sum times the number of arms
+    that returned the passage."""
 
     def validate(self) -> None:
         for key, value, known in (

@@ -20,20 +20,25 @@ M3_MODES: tuple[str, ...] = ("dense", "sparse", "colbert", "all")
 class M3Config:
     """One BGE-M3 model, one encode of the corpus, scored three ways and by their weighted sum."""
 
-    # A local folder or a hub id (looked up in the local HF cache only, unless allow_download).
     model: str = DEFAULT_BGE_M3_MODEL
+    """A local folder or a hub id (looked up in the local HF cache only, unless allow_download)."""
     max_length: int = 512
+    """Tokens of a text the model reads (longer texts are truncated)."""
     batch_size: int = 16
+    """Texts encoded per batch (memory, not results)."""
     precision: str = "fp32"
+    """fp32, or fp16 / bf16 on GPUs only."""
     devices: list[str] = field(default_factory=lambda: ["cpu"])
+    """Where the model encodes: one process per entry (cpu, cuda, cuda:N, mps)."""
     allow_download: bool = False
-    # [dense, sparse, colbert]: FlagEmbedding's `weights_for_different_modes`. The `m3` arm's
-    # score is their weighted sum divided by the weights' sum, as BGEM3FlagModel.compute_score
-    # gives it under `colbert+sparse+dense`.
+    """Let a model missing from the local cache be downloaded (false: refuse, naming the model)."""
     weights: list[float] = field(default_factory=lambda: [0.4, 0.2, 0.4])
-    # 0: ColBERT scores every allowed passage (exact; costs one (query tokens x corpus tokens)
-    # product per query). N > 0: only the union of the dense and sparse top N of each query.
+    """[dense, sparse, colbert]: FlagEmbedding's `weights_for_different_modes`. The `m3` arm's
+    score is their weighted sum divided by the weights' sum, as BGEM3FlagModel.compute_score
+    gives it under `colbert+sparse+dense`."""
     colbert_depth: int = 0
+    """0: ColBERT scores every allowed passage (exact; costs one (query tokens x corpus tokens)
+    product per query). N > 0: only the union of the dense and sparse top N of each query."""
 
     def encoder_config(self) -> EncoderConfig:
         """The same model as an `encoder:` node, so loading, identity and checks are shared."""

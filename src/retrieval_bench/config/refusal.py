@@ -15,11 +15,11 @@ AUTO = "auto"
 class RefusalConfig:
     """The `refusal:` config node."""
 
-    # Whose top score decides answer-or-refuse: auto, or any recorded stage (an arm's name,
-    # fused, rerank, final, context); checked against the stages the job records.
     score_stage: str = AUTO
-    # Rows of the threshold table (evenly spaced over the observed top scores).
+    """Whose top score decides answer-or-refuse: auto, or any recorded stage (an arm's name,
+    fused, rerank, final, context); checked against the stages the job records."""
     thresholds: int = 21
+    """Rows of the threshold table (evenly spaced over the observed top scores)."""
 
     def validate(self) -> None:
         if not self.score_stage.strip():

@@ -27,25 +27,29 @@ ENTITY_MODES = ("protect", "too")
 
 @dataclass
 class RobustnessConfig:
-    # Kinds whose variants the job makes from its own evaluation set (empty: none). Each
-    # variant is deterministic for `seed`; a kind that cannot change a query leaves it out
-    # (counted in metrics.json `robustness.kinds`).
-    kinds: list[str] = field(default_factory=list)
-    # homophone: the share of a query's replaceable characters replaced, in (0, 1].
+    kinds: list[str] = field(metadata={"choices": KINDS}, default_factory=list)
+    """Kinds whose variants the job makes from its own evaluation set (empty: none). Each variant
+    is deterministic for `seed`; a kind that cannot change a query leaves it out (counted in
+    metrics.json `robustness.kinds`)."""
     rate: float = 0.2
+    """homophone: the share of a query's replaceable characters replaced, in (0, 1]."""
     seed: int = 0
-    entities: str = "protect"
-    # truncate: the characters kept (a typed-ahead query).
+    """Seeds every kind's variants, so the same seed makes the same perturbed queries."""
+    entities: str = field(default="protect", metadata={"choices": ENTITY_MODES})
+    """`protect`: leave the lexicon's entities alone (homophone); `too`: perturb inside them as
+    well."""
     truncate_chars: int = 6
-    # OpenCC configurations of `traditional` and `simplified`.
+    """truncate: the characters kept (a typed-ahead query)."""
     opencc_traditional: str = "s2t"
+    """The OpenCC configuration of the `traditional` kind."""
     opencc_simplified: str = "t2s"
-    # Perturbed evaluation sets (`python -m run.perturb` output) run beside the originals; each
-    # variant's `meta.perturbed_from` must name a query of the job.
+    """The OpenCC configuration of the `simplified` kind."""
     sets: list[str] = field(default_factory=list)
-    # Metrics whose paired difference (variant minus original) is tested per kind and type;
-    # `stable@K` (hit@K unchanged) is reported beside them.
+    """Perturbed evaluation sets (`python -m run.perturb` output) run beside the originals; each
+    variant's `meta.perturbed_from` must name a query of the job."""
     metrics: list[str] = field(default_factory=lambda: ["ndcg@K"])
+    """Metrics whose paired difference (variant minus original) is tested per kind and type;
+    `stable@K` (hit@K unchanged) is reported beside them."""
 
     @property
     def active(self) -> bool:

@@ -15,10 +15,10 @@ SPEC = "retrieval_bench.retrievers.run_file.RunFileArmSpec"
 
 @dataclass
 class RunFileConfig:
-    # A TREC run (`qid Q0 docid rank score tag`); relative paths resolve against the working
-    # directory, then the project root. Its qids are the evaluation set's query ids, its docids
-    # the corpus's passage ids.
     path: str = ""
+    """A TREC run (`qid Q0 docid rank score tag`); relative paths resolve against the working
+    directory, then the project root. Its qids are the evaluation set's query ids, its docids the
+    corpus's passage ids."""
 
     def validate(self, arms: Sequence[Any] = ()) -> None:
         """`arms`: the config nodes of the arms that run (`arms.<name>` of each name in

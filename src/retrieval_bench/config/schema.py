@@ -159,48 +159,56 @@ UNITS = (PASSAGE, DOC)
 @dataclass
 class DatasetConfig:
     name: str = "travel"
-    format: str = "native"
-    # native: a folder holding passages.jsonl (and lexicon.jsonl), and an evaluation set file
+    """The dataset's name: labels the job's reports, folders and cache entries."""
+    format: str = field(default="native", metadata={"choices": DATASET_FORMATS})
+    """How the dataset is laid out: `native` (`corpus` and `evalset`) or `beir` (`path`)."""
     corpus: str = "corpus/travel"
+    """native: the corpus folder, holding passages.jsonl (and lexicon.jsonl)."""
     evalset: str = "evalsets/travel.jsonl"
-    # beir: a folder holding corpus.jsonl, queries.jsonl and qrels/<split>.tsv
+    """native: the evaluation set, one labelled query per JSON line."""
     path: str = ""
+    """beir: a folder holding corpus.jsonl, queries.jsonl and qrels/<split>.tsv."""
     split: str = "test"
+    """beir: the qrels split scored (`qrels/<split>.tsv`)."""
 
 
 @dataclass
 class RetrieverConfig:
     name: str = "hybrid"
+    """The retriever option's name (`retriever=<name>` sets it): labels the job in comparisons."""
     arms: list[str] = field(default_factory=lambda: ["bm25", "dense"])
-    # How the arms' pools become one ranking: a `combiners.<name>` node (rrf, score, fill,
-    # yours), whose keyword arguments are its settings (combiners.rrf.k).
+    """The arms that search every query, by their `arms.<name>` node."""
     combine: str = "rrf"
+    """How the arms' pools become one ranking: the name of a `combiners.<name>` node (`rrf`,
+    `score`, `fill`, or one of your own)."""
     pool_size: int = 10
-    # One weight per arm of `arms`, in its order (rrf and score); empty: all 1.
+    """How many passages each arm returns per query (the pool the combiner and the stages after
+    it work on)."""
     weights: list[float] = field(default_factory=list)
-    # Query type -> its own weight vector (one per arm of `arms`), used instead of `weights`
-    # for the queries of that type (what `python -m run.tune` searches per type). Which type a
-    # query is comes from `type_weights_from`; a type not listed keeps `weights`.
+    """One weight per arm of `arms`, in its order (rrf and score); empty: all 1."""
     type_weights: dict[str, list[float]] = field(default_factory=dict)
-    # `route`: the rules router's route (router=rules), which a deployed system knows;
-    # `label`: the evaluation set's labelled query_type, an oracle study (no deployed system
-    # knows a query's label).
+    """Query type -> its own weight vector (one per arm of `arms`), used instead of `weights` for
+    the queries of that type (what `python -m run.tune` searches per type). Which type a query is
+    comes from `type_weights_from`; a type not listed keeps `weights`."""
     type_weights_from: str = "route"
+    """`route`: the rules router's route (router=rules), which a deployed system knows; `label`:
+    the evaluation set's labelled query_type, an oracle study (no deployed system knows a query's
+    label)."""
 
 
 @dataclass
 class ScoringConfig:
-    # Cut-offs scored besides top_k.
     cutoffs: list[int] = field(default_factory=list)
-    # Fields to break every metric down by: meta.<field> (of the relevant passages), a query
-    # field (user_role, ...) or query_length (see retrieval_bench.scoring.groups).
+    """Cut-offs scored besides top_k."""
     group_by: list[str] = field(default_factory=list)
-    # What one ranked item is: "passage", or "doc" (rankings and labels read by document:
-    # retrieval_bench.scoring.units).
-    unit: str = "passage"
-    # Modules to import before anything is scored or validated: each registers its own
-    # measures (scoring.registry.register_measure), e.g. plugins=[my_metrics].
+    """Fields to break every metric down by: meta.<field> (of the relevant passages), a query
+    field (user_role, ...) or query_length (see retrieval_bench.scoring.groups)."""
+    unit: str = field(default="passage", metadata={"choices": UNITS})
+    """What one ranked item is: "passage", or "doc" (rankings and labels read by document:
+    retrieval_bench.scoring.units)."""
     plugins: list[str] = field(default_factory=list)
+    """Modules to import before anything is scored or validated: each registers its own measures
+    (scoring.registry.register_measure), e.g. plugins=[my_metrics]."""
 
 
 @dataclass
@@ -209,56 +217,59 @@ class RunConfig:
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
-    # Dense index: FAISS factory string (Flat = exact) and its search settings.
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
-    # A TREC run from another system as an arm (retriever=run_file run_file.path=RUN).
+    """Dense index: FAISS factory string (Flat = exact) and its search settings."""
     run_file: RunFileConfig = field(default_factory=RunFileConfig)
-    # BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`.
+    """A TREC run from another system as an arm (retriever=run_file run_file.path=RUN)."""
     m3: M3Config = field(default_factory=M3Config)
-    # An external retriever over HTTP (retriever=service service.url=URL).
+    """BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`."""
     service: ServiceConfig = field(default_factory=ServiceConfig)
+    """An external retriever over HTTP (retriever=service service.url=URL)."""
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
-    # The later stages after the combiner, in order, by their `stages.<name>` node: the cut to
-    # top_k (`final`) once, the stages that run before it, then those after it. A stage whose
-    # settings leave it off (rerank with reranker=none, context with no budget) is skipped.
     pipeline: list[str] = field(default_factory=lambda: list(DEFAULT_PIPELINE))
-    # Stage name -> its spec: `_target_` (a StageSpec class) and the spec's keyword arguments.
+    """The later stages after the combiner, in order, by their `stages.<name>` node: the cut to
+    top_k (`final`) once, the stages that run before it, then those after it. A stage whose
+    settings leave it off (rerank with reranker=none, context with no budget) is skipped."""
     stages: dict[str, Any] = field(
         default_factory=lambda: {name: dict(node) for name, node in BUILTIN_STAGES.items()}
     )
-    # Combiner name -> its spec: `_target_` (a CombinerSpec class) and its keyword arguments.
+    """Stage name -> its spec: `_target_` (a StageSpec class) and the spec's keyword arguments."""
     combiners: dict[str, Any] = field(
         default_factory=lambda: {name: dict(node) for name, node in BUILTIN_COMBINERS.items()}
     )
-    # The built-in stages' settings (retrieval_bench.stages): the cross-encoder reranker
-    # (reranker=cross_encoder) and the context budget (context.budget_chars=N).
+    """Combiner name -> its spec: `_target_` (a CombinerSpec class) and its keyword arguments."""
     reranker: RerankerConfig = field(default_factory=RerankerConfig)
+    """The built-in stages' settings (retrieval_bench.stages): the cross-encoder reranker
+    (reranker=cross_encoder) and the context budget (context.budget_chars=N)."""
     context: ContextConfig = field(default_factory=ContextConfig)
-    # Which stage's top score the refusal evaluation thresholds (retrieval_bench.scoring.refusal).
     refusal: RefusalConfig = field(default_factory=RefusalConfig)
+    """Which stage's top score the refusal evaluation thresholds
+    (retrieval_bench.scoring.refusal)."""
     top_k: int = 6
-    # Embedding cache shared by every job (relative paths resolve against the project root).
+    """The cut-off of the `final` stage: how many passages a query's answer keeps, and the K of
+    every `@K` metric."""
     cache_dir: str = "outputs/cache"
-    # Arm name -> its spec: `_target_` (an ArmSpec class) and the spec's keyword arguments.
+    """Embedding cache shared by every job (relative paths resolve against the project root)."""
     arms: dict[str, Any] = field(
         default_factory=lambda: {name: dict(node) for name, node in BUILTIN_ARMS.items()}
     )
-    # What the job's quality costs: per-query latency probe (retrieval_bench.job.cost).
+    """Arm name -> its spec: `_target_` (an ArmSpec class) and the spec's keyword arguments."""
     cost: CostConfig = field(default_factory=CostConfig)
-    # How a multirun's jobs are compared when it ends (retrieval_bench.compare).
+    """What the job's quality costs: per-query latency probe (retrieval_bench.job.cost)."""
     compare: CompareConfig = field(default_factory=CompareConfig)
-    # The monthly benchmark job (python -m run experiment=monthly).
+    """How a multirun's jobs are compared when it ends (retrieval_bench.compare)."""
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
-    # How `python -m run.tune` searches this job's settings (retrieval_bench.tune); a job
-    # itself reads none of it.
+    """The monthly benchmark job (python -m run experiment=monthly)."""
     tune: TuneConfig = field(default_factory=TuneConfig)
-    # Perturbed variants of the evaluation set run beside the originals (experiment=robustness).
+    """How `python -m run.tune` searches this job's settings (retrieval_bench.tune); a job itself
+    reads none of it."""
     robustness: RobustnessConfig = field(default_factory=RobustnessConfig)
-    # Where finished jobs, sweeps, tunings and months are logged (tracking=mlflow): an MLflow
-    # tracking store (retrieval_bench.tracking). A job's own results never depend on it.
+    """Perturbed variants of the evaluation set run beside the originals (experiment=robustness)."""
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    """Where finished jobs, sweeps, tunings and months are logged (tracking=mlflow): an MLflow
+    tracking store (retrieval_bench.tracking). A job's own results never depend on it."""
 
     def __post_init__(self) -> None:
         """A RunConfig made in Python (`RunConfig()`, not composed by Hydra) holds the shipped

@@ -6,7 +6,7 @@ loads without the HTTP client; `retrievers/service.py` is the arm that reads it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from retrieval_bench.errors import ConfigError
@@ -20,25 +20,28 @@ def _key(prefix: str, name: str) -> str:
 
 @dataclass
 class ServiceConfig:
-    # Where each query is POSTed as JSON {"query", "query_id", "top_k", "user_role"}.
     url: str = ""
-    # Dotted paths into the response: the list of results ("" = the body is the list), and,
-    # inside each result, its passage id and its score ("" = the service gives no score: the
-    # service's order is kept and scored 1/rank).
+    """Where each query is POSTed as JSON {"query", "query_id", "top_k", "user_role"}."""
     results_path: str = "results"
+    """Dotted paths into the response: the list of results ("" = the body is the list), and,
+    inside each result, its passage id and its score ("" = the service gives no score: the
+    service's order is kept and scored 1/rank)."""
     id_field: str = "id"
+    """The field of each result that holds its passage id."""
     score_field: str = "score"
-    # Requests in flight at once.
+    """The field of each result that holds its score."""
     concurrency: int = 8
-    # Seconds each attempt may wait to connect, send and for each read of the answer.
+    """Requests in flight at once."""
     timeout_s: float = 30.0
-    # Further attempts after a timeout, a connection error, a 429 or a 5xx (waiting
-    # retry_backoff_s, doubled each time); a malformed answer or another 4xx is not retried.
+    """Seconds each attempt may wait to connect, send and for each read of the answer."""
     retries: int = 2
+    """Further attempts after a timeout, a connection error, a 429 or a 5xx (waiting
+    retry_backoff_s, doubled each time); a malformed answer or another 4xx is not retried."""
     retry_backoff_s: float = 0.5
-    # fail: a query that still fails after its retries fails the job, naming it and the URL;
-    # skip: it gets an empty ranking (empty_reason `service_error`) and is counted.
-    on_error: str = "fail"
+    """Seconds before the first retry, doubled for each further one."""
+    on_error: str = field(default="fail", metadata={"choices": ON_ERROR})
+    """fail: a query that still fails after its retries fails the job, naming it and the URL;
+    skip: it gets an empty ranking (empty_reason `service_error`) and is counted."""
 
     def validate(self, prefix: str = "service") -> None:
         """Ranges and the URL's form, each error naming its key (`<prefix>.<field>`, or the

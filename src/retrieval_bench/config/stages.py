@@ -31,21 +31,24 @@ class RerankerConfig:
     passages of each query's combined ranking (fused, or the only arm's pool) with the model;
     the rerank stage is those `depth` passages in the model's order, and `final` its top_k."""
 
-    kind: str = "none"
-    # A local model directory, or a hub id looked up in the local Hugging Face cache only
-    # (unless allow_download).
+    kind: str = field(default="none", metadata={"choices": RERANKER_KINDS})
+    """The reranker (`reranker=none|cross_encoder`): `none` skips the rerank stage."""
     model: str = ""
-    # How many of the combined ranking's passages are rescored (at most retriever.pool_size,
-    # at least top_k); conf/reranker/cross_encoder.yaml sets it to retriever.pool_size.
+    """A local model directory, or a hub id looked up in the local Hugging Face cache only
+    (unless allow_download)."""
     depth: int = 10
+    """How many of the combined ranking's passages are rescored (at most retriever.pool_size, at
+    least top_k); conf/reranker/cross_encoder.yaml sets it to retriever.pool_size."""
     batch_size: int = 32
-    # Tokens of query + passage the model reads (longer pairs are truncated).
+    """Query-passage pairs scored per batch (memory, not results)."""
     max_length: int = 512
-    # fp16 on GPUs only.
-    precision: str = "fp32"
-    # One worker per entry (cpu, cuda, cuda:N, mps), through FlagEmbedding's own pool.
+    """Tokens of query + passage the model reads (longer pairs are truncated)."""
+    precision: str = field(default="fp32", metadata={"choices": RERANKER_PRECISIONS})
+    """fp16 on GPUs only."""
     devices: list[str] = field(default_factory=lambda: ["cpu"])
+    """One worker per entry (cpu, cuda, cuda:N, mps), through FlagEmbedding's own pool."""
     allow_download: bool = False
+    """Let a model missing from the local cache be downloaded (false: refuse, naming the model)."""
 
     @property
     def enabled(self) -> bool:
@@ -112,10 +115,10 @@ class ContextConfig:
     one that does not fit is skipped and the walk goes on (a shorter passage further down may
     still fit), and a document already holding `max_per_doc` passages takes no more."""
 
-    # Characters of passage text (title + newline + text, as the arms read it); 0: no stage.
     budget_chars: int = 0
-    # Passages per doc_id (a passage without doc_id is its own document); 0: no limit.
+    """Characters of passage text (title + newline + text, as the arms read it); 0: no stage."""
     max_per_doc: int = 0
+    """Passages per doc_id (a passage without doc_id is its own document); 0: no limit."""
 
     @property
     def enabled(self) -> bool:

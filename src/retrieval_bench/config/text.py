@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError
 
@@ -24,24 +24,28 @@ class TextConfig:
     so the others enter its cache key (Tokenizer.identity; `impl` as the name of what cuts)."""
 
     use_lexicon: bool = True
+    """Load the dataset's lexicon (`lexicon.jsonl`) into jieba as a user dictionary, so its
+    entities are cut as one word."""
     hmm: bool = True
+    """jieba's HMM for words not in its dictionary (false: such words stay single characters)."""
     drop_punctuation: bool = True
-    # Rewrite an alias token to its entity's canonical name, so "蜈支洲" in a query matches
-    # "蜈支洲岛" in a passage; the lexicon's own words are the only ones rewritten.
+    """Drop punctuation and whitespace tokens before indexing and searching."""
     canonical_entities: bool = True
-    # Processes that tokenise the corpus on a token-cache miss (0: one per CPU core). Any count
-    # gives the same token ids; corpora under 2,000 passages are tokenised in-process.
+    """Rewrite an alias token to its entity's canonical name, so "蜈支洲" in a query matches
+    "蜈支洲岛" in a passage; the lexicon's own words are the only ones rewritten."""
     workers: int = 1
-    # Who cuts: "fast" (jieba's cut compiled, text/segment/; jieba when not built or when it
-    # differs on the parity sample, with a warning), "fast_strict" (refuse instead of falling
-    # back), "jieba" (jieba's own Python, the reference). Enters the cache key by the name of
-    # what cuts.
-    impl: str = "fast"
-    # Passages of each corpus cut by both jieba and the fast engine and compared before the
-    # fast one is used (0: no check). Not in the cache key: it changes no token.
+    """Processes that tokenise the corpus on a token-cache miss (0: one per CPU core). Any count
+    gives the same token ids; corpora under 2,000 passages are tokenised in-process."""
+    impl: str = field(default="fast", metadata={"choices": IMPLS})
+    """Who cuts: "fast" (jieba's cut compiled, text/segment/; jieba when not built or when it
+    differs on the parity sample, with a warning), "fast_strict" (refuse instead of falling
+    back), "jieba" (jieba's own Python, the reference). Enters the cache key by the name of what
+    cuts."""
     parity_sample: int = 256
-    # jieba, or a Lucene analyzer (ANALYZERS); the jieba settings above apply to jieba only.
-    analyzer: str = "jieba"
+    """Passages of each corpus cut by both jieba and the fast engine and compared before the fast
+    one is used (0: no check). Not in the cache key: it changes no token."""
+    analyzer: str = field(default="jieba", metadata={"choices": ANALYZERS})
+    """jieba, or a Lucene analyzer (ANALYZERS); the jieba settings above apply to jieba only."""
 
     def validate(self) -> None:
         """The keys Hydra's types cannot check; ConfigError names the first bad one."""

@@ -8,7 +8,7 @@ is checked here (no MLflow import): whether a server answers is checked when a j
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval_bench.errors import ConfigError
 
@@ -20,17 +20,17 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 @dataclass
 class TrackingConfig:
-    # none: nothing is logged; mlflow: each finished job, sweep, tuning and month is.
-    kind: str = "none"
-    # An MLflow tracking URI: a server (http://127.0.0.1:5000), a database
-    # (sqlite:///outputs/mlflow/mlflow.db) or a file store folder. A relative sqlite or file
-    # path resolves against the project root, as cache_dir does.
+    kind: str = field(default="none", metadata={"choices": KINDS})
+    """none: nothing is logged; mlflow: each finished job, sweep, tuning and month is."""
     uri: str = "sqlite:///outputs/mlflow/mlflow.db"
-    # The MLflow experiment; empty: the dataset's name.
+    """An MLflow tracking URI: a server (http://127.0.0.1:5000), a database
+    (sqlite:///outputs/mlflow/mlflow.db) or a file store folder. A relative sqlite or file path
+    resolves against the project root, as cache_dir does."""
     experiment: str = ""
-    # Seconds one request to a tracking server may take before the logging gives up (the job
-    # folder stands; `python -m run.track sync` logs it later).
+    """The MLflow experiment; empty: the dataset's name."""
     timeout_s: int = 30
+    """Seconds one request to a tracking server may take before the logging gives up (the job
+    folder stands; `python -m run.track sync` logs it later)."""
 
     @property
     def enabled(self) -> bool:

@@ -20,35 +20,36 @@ SAMPLERS = ("tpe", "random", "qmc")
 
 @dataclass
 class TuneConfig:
-    # The search space: job key -> a Hydra sweep over its values, `interval(0,1)` (floats),
-    # `range(10,101,10)` (ints, the end excluded as in Python), `choice(minmax,zscore)`,
-    # `tag(log,interval(1,100))` (log scale). `retriever.weights` and `retriever.type_weights`
-    # take one range, searched for each arm (and each query type). On the command line a sweep
-    # override of a job key (`'combiners.rrf.k=range(10,101)'`) is a dimension too.
     space: dict[str, str] = field(default_factory=dict)
-    # Trials of each search: one on all queries, one per fold on the other folds.
+    """The search space: job key -> a Hydra sweep over its values, `interval(0,1)` (floats),
+    `range(10,101,10)` (ints, the end excluded as in Python), `choice(minmax,zscore)`,
+    `tag(log,interval(1,100))` (log scale). `retriever.weights` and `retriever.type_weights` take
+    one range, searched for each arm (and each query type). On the command line a sweep override
+    of a job key (`'combiners.rrf.k=range(10,101)'`) is a dimension too."""
     trials: int = 50
-    # K: the scored queries are split into K folds stratified by query type (seeded).
+    """Trials of each search: one on all queries, one per fold on the other folds."""
     folds: int = 5
-    # Seeds the folds and every study's sampler (a distinct seed per study, derived from it).
+    """K: the scored queries are split into K folds stratified by query type (seeded)."""
     seed: int = 0
-    # What the search maximises (or minimises, for a lower-is-better measure): a doc measure
-    # with a per-query value, `<name>@K` (K: top_k) or `<name>@<cut-off the job scores>`.
+    """Seeds the folds and every study's sampler (a distinct seed per study, derived from it)."""
     metric: str = "ndcg@K"
-    # The recorded stage the metric reads.
+    """What the search maximises (or minimises, for a lower-is-better measure): a doc measure
+    with a per-query value, `<name>@K` (K: top_k) or `<name>@<cut-off the job scores>`."""
     stage: str = "final"
-    sampler: str = "tpe"
-    # The configuration in use now, as searched key -> value (`{combiners.rrf.k: 60}`, or
-    # "combiners.rrf.k=60"); a searched key it leaves out keeps the job's value. Compared with
-    # the tuned configurations on held-out queries only.
+    """The recorded stage the metric reads."""
+    sampler: str = field(default="tpe", metadata={"choices": SAMPLERS})
+    """Optuna's sampler: `tpe` (Bergstra et al.), `random` (uniform) or `qmc` (scrambled Sobol)."""
     baseline: Any = None
-    # With `retriever.type_weights` searched: how strongly each type's vector is shrunk toward
-    # the global one, in queries: w_type = (n w_raw + s w_global) / (n + s), n the type's
-    # training queries (0: no shrinkage).
+    """The configuration in use now, as searched key -> value (`{combiners.rrf.k: 60}`, or
+    "combiners.rrf.k=60"); a searched key it leaves out keeps the job's value. Compared with the
+    tuned configurations on held-out queries only."""
     shrinkage: float = 10.0
-    # The tuning folder (tune.json, tuned.yaml, the Optuna study); rerun with the same folder
-    # to resume. Empty: a new folder under outputs/tune/.
+    """With `retriever.type_weights` searched: how strongly each type's vector is shrunk toward
+    the global one, in queries: w_type = (n w_raw + s w_global) / (n + s), n the type's training
+    queries (0: no shrinkage)."""
     dir: str = ""
+    """The tuning folder (tune.json, tuned.yaml, the Optuna study); rerun with the same folder to
+    resume. Empty: a new folder under outputs/tune/."""
 
     def validate(self) -> None:
         """The first bad value raises ConfigError naming its key."""
