@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import reference_cli
 import reference_config
 import reference_exits
 
 PAGES: dict[str, Callable[[], str]] = {
     "reference/config.md": reference_config.page,
+    "reference/cli.md": reference_cli.page,
     "reference/exit-codes.md": reference_exits.page,
 }

@@ -6,6 +6,9 @@ the code.
   the job folder's file names, the exit codes), so there is no committed copy to go stale; and
   a page under a section's folder that `nav:` does not list is appended to that section under
   its own title (a page another change adds is reachable before anyone edits mkdocs.yml).
+* `on_page_markdown`: every config key and command-line flag a page names must exist, in its
+  current spelling (`names_check`); `on_post_build` fails the build with one line per problem,
+  naming the page, the line, the name and the nearest known one.
 
 The modules beside this one hold the logic (tests import them from `docs/hooks/`); this file
 only wires them to MkDocs' events.
@@ -21,10 +24,13 @@ HOOKS = Path(__file__).resolve().parent
 if str(HOOKS) not in sys.path:
     sys.path.insert(0, str(HOOKS))
 
+import names_check  # noqa: E402
 import nav_sections  # noqa: E402
 import reference_pages  # noqa: E402
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
+
+_problems: list[str] = []
 
 
 def on_config(config: Any) -> Any:
@@ -32,6 +38,7 @@ def on_config(config: Any) -> Any:
     src = str(Path(config.config_file_path).resolve().parent / "src")
     if src not in sys.path:
         sys.path.insert(0, src)
+    _problems.clear()
     return config
 
 
@@ -42,3 +49,16 @@ def on_files(files: Files, config: Any) -> Files:
         files.append(File.generated(config, uri, content=render()))
     config.nav = nav_sections.completed_nav(config.nav, files, Path(config.docs_dir))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    if page.file.src_uri not in reference_pages.PAGES:
+        _problems.extend(names_check.problems(page.file.src_uri, markdown))
+    return markdown
+
+
+def on_post_build(config: Any) -> None:
+    if _problems:
+        raise PluginError(
+            f"{len(_problems)} unknown or renamed name(s) in the docs:\n" + "\n".join(_problems)
+        )
