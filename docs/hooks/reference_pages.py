@@ -8,9 +8,13 @@ from collections.abc import Callable
 import reference_cli
 import reference_config
 import reference_exits
+import reference_files
+import reference_metrics
 
 PAGES: dict[str, Callable[[], str]] = {
     "reference/config.md": reference_config.page,
     "reference/cli.md": reference_cli.page,
+    "reference/metrics.md": reference_metrics.page,
+    "reference/files.md": reference_files.page,
     "reference/exit-codes.md": reference_exits.page,
 }

@@ -228,17 +228,23 @@ class FilterDecision:
 
 @dataclass(frozen=True)
 class StageRecord:
+    """One stage's ranking of one query, as recorded and written under the stage's name."""
+
     ids: list[str]
+    """The ranked passage (or document) ids, best first."""
     scores: list[float]
+    """Each id's score at this stage, in the same order."""
     pool_requested: int
+    """How many ids the stage was asked for."""
     pool_returned: int
-    # The same ranking as passage indices (`ids[i] == passage_ids[indices[i]]`), which the
-    # job scores through the integer core; None for a record built without a corpus at hand.
-    # Unique by construction (TieBreak.top, RRF and "fill" emit each index once); the scorer
-    # still checks, as the check is one vectorised sort.
+    """How many it returned (fewer when the filter or the corpus left fewer)."""
     indices: np.ndarray | None = field(default=None, repr=False, compare=False)
-    # Why the ranking is empty (retrievers.base: no_query_terms, ...); None when it is not.
+    """The same ranking as passage indices (`ids[i] == passage_ids[indices[i]]`), which the job
+    scores through the integer core; None for a record built without a corpus at hand. Unique
+    by construction (TieBreak.top, RRF and "fill" emit each index once); the scorer still
+    checks, as the check is one vectorised sort. Not written to rankings.jsonl."""
     empty_reason: str | None = None
+    """Why the ranking is empty (retrievers.base: no_query_terms, ...); None when it is not."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -298,19 +304,31 @@ def _count(data: dict[str, Any], key: str) -> int:
 
 @dataclass(frozen=True)
 class QueryRecord:
+    """One query's line of rankings.jsonl: the query, how it was routed and filtered, and every
+    stage's ranking."""
+
     query: EvalQuery
+    """The query as the evaluation set gives it (written as query_id, query, query_type,
+    label_status)."""
     route: str | None
+    """The router's route for the query; None without a router."""
     strategy: str
+    """The strategy that answered it: the arms searched and how they were combined."""
     parsed: ParsedQuery
+    """What the query parser found in the query: entities, cities, negation cues, exclusions."""
     filter: FilterDecision
+    """The filters applied to the query (city, permissions, exclusions) before any arm ranked."""
     stages: dict[str, StageRecord] = field(default_factory=dict)
+    """Every recorded stage's ranking by its name: each arm, fused, then the pipeline's stages."""
     rule: str | None = None
-    # With a router: each single retriever cut to top_k on the same query, filtered as without
-    # a router (no exclusions), so routed and unrouted are compared on identical queries.
+    """The router rule that chose the route, recorded so every routing decision can be explained;
+    None without a router."""
     baselines: dict[str, StageRecord] = field(default_factory=dict)
-    # With a learned router: the features it chose the route from (routing.features); None
-    # for a feature that could not be computed. Absent (None) without one.
+    """With a router: each single retriever cut to top_k on the same query, filtered as without
+    a router (no exclusions), so routed and unrouted are compared on identical queries."""
     features: dict[str, float | None] | None = None
+    """With a learned router: the features it chose the route from (routing.features); None for
+    a feature that could not be computed. Absent (None) without one."""
 
     def to_json(self) -> dict[str, Any]:
         out = {

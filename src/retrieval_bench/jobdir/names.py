@@ -20,89 +20,119 @@ from __future__ import annotations
 import re
 
 # -- a job folder -----------------------------------------------------------------------------
-# One JSON line per query: every recorded stage's ranking (records.QueryRecord.to_json).
 RANKINGS = "rankings.jsonl"
-# Every stage's metrics, per query and aggregated (scoring); the file compare and the gate read.
+"""One JSON line per query: every recorded stage's ranking (records.QueryRecord.to_json)."""
 METRICS = "metrics.json"
-# The resolved config, dataset hashes, package versions, each arm's record.
+"""Every stage's metrics, per query and aggregated (scoring); the file compare and the gate read."""
 MANIFEST = "manifest.json"
-# The labels scored against, as TREC qrels.
+"""The resolved config, dataset hashes, package versions, each arm's record."""
 QRELS = "qrels.trec"
-# router=learned: the router fitted on every labelled query (routing.learned.RouterModel),
-# which `router.model=<job>/router.json` applies to another job.
+"""The labels scored against, as TREC qrels."""
 ROUTER_MODEL = "router.json"
-# One TREC run per recorded stage (`trec/<stage>.run`), and `trec/<stage>.qrels` where a stage
-# ran only some of the labelled queries; a router's baselines in their own folder.
+"""router=learned: the router fitted on every labelled query (routing.learned.RouterModel), which
+`router.model=<job>/router.json` applies to another job."""
 TREC_DIR = "trec"
+"""One TREC run per recorded stage (`trec/<stage>.run`), and `trec/<stage>.qrels` where a stage
+ran only some of the labelled queries; a router's baselines in their own folder."""
 TREC_BASELINES_DIR = f"{TREC_DIR}/baselines"
+"""A router's baselines (each arm alone, and their fusion) as TREC runs, one per baseline."""
 RUN_SUFFIX = ".run"
+"""The suffix of a stage's TREC run under `trec/`."""
 QRELS_SUFFIX = ".qrels"
-# metrics.json as one long table (scoring.table); in a sweep folder, every job's rows.
+"""The suffix of the qrels of a stage that ran only some of the labelled queries."""
 RESULTS_CSV = "results.csv"
+"""metrics.json as one long table (scoring.table); in a sweep folder, every job's rows."""
 RESULTS_PARQUET = "results.parquet"
-# The job's figures, by the kind `reports.plots` draws, and the folder that holds them.
+"""results.csv as Parquet (with the `tables` extra installed)."""
 PLOTS_DIR = "plots"
+"""The job's figures, by the kind `reports.plots` draws, and the folder that holds them."""
 PLOT_FILES = {
     "refusal": f"{PLOTS_DIR}/refusal.png",
     "per_type": f"{PLOTS_DIR}/per_type_final.png",
     "evidence": f"{PLOTS_DIR}/evidence_curves.png",
     "robustness": f"{PLOTS_DIR}/robustness.png",
 }
+"""The figures by kind: the refusal threshold curve, the final stage per query type, the evidence
+completeness curves, the robustness heatmap (each where the job has what it draws)."""
 REPORT_HTML = "report.html"
-# The last file a job writes: with the marker gone, its presence means "finished".
+"""The HTML report: per-type heatmap and the query explorer, one self-contained file."""
 REPORT_MD = "report.md"
-# Written when a job starts, rewritten when it fails or is interrupted, removed after REPORT_MD
-# (jobdir.marker owns its content).
+"""The last file a job writes: with the marker gone, its presence means "finished"."""
 UNFINISHED = "UNFINISHED"
-# What Hydra records of the job: the resolved config, its own settings (group choices, job
-# number) and the command-line overrides.
+"""Written when a job starts, rewritten when it fails or is interrupted, removed after REPORT_MD
+(jobdir.marker owns its content)."""
 HYDRA_DIR = ".hydra"
+"""What Hydra records of the job: the resolved config, its own settings (group choices, job
+number) and the command-line overrides."""
 HYDRA_CONFIG = f"{HYDRA_DIR}/config.yaml"
+"""The job's resolved config, as Hydra wrote it."""
 HYDRA_SETTINGS = f"{HYDRA_DIR}/hydra.yaml"
+"""Hydra's own settings of the run: the group choices, the job number."""
 HYDRA_OVERRIDES = f"{HYDRA_DIR}/overrides.yaml"
-# `python -m run.rescore`: the stored rankings scored against newer labels, and which labels.
+"""The command-line overrides the job ran with."""
 RESCORED_METRICS = "metrics.rescored.json"
+"""`python -m run.rescore`: the stored rankings scored against newer labels, and which labels."""
 RESCORE_NOTE = "rescore.json"
-# A generator's answers dropped into the job folder (the monthly benchmark scores them), and
-# what `python -m run.answers` writes.
+"""Which labels `python -m run.rescore` scored against (the snapshot, its hash) and when."""
 ANSWERS_INPUT = "answers.jsonl"
+"""A generator's answers dropped into the job folder (the monthly benchmark scores them), and
+what `python -m run.answers` writes."""
 ANSWERS_JSON = "answers.json"
+"""The answer metrics `python -m run.answers` computed (per query and aggregated)."""
 ANSWERS_MD = "answers.md"
+"""The answer metrics as a report."""
 
 # -- a sweep folder ---------------------------------------------------------------------------
 COMPARISON_MD = "comparison.md"
+"""The comparison of a sweep's jobs: per-type verdicts with significance, tiers, ablations, cost
+beside quality."""
 COMPARISON_JSON = "comparison.json"
-# The explorer of a sweep over one dataset; over several, one file per dataset.
+"""The comparison as data, every number of comparison.md."""
 COMPARISON_HTML = "comparison.html"
+"""The explorer of a sweep over one dataset; over several, one file per dataset."""
 COMPARISON_HTML_OF = "comparison-{}.html"
+"""The explorer of one dataset of a sweep over several (`comparison-<dataset>.html`)."""
 BADCASES_MD = "badcases.md"
+"""Bad cases: per query, where each configuration (and each of its arms) put every expected
+passage and entity, and what none of them found."""
 BADCASES_JSON = "badcases.json"
-# The robustness heatmap of a sweep whose jobs ran perturbed variants; over several datasets,
-# one file per dataset.
+"""badcases.md as data."""
 ROBUSTNESS_PNG = "robustness.png"
+"""The robustness heatmap of a sweep whose jobs ran perturbed variants; over several datasets,
+one file per dataset."""
 ROBUSTNESS_PNG_OF = "robustness-{}.png"
+"""The robustness heatmap of one dataset of a sweep over several."""
 # (and RESULTS_CSV / RESULTS_PARQUET over every job)
 
 # -- the pool's output folder (`python -m run.pool`, default the sweep folder) -----------------
 POOL_JSONL = "pool.jsonl"
+"""The judgment pool: the unlabelled (query, passage) pairs the jobs ranked, one JSON line each,
+to be graded."""
 POOL_CSV = "pool.csv"
+"""The same pool as a spreadsheet."""
 
 # -- a month folder of the monthly benchmark --------------------------------------------------
-# The plan the month was started with, its fingerprint and status.
 MONTH_STATE = "benchmark.json"
+"""The plan the month was started with, its fingerprint and status."""
 GATE_JSON = "gate.json"
+"""The regression gate's result: each gated metric and type against the baseline month, pass or
+fail."""
 GATE_MD = "gate.md"
-# Held (fcntl) while a benchmark process runs the month.
+"""The gate's result as a report, every plan difference named."""
 MONTH_LOCK = ".lock"
+"""Held (fcntl) while a benchmark process runs the month."""
 
 # -- the benchmark root -----------------------------------------------------------------------
 TREND_MD = "trend.md"
+"""Every finished month's gated metrics side by side."""
 TREND_JSON = "trend.json"
+"""trend.md as data."""
 TREND_PNG_OF = "trend-{}.png"
-# Earlier months read back from the tracker (benchmark.baseline_from=tracking): one month folder
-# each, as the tracker holds it; hidden, so the trend and the folder gate never mistake it for
-# a month run here.
+"""One dataset's trend plot (`trend-<dataset>.png`)."""
 TRACKED_DIR = ".tracked"
+"""Earlier months read back from the tracker (benchmark.baseline_from=tracking): one month folder
+each, as the tracker holds it; hidden, so the trend and the folder gate never mistake it for a
+month run here."""
 
 
 def comparison_html(dataset: str | None = None) -> str:

@@ -88,6 +88,8 @@ class Measure:
     ideal: IdealValue | None = None
     headline: bool = False
     description: str = ""
+    trec_eval: str | None = None
+    """trec_eval's measure that gives the same per-query value (`K` the cut-off), when one does."""
 
     def ideal_value(self, k: int, n_relevant: np.ndarray) -> np.ndarray:
         g = np.asarray(n_relevant, dtype=np.float64)
@@ -313,44 +315,66 @@ def _declare_builtins() -> None:
         return (g <= k).astype(np.float64)
 
     doc = [  # scoring.metrics
-        Measure("recall", m.recall, ir_measures="R", condensed=True, ideal=per_relevant,
-                headline=True),
+        Measure("recall", m.recall, ir_measures="R", trec_eval="recall_K", condensed=True,
+                ideal=per_relevant, headline=True),
         Measure("recall_pooled", pooled=("hits@{k}", "n_relevant"), headline=True),
         Measure("recall_bound", m.recall_bound, ideal=per_relevant, headline=True),
-        Measure("hit", m.hit, ir_measures="Success", condensed=True, headline=True),
+        Measure("hit", m.hit, ir_measures="Success", trec_eval="success_K", condensed=True,
+                headline=True),
         Measure("all_hit", m.all_hit, ideal=all_within, headline=True),
-        Measure("mrr", m.mrr, ir_measures="RR", condensed=True, headline=True),
-        Measure("ndcg", m.ndcg, ir_measures="nDCG", condensed=True, headline=True),
-        Measure("map", m.average_precision, ir_measures="AP", ideal=per_relevant),
-        Measure("precision", m.precision, ir_measures="P", ideal=per_k),
+        Measure("mrr", m.mrr, ir_measures="RR", trec_eval="recip_rank (run cut to K)",
+                condensed=True, headline=True),
+        Measure("ndcg", m.ndcg, ir_measures="nDCG", trec_eval="ndcg_cut_K", condensed=True,
+                headline=True),
+        Measure("map", m.average_precision, ir_measures="AP", trec_eval="map_cut_K",
+                ideal=per_relevant),
+        Measure("precision", m.precision, ir_measures="P", trec_eval="P_K", ideal=per_k),
         Measure("judged", m.judged, ir_measures="Judged"),
     ]  # fmt: skip
 
-    def lower(name: str, family: str, pooled: tuple[str, str] | None = None) -> Measure:
-        return Measure(name, family=family, pooled=pooled, higher_is_better=False)
+    def lower(
+        name: str, family: str, pooled: tuple[str, str] | None = None, description: str = ""
+    ) -> Measure:
+        return Measure(
+            name, family=family, pooled=pooled, higher_is_better=False, description=description
+        )
 
     families = [
         # scoring.permissions
-        lower("leak", "leak"),
+        lower("leak", "leak", description="unreadable passages in the top K over K: what the "
+              "asking role may not read (meta.acl), as precision counts hits"),
         lower("leak_pooled", "leak", ("leaked@{k}", "shown@{k}")),
-        lower("leak_any", "leak"),
+        lower("leak_any", "leak", description="1 when any passage of the top K is one the "
+              "asking role may not read, else 0"),
         # scoring.entities
-        Measure("entity_recall", family="entities"),
+        Measure("entity_recall", family="entities",
+                description="expected entities (the readable ones) mentioned in the top K over "
+                "the expected entities"),
         Measure("entity_recall_pooled", family="entities",
                 pooled=("entities_found@{k}", "n_expected")),
-        lower("unexpected_entity_rate", "entities"),
+        lower("unexpected_entity_rate", "entities",
+              description="entities the top K mentions that the query does not expect, over the "
+              "entities it mentions (0 when it mentions none)"),
         lower("unexpected_entity_rate_pooled", "entities",
               ("unexpected@{k}", "entities_shown@{k}")),
-        lower("negative_entity_rate", "negative_entities"),
+        lower("negative_entity_rate", "negative_entities",
+              description="entities the query excludes that the top K still mentions, over the "
+              "entities it excludes"),
         lower("negative_entity_rate_pooled", "negative_entities",
               ("negatives_shown@{k}", "n_negative")),
-        lower("negative_any", "negative_entities"),
+        lower("negative_any", "negative_entities",
+              description="1 when any entity the query excludes appears in the top K, else 0"),
         # scoring.evidence
-        Measure("evidence_chain", family="evidence"),
-        Measure("hop_recall", family="evidence"),
+        Measure("evidence_chain", family="evidence",
+                description="1 when every hop of the query's evidence chain has one of its "
+                "passages in the top K, else 0"),
+        Measure("hop_recall", family="evidence",
+                description="hops of the evidence chain with a passage in the top K over the hops"),
         Measure("hop_recall_pooled", family="evidence", pooled=("hops_found@{k}", "n_hops")),
-        Measure("evidence_all", family="evidence"),
-        Measure("evidence_any", family="evidence"),
+        Measure("evidence_all", family="evidence",
+                description="1 when every evidence passage of every hop is in the top K, else 0"),
+        Measure("evidence_any", family="evidence",
+                description="1 when any evidence passage is in the top K, else 0"),
         # retrieval_bench.answers: per query, on the context the generator was given
         Measure("source_coverage", family=ANSWER,
                 description="labelled-relevant passages cited / labelled-relevant passages"),
