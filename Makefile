@@ -47,6 +47,10 @@ explorer-png: $(VENV)/.installed-test
 docs: $(VENV)/.installed-docs
 	$(VENV)/bin/mkdocs build --strict
 
+# docs/img/home.png and docs/img/how-to.png: the site rendered in the tests' Chromium.
+docs-png: $(VENV)/.installed-test
+	$(PY) tests/support/docs_png.py
+
 docs-serve: $(VENV)/.installed-docs
 	$(VENV)/bin/mkdocs serve
 

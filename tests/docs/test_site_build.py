@@ -51,3 +51,46 @@ def test_search_segments_chinese(site: Path) -> None:
     assert "\\u200b" in separator, separator
     home = next(doc for doc in index["docs"] if doc["location"] == "index.html")
     assert "\u200b检索\u200b" in home["text"], home["text"][:400]
+
+
+def _pages_with_chinese(site: Path) -> list[Path]:
+    from support.glyphs import HAN
+
+    return sorted(
+        page
+        for page in site.rglob("*.html")
+        if "assets" not in page.parts and HAN.search(page.read_text(encoding="utf-8"))
+    )
+
+
+@pytest.mark.slow
+def test_chinese_renders_with_no_missing_glyph(site: Path) -> None:
+    """Every built page with Chinese text, rendered in the Chromium the tests use: each Chinese
+    character is in the character map of a font Chromium drew its element with."""
+    from support.chromium import chromium, find_chromium
+    from support.glyphs import missing_glyphs
+
+    if find_chromium() is None:
+        pytest.skip("no Chromium on PATH")
+    pages = _pages_with_chinese(site)
+    assert site / "index.html" in pages
+    with chromium() as browser:
+        missing = {p.relative_to(site).as_posix(): missing_glyphs(browser, p) for p in pages}
+    assert not any(missing.values()), missing
+
+
+@pytest.mark.slow
+def test_a_character_no_font_has_is_reported(tmp_path: Path) -> None:
+    """The check sees a missing glyph: U+9FF0 (Unicode 13) is in no font installed here."""
+    from support.chromium import chromium, find_chromium
+    from support.glyphs import missing_glyphs
+
+    if find_chromium() is None:
+        pytest.skip("no Chromium on PATH")
+    page = tmp_path / "tofu.html"
+    page.write_text(
+        '<html><meta charset="utf-8"><body><article><p>检索\u9ff0</p></article></body></html>',
+        encoding="utf-8",
+    )
+    with chromium() as browser:
+        assert missing_glyphs(browser, page) == {"检索\u9ff0": ["\u9ff0"]}
