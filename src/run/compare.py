@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from retrieval_bench.compare.build import compare_dirs
-from retrieval_bench.config.compare import CompareConfig
+from retrieval_bench.config.compare import ESTIMATES, CompareConfig
+from retrieval_bench.errors import ConfigError
 from retrieval_bench.io.folders import check_output_dir
 from retrieval_bench.jobdir.read import is_job_dir
 from retrieval_bench.scoring.measure_names import canonical_compare_metrics
@@ -82,7 +83,20 @@ def _main(argv: Sequence[str] | None) -> int:
         default=defaults.target_delta,
         help="the difference the 'queries needed' are for",
     )
+    parser.add_argument(
+        "--estimate",
+        choices=ESTIMATES,
+        default=defaults.estimate,
+        help="active: also the estimates under a labelling plan (--label-plan), with verdicts",
+    )
+    parser.add_argument(
+        "--label-plan", help="the plan's folder (python -m run.label plan --out DIR)"
+    )
     args = parser.parse_args(argv)
+    if args.estimate == "active" and not args.label_plan:
+        raise ConfigError(
+            "--label-plan", "--estimate active needs the plan's folder (python -m run.label plan)"
+        )
     cfg = CompareConfig(
         stage=args.stage,
         metrics=args.metrics or list(defaults.metrics),
@@ -95,6 +109,8 @@ def _main(argv: Sequence[str] | None) -> int:
         correction=args.correction,
         power=args.power,
         target_delta=args.target_delta,
+        estimate=args.estimate,
+        label_plan=args.label_plan or "",
     )
     out = args.out
     if out is None and len(args.dirs) == 1 and not is_job_dir(args.dirs[0]):

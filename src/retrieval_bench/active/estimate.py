@@ -43,6 +43,7 @@ from retrieval_bench.active.plan import (
 )
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
 from retrieval_bench.io.strict_json import strict_json
+from retrieval_bench.reports.active_estimates import active_estimates_markdown
 from retrieval_bench.stats.active_ppi import (
     as_estimate,
     combine_rounds,
@@ -201,56 +202,13 @@ def estimate_plan(folder: Path, labels: Path, confidence: float = 0.95) -> dict[
     }
 
 
-def estimate_markdown(record: Mapping[str, Any]) -> str:
-    """estimate.md: one table per query type, people only beside the active estimate."""
-    a, b = record["systems"]
-    lines = [
-        f"# Estimates under the label plan `{record['plan']}`",
-        "",
-        f"Metric `{record['metric']}`; labels `{record['labels']}`; "
-        f"strategy `{record['strategy']}`, "
-        f"{record['rounds']} of {record['planned_rounds']} rounds (weights "
-        f"{', '.join(f'{w:.2f}' for w in record['weights'])}). `{a} - {b}`: the paired "
-        f"difference. `people`: people's labels only; `active`: with the judge's prediction "
-        f"(inverse-probability-weighted PPI). Intervals at {record['confidence']:.0%}.",
-        "",
-    ]
-    for warning in record["warnings"]:
-        lines += [f"> warning: {warning}", ""]
-    by_type: dict[str, list[Mapping[str, Any]]] = {}
-    for row in record["rows"]:
-        by_type.setdefault(row["type"], []).append(row)
-    for group, rows in by_type.items():
-        lines += [
-            f"## {group}",
-            "",
-            "| quantity | estimator | estimate | interval | se | labelled / queries | verdict |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in rows:
-            name = f"{a} - {b}" if row["quantity"] == DIFFERENCE else row["quantity"]
-            if "mean" in row:
-                lines.append(
-                    f"| {name} | {row['estimator']} | {row['mean']:.4f} | "
-                    f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}] | {row['se']:.4f} | "
-                    f"{row['labelled']} / {row['queries']} | {row.get('verdict', '')} |"
-                )
-            else:
-                lines.append(
-                    f"| {name} | {row['estimator']} | {row['note']} | | | "
-                    f"{row['labelled']} / {row['queries']} | |"
-                )
-        lines.append("")
-    return "\n".join(lines)
-
-
 def write_estimate(
     folder: Path, labels: Path, confidence: float, out: Path | None
 ) -> tuple[str, list[Path]]:
     """Estimate the plan in `folder` and write estimate.md/.json to `out` (default the plan's
     folder); the Markdown text and the files."""
     record = estimate_plan(folder, labels, confidence)
-    text = estimate_markdown(record)
+    text = active_estimates_markdown(record)
     target = out or (folder if folder.is_dir() else folder.parent)
     atomic_write_json(target / ESTIMATE_JSON, strict_json(record))
     atomic_write_text(target / ESTIMATE_MD, text)

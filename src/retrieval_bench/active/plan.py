@@ -56,6 +56,7 @@ from retrieval_bench.active.strategies import (
     UNIFORM,
     WITHOUT_CALIBRATION,
     active_weights,
+    round_design,
     uncertainty_weights,
 )
 from retrieval_bench.data.hashes import canonical_sha256
@@ -65,7 +66,6 @@ from retrieval_bench.io.atomic import atomic_write_json
 from retrieval_bench.jobdir import names
 from retrieval_bench.labels.pool import POOL_FIELDS, pool_records, write_pool_records
 from retrieval_bench.stats.active_ppi import fitted_coefficients
-from retrieval_bench.stats.sampling_design import inclusion_probabilities
 
 VERSION = 1
 # A calibration needs this many labelled pairs the judge graded, with both kinds among them.
@@ -199,37 +199,38 @@ def draw_round(
     else:
         calibration = None
         prediction = _judged_prediction(ctx)
-    # Rounds after the first: the estimate's coefficients, fitted now on the queries known
-    # before the round, so they are fixed before its labels come back.
-    coefficients: dict[str, dict[str, list[float]]] | None = None
-    if round_number > 1:
-        people = quantities(ctx.systems, _people_values(ctx))
-        predicted = quantities(ctx.systems, prediction) if prediction is not None else None
-        coefficients = {}
-        for name, y in people.items():
-            coefficients[name] = {
-                PEOPLE: [0.0, float(fitted_coefficients(np.zeros(n), y, known, False)[1])]
-            }
-            if predicted is not None:
-                fit = fitted_coefficients(predicted[name], y, known)
-                coefficients[name][WITH_JUDGE] = [float(fit[0]), float(fit[1])]
+    people = quantities(ctx.systems, _people_values(ctx))
+    predicted = quantities(ctx.systems, prediction) if prediction is not None else None
     if used == UNIFORM:
-        weights = np.ones(n)
+        weights = None
     elif used == DISAGREEMENT:
         weights = disagreement(ctx.compared, ctx.metric, ctx.k, contrast)
     elif used == UNCERTAINTY:
         weights = uncertainty_weights(ctx.compared.pair_query, pair_p, n)
     else:
-        assert prediction is not None
-        lam_c = (coefficients or {}).get(DIFFERENCE, {}).get(WITH_JUDGE, [1.0, 0.0])
-        diff_f = contrast @ prediction
+        assert predicted is not None
+        # The predictor's coefficients by least squares on the queries known now (none: the
+        # judge's expectation as it is), the error predicted around it.
+        lam, c = 1.0, 0.0
+        if known.any():
+            fit = fitted_coefficients(predicted[DIFFERENCE], people[DIFFERENCE], known)
+            lam, c = float(fit[0]), float(fit[1])
         diff_drawn = np.einsum("s,msn->mn", contrast, drawn)
-        weights = active_weights(diff_drawn, lam_c[0], lam_c[1], diff_f)
-    budget = min(budget, float(candidates.sum()))
-    pi = np.zeros(n)
-    if candidates.any():
-        floor = 1.0 if used == UNIFORM else settings.floor
-        pi[candidates] = inclusion_probabilities(weights[candidates], budget, floor)
+        weights = active_weights(diff_drawn, lam, c, predicted[DIFFERENCE])
+    pi, pi_design = round_design(weights, candidates, budget, settings.floor)
+    # Rounds after the first: each estimate's coefficients, fitted now on the queries known
+    # before the round with the round's own design weights, so they are fixed before its labels
+    # come back (stats.active_ppi.fitted_coefficients).
+    coefficients: dict[str, dict[str, list[float]]] | None = None
+    if round_number > 1:
+        coefficients = {}
+        zeros = np.zeros(n)
+        for name, y in people.items():
+            fit = fitted_coefficients(zeros, y, known, False, pi_design)
+            coefficients[name] = {PEOPLE: [0.0, float(fit[1])]}
+            if predicted is not None:
+                fit = fitted_coefficients(predicted[name], y, known, True, pi_design)
+                coefficients[name][WITH_JUDGE] = [float(fit[0]), float(fit[1])]
     rows = np.flatnonzero(candidates)
     chosen_rows = rows[_uniforms(settings.seed, round_number, len(rows)) < pi[rows]]
     qids = ctx.compared.query_ids

@@ -47,11 +47,13 @@ from retrieval_bench.active.calibration import N_CELLS, cell_counts, probabiliti
 from retrieval_bench.active.compared import Compared
 from retrieval_bench.active.prediction import disagreement, drawn_values, judged_values
 from retrieval_bench.active.strategies import (
+    ACTIVE,
     DISAGREEMENT,
     STRATEGIES,
     UNCERTAINTY,
     UNIFORM,
     active_weights,
+    round_design,
     uncertainty_weights,
 )
 from retrieval_bench.progress import progress
@@ -62,7 +64,7 @@ from retrieval_bench.stats.active_ppi import (
     tuned_estimate,
 )
 from retrieval_bench.stats.ppi import classical_mean
-from retrieval_bench.stats.sampling_design import inclusion_probabilities, poisson_draws
+from retrieval_bench.stats.sampling_design import poisson_draws
 
 PEOPLE, PPI = "people", "ppi"
 ESTIMATORS = (PEOPLE, PPI)
@@ -138,35 +140,6 @@ def _verdict(low: float, high: float, names: Sequence[str]) -> str:
     return TIE
 
 
-def _second_design(
-    strategy: str,
-    case: Case,
-    rest: np.ndarray,
-    budget: float,
-    settings: Settings,
-    pair_p: np.ndarray,
-    active: np.ndarray,
-    dis: np.ndarray,
-) -> np.ndarray:
-    """Round 2's inclusion probabilities: 1 where round 1 labelled, the strategy's among the
-    rest."""
-    pi = np.ones(case.compared.n)
-    if not rest.any():
-        return pi
-    budget = min(budget, float(rest.sum()))
-    if strategy == UNIFORM:
-        pi[rest] = budget / rest.sum()
-        return pi
-    if strategy == DISAGREEMENT:
-        weights = dis
-    elif strategy == UNCERTAINTY:
-        weights = uncertainty_weights(case.compared.pair_query, pair_p, case.compared.n)
-    else:
-        weights = active
-    pi[rest] = inclusion_probabilities(weights[rest], budget, settings.floor)
-    return pi
-
-
 def simulate(case: Case, settings: Settings) -> dict[str, Any]:
     """The measured table of `case` under `settings` (module docstring)."""
     if len(case.compared.systems) != 2:
@@ -199,34 +172,38 @@ def simulate(case: Case, settings: Settings) -> dict[str, Any]:
                 f2 = drawn.mean(axis=0)  # (S, N): the judge's expected metric
                 predictions = {DIFFERENCE: case.contrast @ f2}
                 predictions.update({system: f2[i] for i, system in enumerate(names)})
-                fitted = {
-                    (estimator, q): fitted_coefficients(
-                        predictions[q], quantities[q], s1, estimator == PPI
-                    )
-                    for q in quantities
-                    for estimator in ESTIMATORS
-                }
-                lam, c = fitted[(PPI, DIFFERENCE)]
+                ols = fitted_coefficients(predictions[DIFFERENCE], quantities[DIFFERENCE], s1)
                 diff_draws = np.einsum("s,msn->mn", case.contrast, drawn)
-                active = active_weights(diff_draws, float(lam), float(c), predictions[DIFFERENCE])
+                active = active_weights(
+                    diff_draws, float(ols[0]), float(ols[1]), predictions[DIFFERENCE]
+                )
                 rest = ~s1
                 for strategy in settings.strategies:
-                    pi2 = _second_design(
-                        strategy, case, rest, budget - first_budget, settings, pair_p, active, dis
+                    strategy_weights = {
+                        UNIFORM: None,
+                        DISAGREEMENT: dis,
+                        UNCERTAINTY: uncertainty_weights(case.compared.pair_query, pair_p, n),
+                        ACTIVE: active,
+                    }[strategy]
+                    pi2, pi_design = round_design(
+                        strategy_weights, rest, budget - first_budget, settings.floor
                     )
                     s2 = s1 | poisson_draws(np.where(rest, pi2, 0.0), rng, settings.second_draws)
                     labelled = s2.sum(axis=1)
-                    for (estimator, quantity), (lam_q, c_q) in fitted.items():
-                        f = predictions[quantity] if estimator == PPI else np.zeros(n)
-                        m2, v2 = difference_estimate(f, quantities[quantity], s2, pi2, lam_q, c_q)
-                        m1, v1 = round1[(estimator, quantity)]
-                        mean, var = combine_rounds([m1, m2], [v1, v2], weights)
-                        tally = tallies.setdefault(
-                            (strategy, estimator, quantity, budget), _Tally()
-                        )
-                        tally.means.append(mean)
-                        tally.variances.append(var)
-                        tally.labelled.append(labelled)
+                    for quantity, y in quantities.items():
+                        for estimator in ESTIMATORS:
+                            use = estimator == PPI
+                            f = predictions[quantity] if use else np.zeros(n)
+                            lam_q, c_q = fitted_coefficients(f, y, s1, use, pi_design)
+                            m2, v2 = difference_estimate(f, y, s2, pi2, lam_q, c_q)
+                            m1, v1 = round1[(estimator, quantity)]
+                            mean, var = combine_rounds([m1, m2], [v1, v2], weights)
+                            tally = tallies.setdefault(
+                                (strategy, estimator, quantity, budget), _Tally()
+                            )
+                            tally.means.append(mean)
+                            tally.variances.append(var)
+                            tally.labelled.append(labelled)
                 bar.update(1)
     from scipy.stats import norm  # imported here: scipy.stats costs most of an app's start
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from retrieval_bench.stats.sampling_design import inclusion_probabilities
+
 UNIFORM, DISAGREEMENT, UNCERTAINTY, ACTIVE = "uniform", "disagreement", "uncertainty", "active"
 STRATEGIES = (UNIFORM, DISAGREEMENT, UNCERTAINTY, ACTIVE)
 # What a strategy falls back to while no calibration exists (a plan's first round).
@@ -50,3 +52,22 @@ def active_weights(
 ) -> np.ndarray:
     """E|y - (lam f + c)| per query, over the drawn values `drawn` (draws, N) of y."""
     return np.abs(drawn - (lam * prediction + intercept)).mean(axis=0)
+
+
+def round_design(
+    weights: np.ndarray | None, rest: np.ndarray, budget: float, floor: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(a round's inclusion probabilities: 1 where an earlier round labelled, the strategy's
+    `weights` (None: uniform) mixed with uniform by `floor` among the `rest`, summing to
+    `budget`; the probabilities every query would have were it a candidate, at the same scale:
+    what the round's coefficients are fitted with)."""
+    n = len(rest)
+    pi = np.ones(n)
+    if weights is None:
+        weights, floor = np.ones(n), 1.0
+    candidates = int(rest.sum())
+    if candidates == 0:
+        return pi, pi
+    budget = min(budget, float(candidates))
+    pi[rest] = inclusion_probabilities(weights[rest], budget, floor)
+    return pi, inclusion_probabilities(weights, min(float(n), budget * n / candidates), floor)

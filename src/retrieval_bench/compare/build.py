@@ -36,13 +36,14 @@ from retrieval_bench.compare.robustness import (
 )
 from retrieval_bench.compare.tiers import tier_record, tier_settings
 from retrieval_bench.config.compare import CORRECTIONS, FAMILY_SCOPE, CompareConfig
-from retrieval_bench.errors import BenchError
+from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
 from retrieval_bench.io.strict_json import strict_json
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.files import JobFolderError
 from retrieval_bench.jobdir.job_sets import assign_labels, group_by_dataset, varying_keys
 from retrieval_bench.jobdir.read import FinishedJob, Snapshot, scan_jobs
+from retrieval_bench.paths import resolve_path
 from retrieval_bench.scoring.registry import (
     ideal_value,
     is_answer_measure,
@@ -414,6 +415,32 @@ def comparable_groups(jobs: Sequence[FinishedJob]) -> dict[str, tuple[list[Finis
     return out
 
 
+def plan_estimates(
+    group: Sequence[FinishedJob], cfg: CompareConfig, labels: Path | None
+) -> dict[str, Any]:
+    """`compare.estimate=active`: the estimates under the plan `compare.label_plan`, against
+    `labels` (default: the jobs' own evaluation set), whose jobs must be in `group`."""
+    from retrieval_bench.active.estimate import estimate_plan
+    from retrieval_bench.active.plan import read_plan
+
+    plan_dir = resolve_path(cfg.label_plan)
+    plan = read_plan(plan_dir)
+    paths = {str(job.path.resolve()) for job in group}
+    planned = [j["path"] for j in plan["jobs"] if str(Path(j["path"]).resolve()) not in paths]
+    if planned:
+        raise ConfigError(
+            "compare.label_plan", f"{plan_dir}: its jobs {planned} are not among those compared"
+        )
+    if labels is None:
+        evalsets = {str((job.config.get("dataset") or {}).get("evalset") or "") for job in group}
+        if len(evalsets) != 1 or "" in evalsets:
+            raise ConfigError(
+                "compare.label_plan", "the jobs name no one evaluation set: give --judged-labels"
+            )
+        labels = resolve_path(evalsets.pop())
+    return estimate_plan(plan_dir, labels, cfg.confidence)
+
+
 @dataclass
 class ComparisonOutput:
     record: dict[str, Any]
@@ -462,6 +489,8 @@ def compare_dirs(
         estimates = estimate_judged(group, cfg, significance_settings(cfg), judged_labels)
         if estimates is not None:
             datasets[name]["judge_estimates"] = estimates
+        if cfg.estimate == "active":
+            datasets[name]["active_estimates"] = plan_estimates(group, cfg, judged_labels)
         specs = [m["spec"] for m in datasets[name]["metrics"]]
         # Bad cases are rankings: led by the first retrieval metric compared.
         primary = next((m for m in specs if not is_answer_measure(m)), "recall@K")

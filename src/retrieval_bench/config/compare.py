@@ -25,6 +25,8 @@ CORRECTIONS = {
 # `@K` stands for each job's own top_k, so a top_k 6 vs 8 ablation compares recall@6 with
 # recall@8: what each setting actually returns.
 DEFAULT_METRICS = ["recall@K", "hit@K", "mrr@K", "ndcg@K"]
+# `compare.estimate`: the jobs' labels alone, or also a labelling plan's estimates.
+ESTIMATES = ("labels", "active")
 
 
 @dataclass
@@ -68,6 +70,12 @@ class CompareConfig:
     needed are those that detect a difference of `target_delta` (in the metric's units)."""
     target_delta: float = 0.05
     """The difference, in the metric's units, whose queries-needed the power analysis reports."""
+    estimate: str = "labels"
+    """What the comparison's estimates rest on: `labels` (the jobs' labels, as they are) or
+    `active` (also the estimates under a labelling plan, `label_plan`, with their verdicts:
+    `python -m run.label`)."""
+    label_plan: str = ""
+    """With `estimate=active`: the plan's folder (`python -m run.label plan --out`)."""
 
     def baseline_key(self) -> str:
         """The key the baselines were given under, for messages about them."""
@@ -86,6 +94,16 @@ class CompareConfig:
 
     def validate(self) -> None:
         self.baseline_settings()
+        if self.estimate not in ESTIMATES:
+            raise ConfigError(
+                "compare.estimate", f"{self.estimate!r} is not one of: {', '.join(ESTIMATES)}"
+            )
+        if self.estimate == "active" and not self.label_plan:
+            raise ConfigError(
+                "compare.label_plan",
+                "compare.estimate=active needs the labelling plan's folder (python -m run.label "
+                "plan --out DIR)",
+            )
         if self.rank_resamples < 100:
             raise ConfigError(
                 "compare.rank_resamples", f"must be >= 100, got {self.rank_resamples}"

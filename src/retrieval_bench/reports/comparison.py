@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from retrieval_bench.reports.active_estimates import active_estimates_line, active_estimates_section
 from retrieval_bench.reports.coverage import comparison_coverage_section
 from retrieval_bench.reports.judge_estimates import estimates_line, estimates_section
 from retrieval_bench.reports.pareto import pareto_section
@@ -345,6 +346,8 @@ def comparison_markdown(record: Mapping[str, Any]) -> str:
         lines += comparison_coverage_section(ds.get("coverage"))
         if ds.get("judge_estimates"):
             lines += estimates_section(ds["judge_estimates"])
+        if ds.get("active_estimates"):
+            lines += active_estimates_section(ds["active_estimates"])
         lines += ["Bad cases per query: `badcases.md`.", ""]
     return "\n".join(lines)
 
@@ -383,6 +386,8 @@ def comparison_text(record: Mapping[str, Any], files: Sequence[Path] = ()) -> st
                     out.append(text_table(header, rows))
         if ds.get("judge_estimates"):
             out += ["", estimates_line(ds["judge_estimates"])]
+        if ds.get("active_estimates"):
+            out += ["", active_estimates_line(ds["active_estimates"])]
         if ds.get("robustness"):
             out += robustness_text(ds["robustness"])
     if files:

@@ -146,13 +146,27 @@ def tuned_coefficients(
 
 
 def fitted_coefficients(
-    prediction: ArrayLike, outcome: ArrayLike, known: ArrayLike, use_prediction: bool = True
+    prediction: ArrayLike,
+    outcome: ArrayLike,
+    known: ArrayLike,
+    use_prediction: bool = True,
+    design_pi: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(lam, c) by ordinary least squares of y on (f, 1) over the `known` units (lam clipped
-    to [0, 1]): a later round's predictor, fitted on what earlier rounds labelled, so it is
-    fixed before that round's labels come back (module docstring)."""
+    """(lam, c) fitted on the `known` units (labelled by earlier rounds), lam clipped to
+    [0, 1]: a later round's predictor, fixed before that round's labels come back (module
+    docstring). Least squares of y on (f, 1), weighted by (1 - pi)/pi with `design_pi` the
+    probabilities the round's design gives each unit (were it a candidate), so the fit
+    minimises the round's variance, sum (1 - pi)/pi (y - lam f - c)^2, as the known units
+    estimate it; unweighted (ordinary least squares) without `design_pi`."""
     y, s, _ = _arrays(outcome, known, 1.0)
-    return _least_squares(_prediction(prediction, s.shape[-1]), y, 1.0 * s, use_prediction)
+    if design_pi is None:
+        weights = 1.0 * s
+    else:
+        p = np.broadcast_to(np.asarray(design_pi, dtype=np.float64), s.shape)
+        if np.any((p <= 0) | (p > 1)):
+            raise ValueError("design probabilities must be within (0, 1]")
+        weights = np.where(s, (1 - p) / p, 0.0)
+    return _least_squares(_prediction(prediction, s.shape[-1]), y, weights, use_prediction)
 
 
 def tuned_estimate(

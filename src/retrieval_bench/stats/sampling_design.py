@@ -44,8 +44,7 @@ def inclusion_probabilities(weights: ArrayLike, budget: float, floor: float) -> 
         raise ValueError(f"the floor must be within (0, 1], got {floor}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ValueError("weights must be finite and non-negative")
-    mean = w.mean()
-    mixed = (1 - floor) * w / mean + floor if mean > 0 else np.ones(n)
+    mixed = mixed_weights(w, floor)
     pi = np.zeros(n)
     capped = np.zeros(n, dtype=bool)
     while True:
@@ -60,6 +59,14 @@ def inclusion_probabilities(weights: ArrayLike, budget: float, floor: float) -> 
         if capped.all():
             break
     return pi
+
+
+def mixed_weights(weights: ArrayLike, floor: float) -> np.ndarray:
+    """(1 - floor) w / mean(w) + floor (module docstring), the weights' mean 1; all 1 when
+    every weight is 0."""
+    w = np.asarray(weights, dtype=np.float64)
+    mean = w.mean()
+    return (1 - floor) * w / mean + floor if mean > 0 else np.ones(len(w))
 
 
 def poisson_draws(pi: ArrayLike, rng: np.random.Generator, draws: int = 1) -> np.ndarray:

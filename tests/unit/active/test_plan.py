@@ -25,6 +25,7 @@ from retrieval_bench.errors import ConfigError
 from retrieval_bench.job.runner import run_job
 from retrieval_bench.jobdir.write import write_job
 from retrieval_bench.scoring.run_scores import score
+from run.compare import main as compare_main
 from run.judge import main as judge_main
 from run.label import main as label_main
 from run.pool import main as pool_main
@@ -151,10 +152,12 @@ def test_a_two_round_plan_is_drawn_filled_and_estimated(
     m1 = c1 + (np.where(s1, y - c1, 0) / pi1).sum() / n
     fit_n = int((s1 & (pi1 < 1)).sum())
     v1 = (w * np.where(s1, y - c1, 0) ** 2).sum() / n**2 * fit_n / (fit_n - 1)
-    # Round 2: c fitted on round 1's queries (and those known before), recorded in the plan.
+    # Round 2: c fitted on round 1's queries (and those known before), with the round's design
+    # weights (a weighted mean of their y), recorded in the plan.
     c2 = second["coefficients"]["difference"]["people"][1]
     known1 = known0 | set(first["chosen"])
-    assert c2 == pytest.approx(np.mean([y[i] for i, q in enumerate(queries) if q in known1]))
+    known_y = [y[i] for i, q in enumerate(queries) if q in known1]
+    assert min(known_y) <= c2 <= max(known_y)
     pi2 = np.array([1.0 if q in known1 else second["pi"][q] for q in queries])
     s2 = np.array([q in known1 or q in set(second["chosen"]) for q in queries])
     m2 = c2 + (np.where(s2, y - c2, 0) / pi2).sum() / n
@@ -169,6 +172,18 @@ def test_a_two_round_plan_is_drawn_filled_and_estimated(
     # The whole set under the final labels lies where a 95% interval may put it.
     truth = y.mean()
     assert abs(active["mean"] - truth) < 4 * active["se"] + 1e-9
+
+    # The comparison with compare.estimate=active: the same estimates, and their verdict.
+    capsys.readouterr()
+    compare = ["--judged-labels", str(after2), "--estimate", "active", "--label-plan"]
+    assert compare_main([str(sweep), *compare, str(plan_dir), "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert f"verdict {active['verdict']}" in printed and "label plan (ndcg@6" in printed
+    comparison = json.loads((tmp_path / "comparison.json").read_text(encoding="utf-8"))
+    (dataset,) = comparison["datasets"].values()
+    assert dataset["active_estimates"]["rows"] == record["rows"]
+    assert "Estimates under the label plan" in (tmp_path / "comparison.md").read_text("utf-8")
+    assert compare_main([str(sweep), "--estimate", "active"]) == 2  # no --label-plan
 
     # Labels that come back for queries the plan did not choose: ignored, and said.
     extra = [r for r in read_jsonl(sweep / "pool.jsonl") if r["query_id"] not in known1]

@@ -91,6 +91,8 @@ STRING_ALTERNATIVES = {
     "tracking.experiment": "mine",
     "compare.family": "cell",
     "compare.correction": "bh",
+    "compare.estimate": "active",
+    "compare.label_plan": "outputs/plan",
     "benchmark.month": "2026-01",
     "benchmark.root": "elsewhere/benchmarks",
     "benchmark.launcher": "parallel",

@@ -13,6 +13,7 @@ from retrieval_bench.stats.active_ppi import (
     as_estimate,
     combine_rounds,
     difference_estimate,
+    fitted_coefficients,
     tuned_coefficients,
     tuned_estimate,
 )
@@ -193,3 +194,20 @@ def test_rounds_chosen_from_earlier_labels_combine_unbiasedly() -> None:
     assert 0.93 <= coverage <= 0.97
     with pytest.raises(ValueError, match="sum to 1"):
         combine_rounds([m1, m2], [v1, v2], [0.5, 0.6])
+
+
+def test_fitted_coefficients_weigh_the_known_units_by_the_round_s_design() -> None:
+    f = np.array([0.0, 1.0, 2.0, 3.0, 9.0])
+    y = np.array([0.0, 1.0, 2.5, 3.0, np.nan])
+    known = np.array([True, True, True, True, False])
+    lam, c = fitted_coefficients(f, y, known)  # ordinary least squares over the known
+    slope = np.polyfit(f[:4], y[:4], 1)[0]
+    assert float(lam) == pytest.approx(min(slope, 1.0)) and float(c) == pytest.approx(
+        y[:4].mean() - min(slope, 1.0) * f[:4].mean()
+    )
+    design = np.array([0.5, 0.1, 0.5, 0.5, 0.2])  # unit 1 would be rare: weight (1-pi)/pi = 9
+    _, c_people = fitted_coefficients(np.zeros(5), y, known, use_prediction=False, design_pi=design)
+    w = (1 - design[:4]) / design[:4]
+    assert float(c_people) == pytest.approx((w * y[:4]).sum() / w.sum())
+    with pytest.raises(ValueError, match="design probabilities"):
+        fitted_coefficients(f, y, known, design_pi=np.zeros(5))
