@@ -16,6 +16,18 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
+def floor_bound(result: Mapping[str, Any], budget: int) -> float:
+    """How many times uniform sampling's width a second round can have at most with the floor
+    (`stats.sampling_design`): sqrt((M / (phi b) - 1) / (M / b - 1)), b the second round's
+    budget, M the queries not labelled by the pilot (expected)."""
+    s = result["settings"]
+    second = (1 - s["first_share"]) * budget
+    rest = result["queries"] - s["first_share"] * budget
+    if second >= rest:
+        return 1.0
+    return float(((rest / (s["floor"] * second) - 1) / (rest / second - 1)) ** 0.5)
+
+
 def simulation_markdown(result: Mapping[str, Any]) -> str:
     """Per budget, the paired difference's width / coverage / agreement for each strategy and
     estimator; then the queries each needs to reach uniform-without-judge's width; then each
@@ -39,15 +51,23 @@ def simulation_markdown(result: Mapping[str, Any]) -> str:
         "",
         "## The paired difference",
         "",
-        "| budget | strategy | estimator | labelled | width | coverage | agreement | bias |",
-        "|---|---|---|---|---|---|---|---|",
+        "`vs uniform`: the width over uniform sampling's with the same estimator; the floor "
+        "bounds it, for a fixed predictor, at `floor bound` (the second round's largest "
+        "(1 - pi)/pi over uniform's, square-rooted): what a strategy whose weights carry no "
+        "signal can cost at most.",
+        "",
+        "| budget | strategy | estimator | labelled | width | vs uniform | floor bound "
+        "| coverage | agreement | bias |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     rows = [r for r in result["rows"] if r["quantity"] == DIFFERENCE]
+    uniform = {(r["budget"], r["estimator"]): r["width"] for r in rows if r["strategy"] == UNIFORM}
     for r in rows:
+        ratio = r["width"] / uniform[(r["budget"], r["estimator"])]
         lines.append(
             f"| {r['budget']} | {r['strategy']} | {r['estimator']} | {r['labelled']:.1f} | "
-            f"{r['width']:.4f} | {_pct(r['coverage'])} | {_pct(r.get('agreement'))} | "
-            f"{r['bias']:+.4f} |"
+            f"{r['width']:.4f} | {ratio:.2f} | {floor_bound(result, r['budget']):.2f} | "
+            f"{_pct(r['coverage'])} | {_pct(r.get('agreement'))} | {r['bias']:+.4f} |"
         )
     lines += [
         "",
