@@ -69,6 +69,20 @@ CORRECTIONS = "src/retrieval_bench/stats/corrections.py"
 PPI = "src/retrieval_bench/stats/ppi.py"
 ESTIMATES = "src/retrieval_bench/judge/estimates.py"
 ROBUSTNESS = "src/retrieval_bench/scoring/robustness.py"
+CONTRACT = "src/retrieval_bench/job/contract.py"
+BOOTSTRAP = "src/retrieval_bench/stats/bootstrap.py"
+TIERS = "src/retrieval_bench/stats/tiers.py"
+PARETO = "src/retrieval_bench/stats/pareto.py"
+BASELINES = "src/retrieval_bench/compare/baselines.py"
+TRUNCATE = "src/retrieval_bench/perturb/truncate.py"
+WIDTH = "src/retrieval_bench/perturb/width.py"
+SPACING = "src/retrieval_bench/perturb/spacing.py"
+CHAT = "src/retrieval_bench/judge/chat.py"
+MARKER = "src/retrieval_bench/jobdir/marker.py"
+READ = "src/retrieval_bench/jobdir/read.py"
+PARITY = "src/retrieval_bench/text/segment/parity.py"
+ATOMIC = "src/retrieval_bench/io/atomic.py"
+KIND_TESTS = ("tests/unit/perturb/test_kinds.py",)
 ROBUSTNESS_TESTS = ("tests/unit/scoring/test_robustness_cells.py",)
 ESTIMATE_TESTS = ("tests/unit/judge/test_estimates.py", "tests/unit/stats/test_ppi.py")
 POWER_TESTS = ("tests/unit/stats/test_power.py",)
@@ -388,6 +402,132 @@ MUTATIONS = [
         'return {t: {"n": len(v), name: json_number(sum(v) / len(values[ALL]))} '
         "for t, v in values.items()}",
         ROBUSTNESS_TESTS,
+    ),
+    Mutation(
+        "a passage twice in a ranking caught only when side by side",
+        CONTRACT,
+        "keys = np.sort(segment * self.n + flat)",
+        "keys = segment * self.n + flat",
+        ("tests/unit/job/test_contract.py",),
+    ),
+    Mutation(
+        "a fused ranking may keep only what the strategy's first arm returned",
+        PIPELINE,
+        "given.append(np.concatenate([pool.indices for pool in pools]))",
+        "given.append(pools[0].indices)",
+        ("tests/unit/job/test_contract.py",),
+    ),
+    Mutation(
+        "rank intervals one-sided (the whole 1 - confidence in each tail)",
+        BOOTSTRAP,
+        "tail = (1.0 - confidence) / 2.0",
+        "tail = 1.0 - confidence",
+        ("tests/unit/stats/test_bootstrap.py",),
+    ),
+    Mutation(
+        "tiers take the higher mean as better on a lower-is-better measure",
+        TIERS,
+        "better = a if (diff < 0) == lower else b",
+        "better = a if diff > 0 else b",
+        ("tests/unit/stats/test_tiers.py",),
+    ),
+    Mutation(
+        "a robustness verdict takes a rise as better on a lower-is-better measure",
+        ROBUSTNESS,
+        "better = delta.diff < 0 if lower_is_better(metric) else delta.diff > 0",
+        "better = delta.diff > 0",
+        ROBUSTNESS_TESTS,
+    ),
+    Mutation(
+        "a zero cost read as no cost measured",
+        PARETO,
+        "for label, c in cost.items() if c is not None}",
+        "for label, c in cost.items() if c}",
+        ("tests/unit/stats/test_pareto.py",),
+    ),
+    Mutation(
+        "a baseline of several keys matched by any one of them",
+        BASELINES,
+        "if not any(all(j.setting.get(k) == v for k, v in spec.items()) for j in jobs):",
+        "if not any(any(j.setting.get(k) == v for k, v in spec.items()) for j in jobs):",
+        ("tests/unit/compare/test_compare_baselines.py",),
+    ),
+    Mutation(
+        "truncate makes a variant of a query exactly truncate_chars long",
+        TRUNCATE,
+        "if len(query.query.rstrip()) <= self.chars or not text:",
+        "if len(query.query.rstrip()) < self.chars or not text:",
+        KIND_TESTS,
+    ),
+    Mutation(
+        "fullwidth leaves the last ASCII character (~) narrow",
+        WIDTH,
+        'if "!" <= a <= "~"}',
+        'if "!" <= a < "~"}',
+        KIND_TESTS,
+    ),
+    Mutation(
+        "unspacing counts only the ASCII space as whitespace",
+        SPACING,
+        "removed = [i for i, ch in enumerate(query.query) if ch.isspace()]",
+        'removed = [i for i, ch in enumerate(query.query) if ch == " "]',
+        KIND_TESTS,
+    ),
+    Mutation(
+        "spacing takes an ideographic space or a tab for a word character",
+        SPACING,
+        'return not unicodedata.category(ch).startswith(("Z", "P", "S", "C"))',
+        'return ch != " " and not unicodedata.category(ch).startswith(("P", "S"))',
+        KIND_TESTS,
+    ),
+    Mutation(
+        "the chat judge's cache key without the model",
+        CHAT,
+        "return [pair.query, pair.passage, self.prompt_for(pair).sha256, self.model]",
+        "return [pair.query, pair.passage, self.prompt_for(pair).sha256]",
+        ("tests/unit/judge/test_judge_cache.py",),
+    ),
+    Mutation(
+        "the marker reads a process's state after the first ')' of its name",
+        MARKER,
+        'stat.rpartition(")")[2]',
+        'stat.partition(")")[2]',
+        ("tests/unit/jobdir/test_jobdir_marker.py",),
+    ),
+    Mutation(
+        "another user's process read as gone",
+        MARKER,
+        "except PermissionError:  # it exists, owned by another user\n        pass",
+        "except PermissionError:  # it exists, owned by another user\n        return False",
+        ("tests/unit/jobdir/test_jobdir_marker.py",),
+    ),
+    Mutation(
+        "a job without top_k takes its largest cut-off",
+        READ,
+        "return int(min(cutoffs))",
+        "return int(max(cutoffs))",
+        ("tests/unit/jobdir/test_jobdir_read.py",),
+    ),
+    Mutation(
+        "token parity checks the cut only, not the indexed tokens",
+        PARITY,
+        "if reference_tokens != fast_tokens:",
+        "if False:",
+        ("tests/unit/text/test_segment_parity.py",),
+    ),
+    Mutation(
+        "the gate's family counts the checks without paired queries",
+        GATE,
+        "_judge(c, len(tested), gate, sig, min_queries)",
+        "_judge(c, len(checks), gate, sig, min_queries)",
+        GATE_TESTS,
+    ),
+    Mutation(
+        "an atomic write interrupted by Ctrl-C leaves its temp file",
+        ATOMIC,
+        "except BaseException as exc:",
+        "except Exception as exc:",
+        ("tests/unit/io/test_atomic.py",),
     ),
     Mutation(
         "every tuning study's sampler seeded with the run's seed",

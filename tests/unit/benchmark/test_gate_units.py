@@ -114,6 +114,15 @@ def test_checks_without_paired_queries_are_no_data_and_outside_the_holm_family()
     assert empty.note == "no query scored in both months"
 
 
+def test_checks_without_paired_queries_do_not_count_in_the_family_size() -> None:
+    # n=6: the smallest p is 2/2**6 = 0.03125, below alpha in a family of one. Beside a check
+    # with no paired query (no test at all) the family is still one: a regression, not "too
+    # few queries" as a family of two would make it.
+    small, empty = check(-0.5, 0.03125, n=6), check(0.0, 1.0, n=0)
+    assert judged(small, empty) == [(REGRESSION, 0.03125), (NO_DATA, 1.0)]
+    assert small.note == ""
+
+
 def test_too_few_queries_below_min_queries() -> None:
     few = check(-0.5, 0.001, n=4)
     assert judged(few) == [(UNDECIDED, 0.001)]

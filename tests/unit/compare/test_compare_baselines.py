@@ -118,3 +118,36 @@ def test_a_sweep_with_a_baseline_not_in_it_exits_2_before_its_jobs(tmp_path: Pat
     assert proc.returncode == 2, proc.stderr
     assert "config key 'compare.baselines': 'colbert' is not in the sweep" in proc.stderr
     assert not any(p.is_dir() for p in sweep.glob("*")), "no job ran"
+
+
+def test_a_baseline_of_several_keys_names_one_job() -> None:
+    """Jobs varying retriever and top_k, three of the four pairs: a baseline names a job only
+    when one job has every key's value (bm25 and dense run, top_k 8 runs, but not dense at
+    top_k 8), and its deltas are taken against that job alone."""
+    jobs = [
+        _job("a", "bm25", 6, {f"q{i}": 0.0 for i in range(12)}),
+        _job("b", "dense", 6, {f"q{i}": 1.0 for i in range(12)}),
+        _job("c", "bm25", 8, {f"q{i}": 0.5 for i in range(12)}),
+    ]
+    assign_labels(jobs)
+    keys = ["retriever", "top_k"]
+    with pytest.raises(ConfigError, match="retriever=dense,top_k=8 is not in the sweep"):
+        resolve_baseline({"retriever": "dense", "top_k": 8}, jobs, keys, "compare.baselines")
+    spec = {"retriever": "bm25", "top_k": 6}
+    assert resolve_baseline(spec, jobs, keys, "k") == {"retriever": "bm25", "top_k": "6"}
+    values = {
+        "recall@K": {
+            j.label: {t: j.per_query("final", "recall@K") for t in ("t", ALL)} for j in jobs
+        }
+    }
+    ab = build_ablation(jobs, keys, spec, [{"spec": "recall@K"}], values, ["t", ALL],
+                        CompareConfig(n_resamples=1000))  # fmt: skip
+    [group] = ab["groups"]
+    assert group["baseline"] == {"label": jobs[0].label, "setting": "retriever=bm25,top_k=6"}
+    assert [s["setting"] for s in group["settings"]] == [
+        "retriever=dense,top_k=6",
+        "retriever=bm25,top_k=8",
+    ]
+    deltas = group["deltas"]["recall@K"]["t"]
+    assert {d["against"] for d in deltas} == {jobs[0].label}
+    assert sorted(d["diff"] for d in deltas) == [0.5, 1.0]

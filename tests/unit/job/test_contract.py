@@ -68,6 +68,8 @@ def pipeline(
         (lambda k: [], "returned 0 rankings for 1 queries"),
         (lambda k: [ranked([0], [1.0]), ranked([2], [1.0])], "returned 2 rankings for 1 queries"),
         (lambda k: [ranked([3, 3], [2.0, 1.0])], "passage 'p3' (index 3) appears twice"),
+        # Not side by side: a check of neighbours alone misses it.
+        (lambda k: [ranked([3, 1, 3], [3.0, 2.0, 1.0])], "passage 'p3' (index 3) appears twice"),
         (lambda k: [ranked([0.0, 1.0], [2.0, 1.0])], "indices are float64, not integers"),
         (lambda k: [None], "returned NoneType, not a Ranked"),
         (lambda k: None, "returned NoneType, not a list of Ranked"),
@@ -102,6 +104,18 @@ def test_an_arm_trusted_with_its_own_acl_is_not_filtered() -> None:
     leaky.applies_own_acl = True  # type: ignore[attr-defined]
     [record] = pipeline({"service": leaky}, city=True).run([QUERY])
     assert record.stages["final"].ids == ["p0", "p1"]
+
+
+def test_an_own_acl_arm_after_the_first_arm_of_a_fused_strategy_keeps_what_it_let_through() -> None:
+    """Under the city filter (三亚: passages 0, 2, 5, 8), a fused strategy whose second arm
+    ranks with its own access rules and returns p1 (海口): the fusion may keep p1, since an arm
+    trusted with its own ACL let it through, whichever arm it came from."""
+    service = bad_arm(lambda k: [ranked([1, 0], [2.0, 1.0])])
+    service.applies_own_acl = True  # type: ignore[attr-defined]
+    arms = {"plain": ScriptedArm("plain", [0, 2, 5]), "service": service}
+    [record] = pipeline(arms, city=True).run([QUERY])
+    assert record.stages["plain"].ids == ["p0", "p2", "p5"]
+    assert "p1" in record.stages["fused"].ids and "p1" in record.stages["final"].ids
 
 
 def test_ties_are_put_in_id_descending_order() -> None:

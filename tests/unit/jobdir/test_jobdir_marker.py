@@ -93,3 +93,53 @@ def test_other_markers_read_as_written(tmp_path: Path, gone_pid: int, line: str)
 def test_no_marker_and_a_never_started_job(tmp_path: Path) -> None:
     assert marker_state(tmp_path) is None
     assert job_folder_state(tmp_path / "absent") == "no job folder"
+
+
+# A process name (/proc/<pid>/stat's comm, 15 bytes) that reads like a zombie's state to a
+# parser that splits at the first ")": "pid (x) Z (y) S ...".
+ODD_NAME = "x) Z (y"
+
+
+@pytest.fixture
+def odd_named_pid() -> Iterator[int]:
+    """A live process that named itself ODD_NAME (prctl PR_SET_NAME), as any program may."""
+    code = (
+        "import ctypes, sys, time; "
+        f"ctypes.CDLL(None).prctl(15, {ODD_NAME.encode()!r}, 0, 0, 0); "
+        "print('named', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "named\n"
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def test_a_process_whose_name_holds_a_parenthesis_is_alive(
+    tmp_path: Path, odd_named_pid: int
+) -> None:
+    stat = Path(f"/proc/{odd_named_pid}/stat").read_text(encoding="ascii")
+    assert f"({ODD_NAME})" in stat  # the name is what the parser must read past
+    assert process_exists(odd_named_pid)
+    line = f"running (2026-09-01T10:00:00, pid {odd_named_pid} on {HOST})"
+    assert marker_state(_marked(tmp_path / "job", line)) == line
+
+
+def test_a_process_of_another_user_is_alive() -> None:
+    """Signalling another user's process fails with EPERM: it exists. Checked from a process
+    that is not its owner: as root, a child that drops to `nobody` looks at this process;
+    otherwise this process looks at pid 1 (root's)."""
+    if os.geteuid() != 0:
+        assert os.stat("/proc/1").st_uid != os.geteuid()
+        assert process_exists(1)
+        return
+    # Everything imported before dropping to nobody, who may not read the interpreter's files.
+    code = (
+        "import encodings.ascii, os, sys; from retrieval_bench.jobdir.marker import "
+        "process_exists; os.setgid(65534); os.setuid(65534); "
+        "print(process_exists(int(sys.argv[1])))"
+    )
+    checked = subprocess.run(
+        [sys.executable, "-c", code, str(os.getpid())], capture_output=True, text=True, check=True
+    )
+    assert checked.stdout.strip() == "True", checked.stderr

@@ -200,3 +200,21 @@ def test_a_perturbed_variant_keeps_its_link_to_the_original(
     write_lines(job / names.RANKINGS, records)
     with pytest.raises(DataError, match=r":2: .*'perturbed_from' must be a query id"):
         read_rankings(job)
+
+
+def test_a_job_without_top_k_in_its_config_takes_its_smallest_cutoff(tmp_path: Path) -> None:
+    """A folder whose config says no top_k (written by another tool, or an old run): K is the
+    smallest cut-off its metrics.json scored; with none, it cannot be told (named)."""
+    from retrieval_bench.jobdir.read import FinishedJob, JobFolderError
+
+    def job(metrics: dict) -> FinishedJob:  # type: ignore[type-arg]
+        return FinishedJob(
+            path=tmp_path / "j", metrics=metrics, config={"dataset": {"name": "d"}},
+            overrides={}, choices={}, num=None,
+        )  # fmt: skip
+
+    found = job({"cutoffs": [10, 6, 20], "stages": {}})
+    assert found.top_k == 6 and found.resolve_metric("recall@K") == "recall@6"
+    assert found.resolve_metric("ndcg@20") == "ndcg@20"
+    with pytest.raises(JobFolderError, match=r"j: cannot tell its top_k"):
+        _ = job({"stages": {}}).top_k

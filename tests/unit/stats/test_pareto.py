@@ -33,3 +33,19 @@ def test_only_front_members_dominate() -> None:
     front = pareto_front({"flat": 1.0, "dense": 2.0, "hybrid": 3.0}, {("hybrid", "flat")})
     assert front["front"] == ["flat", "hybrid"]
     assert front["dominated_by"] == {"dense": ["flat"]}
+
+
+def test_a_zero_cost_and_configurations_of_equal_cost() -> None:
+    """A cost of 0 is a cost (the cheapest), not a missing one; configurations of equal cost
+    are taken together, so one does not knock out another it is not worse than: `free` joins
+    first; at cost 2, `x` beats `free` and stays, `y` does not and is dominated; at cost 3, `u`
+    and `v` (equal, neither beats x nor the other) are both dominated by the front."""
+    beats = {("x", "free"), ("u", "free"), ("v", "free")}
+    front = pareto_front({"u": 3.0, "free": 0.0, "x": 2.0, "y": 2.0, "v": 3.0}, beats)
+    assert front == {
+        "front": ["free", "x"],
+        "dominated_by": {"y": ["free"], "u": ["x"], "v": ["x"]},
+        "unmeasured": [],
+    }
+    # Two free configurations, neither better: both on the front.
+    assert pareto_front({"a": 0.0, "b": 0.0}, set())["front"] == ["a", "b"]

@@ -97,6 +97,19 @@ def test_lower_is_better_reverses_the_order_and_the_winner() -> None:
     assert cell.ranks["B"]["observed"] == 1
 
 
+def test_lower_is_better_tiers_among_three() -> None:
+    """The hand-worked cell as a leak: B (0) leaks least, then C (half), then A (1). B beats A
+    (p 2/256, Holm 3 x 2/256 < 0.05); C is beaten by neither and beats nothing (4 queries
+    differ: p 2/16). Tiers: [B, C], then A; ranks and their intervals run the same way."""
+    cell = tier_cells({"leak": _cell({"A": A, "B": B, "C": C})}, SIG,
+                      lower_is_better=lambda key: True)["leak"]  # fmt: skip
+    assert cell.tiers == [["B", "C"], ["A"]]
+    assert cell.beaten_by == {"B": [], "C": [], "A": ["B"]}
+    assert {x: r["observed"] for x, r in cell.ranks.items()} == {"B": 1, "C": 2, "A": 3}
+    assert (cell.ranks["B"]["low"], cell.ranks["A"]["high"]) == (1, 3)
+    assert cell.ranks["B"]["high"] <= cell.ranks["A"]["low"]
+
+
 def test_too_few_queries_get_no_tiers_but_ranks() -> None:
     cell = tier_cells({"t": _cell({"A": A[:3], "B": B[:3]})}, SIG)["t"]
     assert cell.tiers == [] and "too few queries" in cell.note

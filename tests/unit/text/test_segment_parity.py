@@ -186,6 +186,25 @@ def test_parity_command_reports_the_first_difference(
     assert "DIFFERENT" in out and "jieba: [" in out and "fast:  [" in out and "text: " in out
 
 
+def test_parity_compares_the_indexed_tokens_not_only_the_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fast path whose cut is jieba's but whose finishing (normalise, drop, rewrite: in C)
+    loses each text's last token: the cuts agree, so only a comparison of the final tokens,
+    what the index holds, finds it."""
+    tokenizer = _fast()
+    fast = tokenizer._fast
+    assert fast is not None
+    real = fast.tokens
+    monkeypatch.setattr(fast, "tokens", lambda *args: real(*args)[:-1])
+    texts = ["三亚的蜈支洲岛门票多少钱", "海口骑楼老街"]
+    found = first_difference(tokenizer, texts, ["p1", "p2"])
+    assert found is not None
+    assert (found.passage_id, found.stage) == ("p1", "tokens")
+    assert found.reference == tokenizer.finish_all(tokenizer.cut(found.text, reference=True))
+    assert found.fast == found.reference[:-1]
+
+
 def test_parity_command_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert tokens_cli.main(["parity", "--corpus", str(tmp_path / "absent")]) == EXIT_BAD_INPUT
     assert "no passages.jsonl" in capsys.readouterr().err
