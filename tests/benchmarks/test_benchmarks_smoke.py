@@ -51,6 +51,13 @@ def test_scale_benchmark_quick() -> None:
     assert "growth" in out
 
 
+def test_tracking_benchmark_quick() -> None:
+    out = run_benchmark("bench_tracking.py", "--quick", "--repeat", "1")
+    assert "logged: 1 parents, 3 children of" in out and ", exact" in out, out
+    assert re.search(r"none \S+ s, mlflow \S+ s, ratio \S+ \(target <= 1.05\)$",
+                     result_line(out, "tracking")), out  # fmt: skip
+
+
 def test_sweep_benchmark_quick() -> None:
     out = run_benchmark(
         "bench_sweep.py", "--quick", "--values", "10", "--no-compare-run", "--repeat", "1"

@@ -59,6 +59,8 @@ def quiet_environment(timeout_s: int) -> dict[str, str]:
     return {
         "MLFLOW_DISABLE_TELEMETRY": "true",
         "DO_NOT_TRACK": "true",
+        # Our own lines say where each run went; MLflow's "View run ... at" would be noise.
+        "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
         "MLFLOW_HTTP_REQUEST_TIMEOUT": str(timeout_s),
         "MLFLOW_HTTP_REQUEST_MAX_RETRIES": _HTTP_RETRIES,
         "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": _HTTP_BACKOFF,
@@ -289,10 +291,25 @@ class _Calls:
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         if exc is None or isinstance(exc, BenchError) or not isinstance(exc, Exception):
             return
-        message = " ".join(str(exc).split())[:300]
+        message = " ".join(str(exc).split())
         if is_down(exc):
-            raise TrackerDown(f"{self.uri} did not answer ({self.what}): {message}") from exc
+            raise TrackerDown(f"{self.uri} did not answer ({self.what}: {_why(message)})") from exc
         raise TrackerRefused(self.key, f"{self.uri} refused ({self.what}): {message}") from exc
+
+
+def _why(message: str) -> str:
+    """A failed request's reason in a few words (MLflow's message repeats the URL, the retry
+    policy and the socket's repr)."""
+    for marker, said in (
+        ("NewConnectionError", "connection refused"),
+        ("ConnectTimeout", "connection timed out"),
+        ("ReadTimeout", "no answer in time"),
+        ("RemoteDisconnected", "the server closed the connection"),
+        ("database is locked", "its database is locked"),
+    ):
+        if marker in message:
+            return said
+    return message[:160]
 
 
 def key_hash(key: str) -> str:

@@ -98,8 +98,9 @@ class Syncer:
         experiment_id = self.store.experiment_id(self.experiment_for(dataset))
         return self.record(self.store.log(content, experiment_id), path, "sweep")
 
-    def sweep(self, path: Path, kind: str = SWEEP, jobs: Iterable[Path] | None = None) -> LoggedRun:
-        """The sweep's parent run with its comparison, then each finished job under it."""
+    def sweep(self, path: Path, kind: str = SWEEP, skip: Iterable[str] = ()) -> LoggedRun:
+        """The sweep's parent run with its comparison, then each finished job under it (but
+        those whose keys are in `skip`: logged already by this syncer)."""
         scan = scan_jobs([path])
         for line in scan.skipped_lines():
             self.synced.lines.append(f"not logged: {line}")
@@ -108,9 +109,9 @@ class Syncer:
         content = month_content(path, key) if kind == MONTH_KIND else sweep_content(path, key)
         experiment_id = self.store.experiment_id(self.experiment_for(dataset))
         parent = self.record(self.store.log(content, experiment_id), path, kind)
-        wanted = None if jobs is None else {folder_key(p) for p in jobs}
+        skipped = set(skip)
         for job in scan.jobs:
-            if wanted is None or folder_key(job.path) in wanted:
+            if folder_key(job.path) not in skipped:
                 relpath = job.path.resolve().relative_to(path.resolve()).as_posix()
                 self.job(job.path, parent_id=parent.run_id, relpath=relpath)
         return parent
@@ -203,8 +204,9 @@ def serve(
             say(f"down {down}")
             say(f"failed {arg}")
     if down is None and sweep_dir is not None:
-        try:
-            syncer.sweep(sweep_dir)
+        try:  # the comparison, and any finished job not handed over (e.g. logged by no one)
+            handed = {key for key, run in syncer.synced.runs.items() if run.run_id != parent_id}
+            syncer.sweep(sweep_dir, skip=handed)
             say("sweep logged")
         except TrackerDown as exc:
             down = str(exc)

@@ -1,0 +1,135 @@
+"""Tracking's overhead: a 3-job sweep with tracking=none against the same sweep with
+tracking=mlflow, side by side, alternating, in one run.
+
+    .venv/bin/python benchmarks/bench_tracking.py           # travel, a real server
+    .venv/bin/python benchmarks/bench_tracking.py --quick   # the mini fixture, sqlite
+
+Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
+its own, with a warm embedding cache (one untimed sweep first); the two sides alternate
+`--repeat` times so a drift of the machine's speed hits both alike. The tracked side logs to a
+real `mlflow server` on 127.0.0.1 (sqlite backend, local artifact root; started here, on a free
+port) or, with `--store sqlite`, to a sqlite file. Reported: each side's wall time (median and
+every run), the ratio tracked / untracked (the issue's target: at most 1.05), and what the
+tracker holds afterwards (one parent and three children per tracked sweep, each child's
+metrics equal to its metrics.json), so the time bought is for the logging actually done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "mini"
+sys.path.insert(0, str(ROOT / "tests"))
+TARGET = 1.05
+
+
+def sweep(args: list[str], folder: Path) -> float:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "run", "-m", *args, f"hydra.sweep.dir={folder}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600,
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"python -m run -m {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    if "warning:" in proc.stderr:
+        sys.exit(f"the tracked sweep was not fully logged:\n{proc.stderr[-3000:]}")
+    return seconds
+
+
+def check_logged(uri: str, experiment: str, folders: list[Path]) -> str:
+    """One parent and three children per tracked sweep, every child's metrics its
+    metrics.json's."""
+    from retrieval_bench.config.tracking import TrackingConfig
+    from retrieval_bench.jobdir.read import find_job_dirs
+    from retrieval_bench.tracking import names as tn
+    from retrieval_bench.tracking.content import job_metrics
+    from retrieval_bench.tracking.store import TrackingStore
+
+    store = TrackingStore.open(TrackingConfig(kind="mlflow", uri=uri))
+    exp = store.client.get_experiment_by_name(experiment)
+    runs = store.runs(exp.experiment_id) if exp is not None else []
+    parents = {r.data.tags.get(tn.FOLDER): r for r in runs if r.data.tags.get(tn.KIND) == "sweep"}
+    children = [r for r in runs if r.data.tags.get(tn.KIND) == "job"]
+    if sorted(parents) != sorted(str(f.resolve()) for f in folders):
+        sys.exit(f"parent runs {sorted(parents)} are not the sweeps {folders}")
+    if len(children) != 3 * len(folders):
+        sys.exit(f"{len(children)} child runs for {len(folders)} sweeps of 3 jobs")
+    by_folder = {r.data.tags[tn.FOLDER]: r for r in children}
+    for folder in folders:
+        for job in find_job_dirs(folder):
+            run = by_folder[str(job.resolve())]
+            metrics = json.loads((job / "metrics.json").read_text())
+            if run.data.metrics != job_metrics(metrics):
+                sys.exit(f"{job}: the run's metrics differ from metrics.json")
+            if run.data.tags.get(tn.PARENT_RUN_ID) != parents[str(folder.resolve())].info.run_id:
+                sys.exit(f"{job}: not a child of its sweep's run")
+    values = sum(len(r.data.metrics) for r in children) // len(children)
+    return f"{len(parents)} parents, {len(children)} children of ~{values} metrics each, exact"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="the mini fixture, a sqlite store")
+    parser.add_argument("--repeat", type=int, default=3, help="sweeps per side (alternating)")
+    parser.add_argument("--store", choices=["server", "sqlite"], default="")
+    parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
+    args = parser.parse_args()
+    store = args.store or ("sqlite" if args.quick else "server")
+    with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
+        work = args.workdir or Path(tmp)
+        base = ["retriever=bm25,dense,hybrid", f"cache_dir={work / 'cache'}"]
+        if args.quick:
+            base += [
+                "dataset.name=mini",
+                f"dataset.corpus={FIXTURE / 'corpus' / 'mini'}",
+                f"dataset.evalset={FIXTURE / 'evalsets' / 'mini.jsonl'}",
+            ]
+        server = None
+        if store == "server":
+            from support.mlflow_server import MlflowServer
+
+            server = MlflowServer(work / "server")
+            server.start()
+            uri = server.url
+        else:
+            uri = f"sqlite:///{work / 'mlflow.db'}"
+        tracked = [*base, "tracking=mlflow", f"tracking.uri={uri}", "tracking.experiment=bench"]
+        try:
+            sweep(base, work / "warm-none")  # the embedding cache, the interpreter's files
+            sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow")
+            times: dict[str, list[float]] = {"none": [], "mlflow": []}
+            folders = []
+            for i in range(args.repeat):
+                times["none"].append(sweep(base, work / f"none-{i}"))
+                folders.append(work / f"mlflow-{i}")
+                times["mlflow"].append(sweep(tracked, folders[-1]))
+                print(f"round {i + 1}: none {times['none'][-1]:.2f} s, "
+                      f"mlflow {times['mlflow'][-1]:.2f} s", flush=True)  # fmt: skip
+            logged = check_logged(uri, "bench", folders)
+        finally:
+            if server is not None:
+                server.stop()
+    none, mlflow = statistics.median(times["none"]), statistics.median(times["mlflow"])
+    ratio = mlflow / none
+    dataset = "mini" if args.quick else "travel"
+    print(f"logged: {logged}")
+    print(
+        f"RESULT tracking: {dataset} 3-job sweep, {store} store, median of {args.repeat}: "
+        f"none {none:.2f} s, mlflow {mlflow:.2f} s, ratio {ratio:.3f} (target <= {TARGET})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
