@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, mini_overrides, run_app
+from support.slurm import slurm, submitted
 
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.jobdir.read import find_job_dirs
@@ -20,6 +21,7 @@ from retrieval_bench.tracking import names as tn
 from retrieval_bench.tracking.content import comparison_figures, job_metrics
 
 pytestmark = pytest.mark.slow
+__all__ = ["slurm"]  # the cluster fixture (support.slurm), for the SLURM test below
 
 
 def _runs(uri: str, experiment: str) -> list[Any]:
@@ -101,6 +103,18 @@ def test_jobs_in_other_processes_get_the_parent_from_the_environment(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     _check_sweep(mlflow_server.url, "joblib", tmp_path / "sweep")
+
+
+def test_jobs_on_slurm_log_themselves_as_the_sweeps_children(
+    slurm: None, mlflow_server: Any, tmp_path: Path, shared_cache: Path
+) -> None:
+    """The jobs run as a SLURM array on the cluster's node; each learns its parent run from the
+    environment sbatch passes on and logs itself through a logger of its own."""
+    proc = _sweep(tmp_path, shared_cache, mlflow_server.url, "slurm", "hydra/launcher=slurm")
+    assert proc.returncode == 0, proc.stderr
+    (script,) = submitted(tmp_path / "sweep")
+    assert "#SBATCH --array=0-2%" in script
+    _check_sweep(mlflow_server.url, "slurm", tmp_path / "sweep")
 
 
 def test_a_server_killed_mid_sweep_loses_nothing_and_sync_completes_it(
