@@ -22,10 +22,11 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 class TrackingConfig:
     kind: str = field(default="none", metadata={"choices": KINDS})
     """none: nothing is logged; mlflow: each finished job, sweep, tuning and month is."""
-    uri: str = "sqlite:///outputs/mlflow/mlflow.db"
+    uri: str = "sqlite:///mlruns.db"
     """An MLflow tracking URI: a server (http://127.0.0.1:5000), a database
-    (sqlite:///outputs/mlflow/mlflow.db) or a file store folder. A relative sqlite or file path
-    resolves against the project root, as cache_dir does."""
+    (sqlite:///mlruns.db, the default: artifacts in mlartifacts/ beside it; never under outputs/,
+    whose job folders other commands search) or a file store folder. A relative sqlite or file
+    path resolves against the project root, as cache_dir does."""
     experiment: str = ""
     """The MLflow experiment; empty: the dataset's name."""
     timeout_s: int = 30

@@ -86,10 +86,10 @@ def resolved_uri(uri: str) -> str:
 
 
 def local_artifact_root(uri: str) -> str | None:
-    """Where a local sqlite store keeps artifacts (`artifacts/` beside the database); None for
-    a server (it decides) or a file store (its own folder)."""
+    """Where a local sqlite store keeps artifacts (`mlartifacts/` beside the database, as
+    `mlflow server` names it); None for a server (it decides) or a file store (its own folder)."""
     if uri.startswith("sqlite:///"):
-        return (Path(uri.removeprefix("sqlite:///")).parent / "artifacts").as_uri()
+        return (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").as_uri()
     return None
 
 
