@@ -23,7 +23,7 @@ while each phase runs, and `getrusage` maxrss (the process's exact high-water ma
 of each phase. The job's progress lines (progress.py) are printed as the app prints them.
 
 Jobs: `bm25` (retriever=bm25), and `dense` from precomputed vectors with an IVF index
-(retriever=dense encoder=precomputed dense.index=IVF<sqrt n>,Flat, recall against exact Flat in
+(retriever=dense encoder=precomputed arms.dense.index=IVF<sqrt n>,Flat, recall against exact Flat in
 the manifest). Where this checkout has no `encoder=precomputed`, the dense job is measured
 through the project's DenseRetriever (the dense arm's FAISS code) on the same vectors: load,
 index and retrieve only, and the output says so.
@@ -447,9 +447,9 @@ def job_command(
             f"encoder.ids_path={files.vectors / 'passage_ids.txt'}",
             f"encoder.query_path={files.vectors / 'queries.npy'}",
             f"encoder.query_ids_path={files.vectors / 'query_ids.txt'}",
-            f"dense.index='{index}'",
-            f"dense.nprobe={nprobe}",
-            f"dense.train_size={train_size}",
+            f"arms.dense.index='{index}'",
+            f"arms.dense.nprobe={nprobe}",
+            f"arms.dense.train_size={train_size}",
         ]
     return [*me, "--child-app", str(out), "--", *overrides]
 

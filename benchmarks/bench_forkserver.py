@@ -9,7 +9,7 @@ Why: the app-level tests start `python -m run ...` again and again (82 README co
 every `run_app`); what a start costs before the job does anything is paid each time. Each round
 runs `python -m run retriever=bm25` (the shipped travel set, caches warm) both ways through
 bash, as the README test does, and asserts both exit 0 with the same metrics.json. `--model`
-adds `python -m run retriever=m3 m3.model=DIR` (a tiny random BGE-M3, support/random_models.py)
+adds `python -m run retriever=m3 arms.m3.model=DIR` (a tiny random BGE-M3, support/random_models.py)
 into an empty cache, as the README runs it first, against a server that also preloads
 FlagEmbedding, as the README test's does: encoding, it imports torch and transformers. Each
 server's own start (paid once per server) is printed beside it.
@@ -37,7 +37,7 @@ from timing import add_rounds, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 BM25 = "python -m run retriever=bm25 hydra.run.dir={out}"
-M3 = "python -m run retriever=m3 m3.model={model} hydra.run.dir={out} cache_dir={out}/cache"
+M3 = "python -m run retriever=m3 arms.m3.model={model} hydra.run.dir={out} cache_dir={out}/cache"
 
 
 def main(argv: list[str] | None = None) -> int:

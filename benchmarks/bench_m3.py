@@ -1,5 +1,5 @@
 """BGE-M3 scoring: the m3 arms' vectorised scores against FlagEmbedding's pair functions, and
-what exact ColBERT costs next to `m3.colbert_depth`.
+what exact ColBERT costs next to `arms.m3.colbert_depth`.
 
     .venv/bin/python benchmarks/bench_m3.py            # 1,000 passages, 10 queries, 1024-d
     .venv/bin/python benchmarks/bench_m3.py --quick    # smoke run: 300 passages, 64-d
@@ -85,7 +85,8 @@ def main() -> None:
         timings[f"flag_{mode}"] = flag_s
         diffs[mode] = worst
 
-    # ColBERT over the dense+sparse union of the top `depth` (m3.colbert_depth) vs every passage.
+    # ColBERT over the dense+sparse union of the top `depth` (arms.m3.colbert_depth) vs every
+    # passage.
     start = time.perf_counter()
     for qi in range(n_queries):
         dense_top = np.argsort(-scorer.dense(queries, qi, every))[:depth]
@@ -102,7 +103,8 @@ def main() -> None:
             f"{per_query['flag_' + mode] / per_query[mode]:7.1f}x   max |diff| {diffs[mode]:.2e}"
         )
     print(
-        f"colbert  exact over all {per_query['colbert']:.2f} ms/query; m3.colbert_depth={depth}: "
+        f"colbert  exact over all {per_query['colbert']:.2f} ms/query; "
+        f"arms.m3.colbert_depth={depth}: "
         f"{per_query['colbert_depth']:.2f} ms/query (dense + sparse first stage included)"
     )
     print(

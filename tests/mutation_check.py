@@ -290,7 +290,7 @@ MUTATIONS = [
         M3_TESTS,
     ),
     Mutation(
-        "m3.weights for sparse and ColBERT swapped",
+        "arms.m3.weights for sparse and ColBERT swapped",
         M3,
         "self.weights, (scorer.dense, scorer.sparse, scorer.colbert), strict=True",
         "self.weights, (scorer.dense, scorer.colbert, scorer.sparse), strict=True",

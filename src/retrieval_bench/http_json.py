@@ -121,7 +121,7 @@ class Connections:
 
 def post_json(connections: Connections, body: bytes, timeout_key: str) -> Any:
     """One attempt: the answer parsed as JSON, or `AttemptFailed` (`timeout_key` names the
-    setting a timeout message points to, e.g. `service.timeout_s=30`)."""
+    setting a timeout message points to, e.g. `arms.service.timeout_s=30`)."""
     try:
         status, reason, content = connections.post(body)
     except TimeoutError as exc:

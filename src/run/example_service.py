@@ -8,7 +8,7 @@ first, ranked by the project's own BM25 arm over the corpus of the dataset the o
 arms.bm25.k1=1.2`).
 
     python -m run.example_service --background   # prints its URL, writes it to --url-file
-    python -m run retriever=service service.url=$(cat outputs/example-service.url)
+    python -m run retriever=service arms.service.url=$(cat outputs/example-service.url)
     python -m run.example_service --stop
 
 Without `--background` it serves in the foreground until Ctrl-C (or SIGTERM). With it, the

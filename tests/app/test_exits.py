@@ -153,8 +153,8 @@ def test_sigterm_in_a_job_marks_its_folder_terminated_not_running(
         # An unknown key gets its nearest name, not Hydra's advice to append it with `+`.
         ("retriever.poolsize=5", "config key 'retriever.poolsize': unknown key; did you mean "
          "'retriever.pool_size'?"),
-        ("service.retires=3", "config key 'service.retires': unknown key; did you mean "
-         "'service.retries'?"),
+        ("arms.service.retires=3", "config key 'arms.service.retires': unknown key; did you mean "
+         "'arms.service.retries'?"),
         ("retriever.zzzz=5", "Key 'zzzz' not in 'RetrieverConfig'"),  # nothing close
         ("top_k=[1", "no viable alternative"),
         ("top_k=abc", "Value 'abc' of type 'str' could not be converted to Integer"),

@@ -115,9 +115,20 @@ def test_cli_output_folders_under_a_file_exit_2_naming_the_flag(
 
 # -- job folder names: no path or URL in them -------------------------------------------------
 def _schema_keys(node: Any, prefix: str = "") -> Iterator[str]:
+    """Every key of the default config: the typed nodes' fields, and the shipped plug-in nodes'
+    keyword arguments (`arms.run_file.path`)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, dict) and value:
+                yield from _schema_keys(value, f"{prefix}{key}.")
+            else:
+                yield prefix + key
+        return
     for f in fields(node):
         value = getattr(node, f.name)
-        if is_dataclass(value) and not isinstance(value, type):
+        if (is_dataclass(value) and not isinstance(value, type)) or (
+            isinstance(value, dict) and value and f.name in ("arms", "combiners", "stages")
+        ):
             yield from _schema_keys(value, f"{prefix}{f.name}.")
         else:
             yield prefix + f.name
@@ -125,7 +136,7 @@ def _schema_keys(node: Any, prefix: str = "") -> Iterator[str]:
 
 # Keys whose value is a file, a folder, a model folder or a URL, beside those the names say.
 PATH_VALUED = {"dataset.corpus", "dataset.evalset", "cache_dir"}
-NOT_A_PATH = {"service.results_path"}  # a dotted path into the service's JSON answer
+NOT_A_PATH = {"arms.service.results_path"}  # a dotted path into the service's JSON answer
 
 
 def test_no_path_or_url_key_names_a_sweeps_job_folder() -> None:
@@ -140,7 +151,7 @@ def test_no_path_or_url_key_names_a_sweeps_job_folder() -> None:
         if re.search(r"(path|url|dir|file|model)$", key.rsplit(".", 1)[-1])
     }
     expected = (path_like | PATH_VALUED) - NOT_A_PATH
-    assert {"service.url", "run_file.path", "router.rules_file"} <= expected
+    assert {"arms.service.url", "arms.run_file.path", "router.rules_file"} <= expected
     assert expected - excluded == set()
 
 

@@ -35,6 +35,7 @@ python -m run retriever.poolsize=5
 
 def test_unknown_and_renamed_names_are_named_with_page_line_and_nearest() -> None:
     assert names_check.problems("how-to/x.md", PAGE) == [
+        "docs/how-to/x.md:3: 'dense.nprobe' is an old spelling: write 'arms.dense.nprobe'",
         "docs/how-to/x.md:4: unknown config key 'retriever.pool_sise'; "
         "did you mean 'retriever.pool_size'?",
         "docs/how-to/x.md:4: 'bm25.k1' is an old spelling: write 'arms.bm25.k1'",

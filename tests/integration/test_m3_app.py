@@ -41,7 +41,8 @@ def fresh_memo() -> None:
 
 
 def _overrides(tmp_path: Path, model_dir: Path, *more: str) -> list[str]:
-    return [*mini_overrides(tmp_path), f"m3.model={model_dir}", "m3.max_length=128", *more]
+    model = [f"arms.m3.model={model_dir}", "arms.m3.max_length=128"]
+    return [*mini_overrides(tmp_path), *model, *more]
 
 
 def test_retriever_m3_runs_and_reads_the_cache_the_second_time(
@@ -85,7 +86,7 @@ def test_m3_scores_are_the_weighted_sum_of_the_three_arms(model_dir: Path, tmp_p
             model_dir,
             "retriever.arms=[m3_dense,m3_sparse,m3_colbert,m3]",
             "retriever.pool_size=12",
-            "m3.weights=[0.5,0.2,0.3]",
+            "arms.m3.weights=[0.5,0.2,0.3]",
         ),
         tmp_path,
     )
@@ -112,9 +113,9 @@ def test_m3_scores_are_the_weighted_sum_of_the_three_arms(model_dir: Path, tmp_p
 
 def test_a_missing_model_fails_before_any_arm_is_built(tmp_path: Path) -> None:
     missing = tmp_path / "no-bge-m3"
-    with pytest.raises(EncoderUnavailable, match=r"Set m3\.model=/local/path/to/no-bge-m3"):
+    with pytest.raises(EncoderUnavailable, match=r"Set arms\.m3\.model=/local/path/to/no-bge-m3"):
         run_in_process(
-            [*mini_overrides(tmp_path), f"m3.model={missing}", "retriever.arms=[bm25,m3]"],
+            [*mini_overrides(tmp_path), f"arms.m3.model={missing}", "retriever.arms=[bm25,m3]"],
             tmp_path,
         )
     assert not (tmp_path / "cache" / "tokens").exists() or not any(

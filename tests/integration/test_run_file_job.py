@@ -40,7 +40,7 @@ def test_a_jobs_export_fed_back_scores_exactly_as_the_job(
     overrides = [
         *mini_overrides(tmp_path),
         "retriever=run_file",
-        f"run_file.path={job / 'trec' / 'final.run'}",
+        f"arms.run_file.path={job / 'trec' / 'final.run'}",
         "top_k=3",
     ]
     _, fed = run_in_process(overrides, tmp_path)
@@ -75,7 +75,7 @@ def test_fusing_bm25_with_its_own_export_keeps_bm25s_top_k(
     overrides = [
         *mini_overrides(tmp_path),
         "retriever.arms=[bm25,run_file]",
-        f"run_file.path={job / 'trec' / 'final.run'}",
+        f"arms.run_file.path={job / 'trec' / 'final.run'}",
         "top_k=3",
     ]
     _, fused = run_in_process(overrides, tmp_path)
@@ -98,7 +98,8 @@ def test_bad_input_is_counted_in_the_manifest_and_the_report(tmp_path: Path) -> 
         "zz99 Q0 sy-wzz-tickets 1 1.0 x\n",
         encoding="utf-8",
     )
-    overrides = [*mini_overrides(tmp_path), "retriever=run_file", f"run_file.path={run}", "top_k=3"]
+    overrides = [*mini_overrides(tmp_path), "retriever=run_file", f"arms.run_file.path={run}"]
+    overrides.append("top_k=3")
     _, job = run_in_process(overrides, tmp_path)
     info = _manifest(job)["arms"]["run_file"]
     evalset_size = _manifest(job)["dataset"]["queries"]
@@ -123,14 +124,14 @@ def test_bad_input_is_counted_in_the_manifest_and_the_report(tmp_path: Path) -> 
 def test_two_run_files_run_and_fuse_as_two_arms(
     bm25_job: tuple[Path, dict], tmp_path: Path
 ) -> None:
-    """`run_file.path` for one arm, an `arms.<name>` node with its own `path` for the other."""
+    """`arms.run_file.path` for one arm, an `arms.<name>` node with its own `path` for the other."""
     job, _ = bm25_job
     other = tmp_path / "other.run"
     other.write_text("m01 Q0 sy-wzz-dive 1 9.0 other\n", encoding="utf-8")
     spec = "retrieval_bench.retrievers.run_file.RunFileArmSpec"
     overrides = [
         *mini_overrides(tmp_path),
-        f"run_file.path={job / 'trec' / 'final.run'}",
+        f"arms.run_file.path={job / 'trec' / 'final.run'}",
         f"+arms.other={{_target_: {spec}, path: '{other}'}}",
         "retriever.arms=[run_file,other]",
         "top_k=3",
@@ -162,9 +163,10 @@ def test_a_missing_arm_path_names_its_key(tmp_path: Path) -> None:
 def test_the_app_refuses_a_malformed_or_missing_run_with_exit_2(tmp_path: Path) -> None:
     run = tmp_path / "bad.run"
     run.write_text("m01 Q0 sy-wzz-tickets 1 1.0 x\nm01 Q0 sy-wzz-dive one 1.0 x\n", "utf-8")
-    malformed = run_app([*mini_overrides(tmp_path), "retriever=run_file", f"run_file.path={run}"])
+    args = [*mini_overrides(tmp_path), "retriever=run_file", f"arms.run_file.path={run}"]
+    malformed = run_app(args)
     assert malformed.returncode == 2
     assert f"{run}:2: rank 'one' is not an integer" in malformed.stderr
     missing = run_app([*mini_overrides(tmp_path), "retriever=run_file"])
     assert missing.returncode == 2
-    assert "config key 'run_file.path': a run_file arm needs a TREC run" in missing.stderr
+    assert "config key 'arms.run_file.path': a run_file arm needs a TREC run" in missing.stderr

@@ -27,7 +27,7 @@ TRAVEL_QUERIES = 166
 def test_a_travel_job_against_a_perfect_service_scores_its_bound(tmp_path: Path) -> None:
     with serve(labelled_answers()) as (url, received):
         _, job = run_in_process(
-            ["retriever=service", f"service.url={url}", f"cache_dir={tmp_path / 'cache'}"],
+            ["retriever=service", f"arms.service.url={url}", f"cache_dir={tmp_path / 'cache'}"],
             tmp_path,
         )
     assert len(received) == TRAVEL_QUERIES
@@ -60,10 +60,10 @@ def test_skipped_failures_and_unknown_ids_are_counted_in_the_outputs(tmp_path: P
             answer["results"].append({"id": "retired-passage", "score": -1.0})
         return status, answer
 
-    overrides = ["retriever=service", "service.on_error=skip", "service.retries=0"]
+    overrides = ["retriever=service", "arms.service.on_error=skip", "arms.service.retries=0"]
     with serve(respond) as (url, _):
         _, job = run_in_process(
-            [*overrides, f"service.url={url}", f"cache_dir={tmp_path / 'cache'}"], tmp_path
+            [*overrides, f"arms.service.url={url}", f"cache_dir={tmp_path / 'cache'}"], tmp_path
         )
     info = json.loads((job / "manifest.json").read_text(encoding="utf-8"))["arms"]["service"]
     assert (info["bad_input"]["failed_queries"], info["failures"], info["failed_query_ids"]) == (
@@ -88,7 +88,7 @@ def test_a_failing_service_fails_the_job_naming_the_query_and_the_url(tmp_path: 
 
     with serve(respond) as (url, _), pytest.raises(ServiceError) as raised:
         run_in_process(
-            ["retriever=service", f"service.url={url}", f"cache_dir={tmp_path / 'cache'}"],
+            ["retriever=service", f"arms.service.url={url}", f"cache_dir={tmp_path / 'cache'}"],
             tmp_path,
         )
     assert str(raised.value).startswith(f"service {url}: query 't003': the answer is not JSON")
@@ -97,13 +97,13 @@ def test_a_failing_service_fails_the_job_naming_the_query_and_the_url(tmp_path: 
 def test_retriever_service_without_a_url_is_refused_naming_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         run_in_process(["retriever=service", f"cache_dir={tmp_path / 'cache'}"], tmp_path)
-    assert raised.value.key == "service.url"
+    assert raised.value.key == "arms.service.url"
 
 
 def test_a_bad_service_setting_is_refused_when_the_config_is_read() -> None:
     with pytest.raises(ConfigError) as raised:
-        compose_config(["retriever=service", "service.on_error=ignore"])
-    assert raised.value.key == "service.on_error"
+        compose_config(["retriever=service", "arms.service.on_error=ignore"])
+    assert raised.value.key == "arms.service.on_error"
 
 
 @pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
@@ -120,7 +120,7 @@ def test_a_second_service_arm_overrides_the_url(tmp_path: Path) -> None:
         _, job = run_in_process(
             [
                 "retriever=service",
-                f"service.url={good}",
+                f"arms.service.url={good}",
                 f"+arms.empty={second}",
                 "retriever.arms=[service,empty]",
                 f"cache_dir={tmp_path / 'cache'}",
@@ -144,17 +144,18 @@ def test_the_app_runs_a_service_and_exits_2_naming_a_failed_query(tmp_path: Path
     def respond(body: dict[str, Any]) -> Reply:
         return (503, b"down") if body["query_id"] == "t010" else perfect(body)
 
-    common = ["retriever=service", f"cache_dir={tmp_path / 'cache'}", "service.retries=1"]
+    common = ["retriever=service", f"cache_dir={tmp_path / 'cache'}", "arms.service.retries=1"]
     with serve(perfect) as (url, _):
-        ok = run_app([*common, f"service.url={url}", f"hydra.run.dir={tmp_path / 'ok'}"])
+        ok = run_app([*common, f"arms.service.url={url}", f"hydra.run.dir={tmp_path / 'ok'}"])
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert "Service arm `service`" in (tmp_path / "ok" / "report.md").read_text(encoding="utf-8")
     with serve(respond) as (url, _):
-        failed = run_app([*common, f"service.url={url}", f"hydra.run.dir={tmp_path / 'bad'}"])
+        failed = run_app([*common, f"arms.service.url={url}", f"hydra.run.dir={tmp_path / 'bad'}"])
     assert failed.returncode == 2, failed.stderr[-3000:]
     assert failed.stderr.strip().splitlines()[-1] == (
         f"error: service {url}: query 't010': HTTP 503 Service Unavailable: 'down' (after 2 "
-        "attempts); set service.on_error=skip to count failed queries instead of failing the job"
+        "attempts); set arms.service.on_error=skip to count failed queries instead of failing the "
+        "job"
     )
 
 
@@ -192,7 +193,7 @@ def test_the_example_service_ranks_as_the_bm25_arm_does(tmp_path: Path) -> None:
     thread.start()
     try:
         url = url_of(server)
-        job = [*overrides, "retriever=service", f"service.url={url}"]
+        job = [*overrides, "retriever=service", f"arms.service.url={url}"]
         service, _ = run_in_process(job, tmp_path / "service")
         bad = urllib.request.Request(url, data=b'{"top_k": 3}', method="POST")
         with pytest.raises(urllib.error.HTTPError) as refused:

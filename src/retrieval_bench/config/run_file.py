@@ -1,36 +1,26 @@
-"""The `run_file:` config node: a TREC run from another system used as an arm
-(`retriever=run_file run_file.path=RUN`). Imports nothing heavy: the config schema reads it."""
+"""The run_file arm's keyword arguments (`arms.run_file.path`): a TREC run from another system
+used as an arm (`retriever=run_file arms.run_file.path=RUN`). Imports nothing heavy: the config
+schema reads it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from retrieval_bench.errors import ConfigError
-
-KEY = "run_file.path"
-SPEC = "retrieval_bench.retrievers.run_file.RunFileArmSpec"
 
 
 @dataclass
 class RunFileConfig:
+    """`retrieval_bench.retrievers.run_file.RunFileArmSpec` is this dataclass with `build`."""
+
     path: str = ""
     """A TREC run (`qid Q0 docid rank score tag`); relative paths resolve against the working
     directory, then the project root. Its qids are the evaluation set's query ids, its docids the
-    corpus's passage ids."""
+    corpus's passage ids. Required when the arm runs (checked before any work)."""
 
-    def validate(self, arms: Sequence[Any] = ()) -> None:
-        """`arms`: the config nodes of the arms that run (`arms.<name>` of each name in
-        `retriever.arms`). When one is a run_file arm without a `path` of its own, this
-        `path` must name an existing file before any work starts."""
-        if any(reads_run_file_path(node) for node in arms):
-            check_run_path(self.path, KEY)
-
-
-def reads_run_file_path(node: Any) -> bool:
-    """Whether the arm node `node` is a run_file arm reading `run_file.path`."""
-    return isinstance(node, Mapping) and node.get("_target_") == SPEC and "path" not in node
+    def validate(self) -> None:
+        """Nothing to check until the arm runs (`check_run_path`): an unset path is the shipped
+        node's default."""
 
 
 def check_run_path(path: str, key: str) -> None:

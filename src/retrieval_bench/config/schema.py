@@ -34,43 +34,53 @@ from retrieval_bench.config.benchmark import BenchmarkConfig
 from retrieval_bench.config.bm25 import BM25ArmConfig, BM25Config, LuceneArmConfig
 from retrieval_bench.config.compare import CompareConfig
 from retrieval_bench.config.cost import CostConfig
-from retrieval_bench.config.dense import DenseIndexConfig
+from retrieval_bench.config.dense import DenseArmConfig
 from retrieval_bench.config.encoder import EncoderConfig
 from retrieval_bench.config.filters import FilterConfig
 from retrieval_bench.config.fusion import FillConfig, RRFConfig, ScoreFusionConfig
-from retrieval_bench.config.m3 import M3Config
+from retrieval_bench.config.m3 import M3ArmConfig
 from retrieval_bench.config.refusal import RefusalConfig
 from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.config.router import RouterConfig
-from retrieval_bench.config.run_file import SPEC as RUN_FILE_SPEC
 from retrieval_bench.config.run_file import RunFileConfig
 from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.config.stages import ContextConfig, RerankerConfig
+from retrieval_bench.config.targets import (
+    BM25_SPEC,
+    DENSE_SPEC,
+    FILL,
+    LUCENE_SPEC,
+    M3_SPEC,
+    RRF,
+    RUN_FILE_SPEC,
+    SCORE_FUSION,
+    SERVICE_SPEC,
+)
 from retrieval_bench.config.text import TextConfig
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.config.tune import TuneConfig
 from retrieval_bench.config.typed import node_of
 
-BM25_SPEC = "retrieval_bench.retrievers.bm25.BM25ArmSpec"
-LUCENE_SPEC = "retrieval_bench.retrievers.lucene.LuceneArmSpec"
-RRF = "retrieval_bench.fusion.rrf.ReciprocalRankFusion"
-SCORE_FUSION = "retrieval_bench.fusion.score.ScoreFusion"
-FILL = "retrieval_bench.fusion.fill.Fill"
 # Each shipped plug-in class -> the dataclass that types its keyword arguments, so a node naming
 # it (a shipped one, or a user's copy) is type-checked without importing the class
 # (`validate.check_plugin_nodes`).
 SETTINGS: dict[str, type] = {
     BM25_SPEC: BM25ArmConfig,
     LUCENE_SPEC: LuceneArmConfig,
+    DENSE_SPEC: DenseArmConfig,
+    RUN_FILE_SPEC: RunFileConfig,
+    M3_SPEC: M3ArmConfig,
+    SERVICE_SPEC: ServiceConfig,
     RRF: RRFConfig,
     SCORE_FUSION: ScoreFusionConfig,
     FILL: FillConfig,
 }
 
 
-def _follow(base: str, settings: type) -> dict[str, str]:
-    """The keys of `settings` (a dataclass) as interpolations of the shipped node `base`'s."""
-    return {f.name: f"${{{base}.{f.name}}}" for f in fields(settings)}
+def _follow(base: str, settings: type, but: tuple[str, ...] = ()) -> dict[str, str]:
+    """The keys of `settings` (a dataclass), less `but`, as interpolations of the shipped node
+    `base`'s."""
+    return {f.name: f"${{{base}.{f.name}}}" for f in fields(settings) if f.name not in but}
 
 
 # The built-in plug-ins, declared as any outside one is: a node naming its class by `_target_`,
@@ -124,14 +134,21 @@ BUILTIN_ARMS: dict[str, dict[str, Any]] = {
         "k1": "${arms.bm25.k1}",
         "b": "${arms.bm25.b}",
     },
-    "dense": {"_target_": "retrieval_bench.retrievers.dense.DenseArmSpec"},
-    "run_file": {"_target_": RUN_FILE_SPEC},
-    # BGE-M3's three outputs of one encode, and their weighted sum (the `m3:` node).
-    "m3_dense": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "dense"},
-    "m3_sparse": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "sparse"},
-    "m3_colbert": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "colbert"},
-    "m3": {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all"},
-    "service": {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"},
+    # Vectors of the job's `encoder` (its own `encoder: {...}` keys over it) in a FAISS index.
+    "dense": node_of(DENSE_SPEC, DenseArmConfig()),
+    "run_file": node_of(RUN_FILE_SPEC, RunFileConfig()),
+    # BGE-M3's weighted sum of its three outputs, and each output alone: one encode, the model
+    # and scoring settings `arms.m3`'s.
+    "m3": node_of(M3_SPEC, M3ArmConfig(mode="all")),
+    **{
+        f"m3_{mode}": {
+            "_target_": M3_SPEC,
+            "mode": mode,
+            **_follow("arms.m3", M3ArmConfig, but=("mode",)),
+        }
+        for mode in ("dense", "sparse", "colbert")
+    },
+    "service": node_of(SERVICE_SPEC, ServiceConfig()),
 }
 # Combiners `retriever.combine` (and a router strategy's `combine`) can name (CombinerSpec).
 # Fill's rank constant follows RRF's (as `retriever.rrf_k` set both before).
@@ -217,14 +234,6 @@ class RunConfig:
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
-    dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
-    """Dense index: FAISS factory string (Flat = exact) and its search settings."""
-    run_file: RunFileConfig = field(default_factory=RunFileConfig)
-    """A TREC run from another system as an arm (retriever=run_file run_file.path=RUN)."""
-    m3: M3Config = field(default_factory=M3Config)
-    """BGE-M3's dense, sparse and ColBERT arms (m3_dense, m3_sparse, m3_colbert) and `m3`."""
-    service: ServiceConfig = field(default_factory=ServiceConfig)
-    """An external retriever over HTTP (retriever=service service.url=URL)."""
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)

@@ -1,4 +1,5 @@
-"""The `service.*` config node: an external retriever called over HTTP (`retriever=service`).
+"""The service arm's keyword arguments (`arms.service.*`): an external retriever called over
+HTTP (`retriever=service arms.service.url=URL`).
 
 Only the schema and its checks live here (standard library imports only), so the config schema
 loads without the HTTP client; `retrievers/service.py` is the arm that reads it.
@@ -43,11 +44,10 @@ class ServiceConfig:
     """fail: a query that still fails after its retries fails the job, naming it and the URL;
     skip: it gets an empty ranking (empty_reason `service_error`) and is counted."""
 
-    def validate(self, prefix: str = "service") -> None:
-        """Ranges and the URL's form, each error naming its key (`<prefix>.<field>`, or the
-        bare field for an arm's overrides, which the arms registry prefixes with
-        `arms.<name>`); the URL itself is required only by a job that runs the arm
-        (`require_url`)."""
+    def validate(self, prefix: str = "") -> None:
+        """Ranges and the URL's form, each error naming its key (the bare field, which the arm's
+        node prefixes: `arms.service.timeout_s`); the URL itself is required only by a job
+        that runs the arm (`require_url`)."""
         if self.url:
             parts = urlsplit(self.url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -80,11 +80,11 @@ class ServiceConfig:
                 _key(prefix, "id_field"), "must name the field holding each result's id"
             )
 
-    def require_url(self, prefix: str = "service") -> None:
+    def require_url(self, prefix: str = "arms.service") -> None:
         """The arm cannot run without a URL: refused before any query is sent."""
         if not self.url:
             raise ConfigError(
                 _key(prefix, "url"),
-                "retriever=service needs the service's URL, e.g. "
-                "service.url=http://127.0.0.1:8080/search",
+                "a service arm needs the service's URL, e.g. "
+                f"{_key(prefix, 'url')}=http://127.0.0.1:8080/search",
             )

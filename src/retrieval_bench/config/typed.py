@@ -92,7 +92,8 @@ def typed_keywords(cls: type, keywords: Mapping[str, Any]) -> dict[str, Any]:
     """`keywords` of the settings dataclass `cls`, each read as its field's annotation reads it;
     an unknown key or a value its type refuses raises ConfigError naming the key (relative to
     the node) and, for an unknown one, its nearest field."""
-    known = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+    init = [f for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+    known = [f.name for f in init]
     hints = _field_hints(cls)
     out = {}
     for key, value in keywords.items():
@@ -103,6 +104,16 @@ def typed_keywords(cls: type, keywords: Mapping[str, Any]) -> dict[str, Any]:
                 f"{', '.join(known) or 'no keyword arguments'})",
             )
         out[key] = annotated_value(key, hints.get(key), value)
+    required = [
+        f.name
+        for f in init
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    missing = [name for name in required if name not in keywords]
+    if missing:
+        raise ConfigError(
+            missing[0], f"missing: {cls.__qualname__} needs {', '.join(missing)}"
+        )
     return out
 
 

@@ -57,15 +57,20 @@ def nearest_key(key: str) -> str | None:
     node: object = RunConfig()
     parts = key.split(".")
     for i, part in enumerate(parts):
-        if not (is_dataclass(node) and not isinstance(node, type)):
+        if isinstance(node, Mapping) and parts[0] in ("arms", "combiners", "stages"):
+            if i == 1 and part not in node:
+                return None  # a plug-in's name is the user's to choose: nothing to suggest
+            known = [str(k) for k in node]  # the plug-ins, or one node's keyword arguments
+        elif is_dataclass(node) and not isinstance(node, type):
+            known = [f.name for f in fields(node)]
+        else:
             return None
-        known = [f.name for f in fields(node)]
         if part not in known:
             nearest = difflib.get_close_matches(part, known, n=1)
             if not nearest:
                 return None
             return ".".join([*parts[:i], nearest[0], *parts[i + 1 :]])
-        node = getattr(node, part)
+        node = node[part] if isinstance(node, Mapping) else getattr(node, part)
     return None
 
 
@@ -177,10 +182,6 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")
     cfg.text.validate()
     cfg.encoder.validate()
-    cfg.dense.validate()
-    cfg.run_file.validate([cfg.arms.get(arm) for arm in cfg.retriever.arms])
-    cfg.m3.validate()
-    cfg.service.validate()
     cfg.compare.validate()
     cfg.cost.validate()
     cfg.tracking.validate()

@@ -51,7 +51,7 @@ _ARRAYS = (
     "colbert_offsets",
 )
 
-M3_ROLE = ModelRole("m3", "leave the m3 arms out of retriever.arms")
+M3_ROLE = ModelRole("arms.m3", "leave the m3 arms out of retriever.arms")
 """The BGE-M3 arms' model comes from the `m3:` node: missing-model messages name its keys."""
 
 
@@ -141,7 +141,7 @@ class M3Outputs:
 
 class M3Encoder(BGEM3Encoder):
     """BGE-M3 returning all three outputs of one forward pass (loading, identity and the
-    per-process model memo are BGEM3Encoder's; its model is the `m3:` node's)."""
+    per-process model memo are BGEM3Encoder's; its model is the m3 arm node's)."""
 
     role = M3_ROLE
 

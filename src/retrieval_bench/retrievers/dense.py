@@ -1,14 +1,15 @@
 """The dense arm: cosine similarity over L2-normalised vectors in a FAISS index.
 
-The index is exact `Flat` (IndexFlatIP) unless `dense.index` names another FAISS factory string
-(see dense_index.py); an approximate index also keeps an exact Flat index when
-`dense.recall_vs_exact` is on, and `index_info()` reports recall@k of the approximate pools
+The index is exact `Flat` (IndexFlatIP) unless `arms.<name>.index` names another FAISS factory
+string (see dense_index.py); an approximate index also keeps an exact Flat index when
+`arms.<name>.recall_vs_exact` is on, and `index_info()` reports recall@k of the approximate pools
 against the exact ones. Filters go into FAISS as an id selector, so the pool is ranked among
 allowed passages only (never over-fetched and dropped).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import faiss
 import numpy as np
 
+from retrieval_bench.config.dense import DenseArmConfig
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
@@ -23,6 +25,7 @@ from retrieval_bench.protocols import Arm, BuildContext
 from retrieval_bench.records import Ranked
 from retrieval_bench.retrievers.base import TextArm
 from retrieval_bench.retrievers.dense_index import (
+    DEFAULT_PREFIX,
     DenseIndexConfig,
     FaissIndex,
     build_index,
@@ -43,12 +46,14 @@ class DenseRetriever:
         vectors_key: str | None = None,
         encode_fresh: Callable[[list[str]], np.ndarray] | None = None,
         build: Mapping[str, Any] | None = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> None:
         """`encode_fresh`: the encoder itself, past any cache (`time_query` times it; default
-        `encode_queries`); `build`: what getting the passage vectors cost (job.cost)."""
+        `encode_queries`); `build`: what getting the passage vectors cost (job.cost); `prefix`:
+        the arm's node (`arms.dense.`), which errors about its index name."""
         config = config or DenseIndexConfig()
         vectors = np.ascontiguousarray(passage_vectors, dtype=np.float32)
-        self.index = build_index(vectors, config, vectors_key)
+        self.index = build_index(vectors, config, vectors_key, prefix)
         self.exact_index: FaissIndex | None = None
         if not self.index.exact and config.recall_vs_exact:
             self.exact_index = build_index(vectors, DenseIndexConfig(), vectors_key)
@@ -189,60 +194,50 @@ class DenseRetriever:
         )
 
 
-class DenseArmSpec:
-    """`arms.<name>` of a dense arm: the job's `encoder` and `dense` (index) settings, with
-    keyword overrides of each (`encoder: {model: DIR, ...}`, `index: {index: HNSW32}`) so two
-    encoders can run, and be fused, in one job. Passage vectors come from the embedding cache
-    (or `encoder=precomputed` files); each query is encoded once per job."""
+@dataclasses.dataclass
+class DenseArmSpec(DenseArmConfig):
+    """`arms.<name>` of a dense arm: its keyword arguments are `config.dense.DenseArmConfig`'s
+    fields (the FAISS index settings; `encoder`, overrides of the job's `encoder:` node for this
+    arm). Passage vectors come from the embedding cache (or `encoder=precomputed` files); each
+    query is encoded once per job."""
 
-    def __init__(
-        self, encoder: dict[str, Any] | None = None, index: dict[str, Any] | None = None
-    ) -> None:
-        from retrieval_bench.config.encoder import EncoderConfig
-
-        self.encoder_overrides = dict(encoder or {})
-        self.index_overrides = dict(index or {})
-        for key, schema, overrides in (
-            ("encoder", EncoderConfig(), self.encoder_overrides),
-            ("index", DenseIndexConfig(), self.index_overrides),
-        ):
-            try:
-                with_overrides(schema, overrides)
-            except ConfigError as error:
-                raise ConfigError(f"{key}.{error.key}", error.message) from error
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails when the config is read
         # Set by `check` (build calls it when build_arms did not): the encoder or the
-        # precomputed vectors, and the job's encoder/index nodes with this arm's overrides.
+        # precomputed vectors, and the job's encoder node with this arm's overrides.
         self._source: Any = None
         self._encoder_cfg: Any = None
-        self._index_cfg: DenseIndexConfig = DenseIndexConfig()
+        self._name = "dense"
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """Load precomputed vectors, or make the encoder, and refuse an index that cannot take
         this job's filters: before any arm tokenises or encodes."""
+        self._name = name
         try:
             self._check(ctx)
         except ConfigError as error:
             raise self._own_error(name, error) from error
 
     def _own_error(self, name: str, error: ConfigError) -> ConfigError:
-        """A refused value this arm set itself is named under `arms.<name>` (`encoder.<key>`,
-        `index.<key>`), not under the job's `encoder`/`dense` node it overrides."""
+        """A refused encoder value this arm set itself is named under `arms.<name>.encoder`,
+        not under the job's `encoder` node it overrides."""
         node, _, rest = error.key.partition(".")
-        own = {
-            "encoder": ("encoder", self.encoder_overrides),
-            "dense": ("index", self.index_overrides),
-        }
-        keyword, overrides = own.get(node, ("", {}))
-        if rest.partition(".")[0] in overrides:
-            return ConfigError(f"arms.{name}.{keyword}.{rest}", error.message)
+        if node == "encoder" and rest.partition(".")[0] in self.encoder:
+            return ConfigError(f"arms.{name}.encoder.{rest}", error.message)
         return error
+
+    def index_config(self) -> DenseIndexConfig:
+        """This arm's index settings, as the FAISS code reads them."""
+        return DenseIndexConfig(
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(DenseIndexConfig)}
+        )
 
     def _check(self, ctx: BuildContext) -> None:
         from retrieval_bench.encoders import build_encoder, check_encoder_config, is_precomputed
         from retrieval_bench.encoders.precomputed import load_precomputed
 
-        encoder_cfg = self._encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder_overrides)
-        index_cfg = self._index_cfg = with_overrides(ctx.cfg.dense, self.index_overrides)
+        encoder_cfg = self._encoder_cfg = with_overrides(ctx.cfg.encoder, self.encoder)
+        index_cfg = self.index_config()
         if is_precomputed(encoder_cfg):
             check_encoder_config(encoder_cfg)
             self._source = load_precomputed(
@@ -257,7 +252,9 @@ class DenseArmSpec:
                 "queries", [q.query for q in ctx.queries], [q.query_id for q in ctx.queries]
             )
             dimension = encoder.dimension()
-        check_index_fits(index_cfg, len(ctx.ids), dimension, ctx.possible_filters)
+        check_index_fits(
+            index_cfg, len(ctx.ids), dimension, ctx.possible_filters, f"arms.{self._name}."
+        )
 
     def build(self, name: str, ctx: BuildContext) -> Arm:
         from retrieval_bench.encoders.cache import EmbeddingCache
@@ -266,7 +263,8 @@ class DenseArmSpec:
 
         if self._source is None:
             self.check(name, ctx)
-        encoder_cfg, index_cfg = self._encoder_cfg, self._index_cfg
+        encoder_cfg, index_cfg = self._encoder_cfg, self.index_config()
+        prefix = f"arms.{name}."
         # Encode counts of every dense arm of the job, added up (manifest `embeddings`).
         embeddings: dict[str, dict[str, int]] = ctx.stats.setdefault("embeddings", {})
         if isinstance(self._source, PrecomputedVectors):
@@ -281,6 +279,7 @@ class DenseArmSpec:
                     index_cfg,
                     source.key,
                     build=build,
+                    prefix=prefix,
                 )
             )
         encoder = self._source
@@ -323,6 +322,7 @@ class DenseArmSpec:
                 stats.key,
                 encode_fresh=lambda texts: encoder.encode_queries(list(texts)),
                 build=build,
+                prefix=prefix,
             )
         )
 

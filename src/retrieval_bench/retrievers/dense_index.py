@@ -1,4 +1,4 @@
-"""The FAISS index behind the dense arm, chosen by a factory string (`dense.index`).
+"""The FAISS index behind the dense arm, chosen by a factory string (`arms.dense.index`).
 
 `Flat` (the default) is exact: cosine similarity as inner product over L2-normalised vectors.
 For large corpora any FAISS factory string works, e.g. `HNSW32`, `IVF1024,Flat`,
@@ -43,6 +43,8 @@ from retrieval_bench.errors import ConfigError
 from retrieval_bench.progress import progress
 
 log = logging.getLogger(__name__)
+# The config node errors about an index name by default: the shipped dense arm's.
+DEFAULT_PREFIX = "arms.dense."
 
 _MEMO_SIZE = 2
 _ADD_CHUNK = 20_000  # vectors per index.add call: an HNSW graph grows slowly enough to report
@@ -66,12 +68,16 @@ def _core(index: faiss.Index) -> faiss.Index:
 class FaissIndex:
     """A trained and filled inner-product FAISS index and the search parameters it takes."""
 
-    def __init__(self, vectors: np.ndarray, config: DenseIndexConfig) -> None:
+    def __init__(
+        self, vectors: np.ndarray, config: DenseIndexConfig, prefix: str = DEFAULT_PREFIX
+    ) -> None:
         self.config = config
+        # The arm's node (`arms.dense.`), which errors about its index name.
+        self.prefix = prefix
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dim = vectors.shape
         start = time.perf_counter()
-        index = _new_index(dim, config)
+        index = _new_index(dim, config, prefix)
         if not index.is_trained:
             train = vectors
             if 0 < config.train_size < n:
@@ -85,7 +91,7 @@ class FaissIndex:
                 log.info("trained %r in %.1f s", config.index, time.perf_counter() - start)
             except RuntimeError as exc:
                 raise ConfigError(
-                    "dense.index",
+                    f"{prefix}index",
                     f"training {config.index!r} on {len(train)} passages failed: "
                     f"{_faiss_message(exc)} "
                     "(an IVF index needs at least as many passages as lists, PQ at least 256)",
@@ -149,7 +155,7 @@ class FaissIndex:
             return None
         if not self.supports_selector:
             raise ConfigError(
-                "dense.index",
+                f"{self.prefix}index",
                 f"{self.config.index!r} does not accept FAISS id selectors, so a filter cannot "
                 "be applied before ranking; use Flat, HNSW<M> or IVF<n>,... (or filters off)",
             )
@@ -184,13 +190,13 @@ class FaissIndex:
         return info
 
 
-def _new_index(dim: int, config: DenseIndexConfig) -> faiss.Index:
+def _new_index(dim: int, config: DenseIndexConfig, prefix: str = DEFAULT_PREFIX) -> faiss.Index:
     """An empty index for `config.index`, without polysemous training (module docstring)."""
     try:
         index = faiss.index_factory(dim, config.index, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
         raise ConfigError(
-            "dense.index",
+            f"{prefix}index",
             f"FAISS cannot build {config.index!r} for {dim}-d vectors: "
             f"{_faiss_message(exc)} (try Flat, HNSW32 or IVF<n>,Flat)",
         ) from exc
@@ -222,12 +228,17 @@ def training_needs(factory: str) -> tuple[int, str]:
 
 
 def check_index_fits(
-    config: DenseIndexConfig, n_passages: int, dim: int | None, filters: Sequence[str]
+    config: DenseIndexConfig,
+    n_passages: int,
+    dim: int | None,
+    filters: Sequence[str],
+    prefix: str = DEFAULT_PREFIX,
 ) -> None:
-    """Refuse a `dense.index` this job cannot use, before anything is encoded or trained.
+    """Refuse an index (`<prefix>index`) this job cannot use, before anything is encoded or
+    trained.
 
     Two refusals are known from the config and the corpus alone: an index that needs more
-    training vectors than the corpus (or `dense.train_size`) gives, and, when this job filters
+    training vectors than the corpus (or `train_size`) gives, and, when this job filters
     (`filters` names which filters may apply), an index that cannot take a FAISS id selector.
     The second is probed on a throwaway index of the encoder's dimension `dim` (None: not
     known, the check waits for the real index), trained on a few random vectors.
@@ -236,19 +247,19 @@ def check_index_fits(
     available = config.train_size if 0 < config.train_size < n_passages else n_passages
     if available < needed:
         source = (
-            f"dense.train_size={config.train_size}"
+            f"{prefix}train_size={config.train_size}"
             if available < n_passages
             else f"the corpus has {n_passages} passages"
         )
         raise ConfigError(
-            "dense.index",
+            f"{prefix}index",
             f"{config.index!r} needs at least {needed} training vectors ({why}), but {source}; "
             f"use Flat, HNSW32 or IVF<n>,Flat with n <= {max(1, available // 39)} "
             "(FAISS wants 39 vectors per list)",
         )
     if dim is None or not filters:
         return
-    index = _new_index(dim, config)
+    index = _new_index(dim, config, prefix)
     sample = np.random.default_rng(0).standard_normal((max(needed, 1), dim)).astype(np.float32)
     if not index.is_trained:
         try:
@@ -259,10 +270,11 @@ def check_index_fits(
     index.add(sample[:1])
     probe = FaissIndex.__new__(FaissIndex)
     probe.config = config
+    probe.prefix = prefix
     probe._adopt(index, sample[:1])
     if not probe.supports_selector:
         raise ConfigError(
-            "dense.index",
+            f"{prefix}index",
             f"{config.index!r} does not accept FAISS id selectors, and this job filters "
             f"({', '.join(filters)}) before ranking; use Flat, HNSW<M> or IVF<n>,... "
             f"(or turn those filters off: {', '.join(f'filters.{f}=false' for f in filters)})",
@@ -306,11 +318,13 @@ def _faiss_message(exc: Exception) -> str:
     return re.sub(r"^Error in .* at \S+:\d+: (Error: )?", "", lines[-1])
 
 
-def build_index(vectors: np.ndarray, config: DenseIndexConfig, key: str | None) -> FaissIndex:
+def build_index(
+    vectors: np.ndarray, config: DenseIndexConfig, key: str | None, prefix: str = DEFAULT_PREFIX
+) -> FaissIndex:
     """A FaissIndex for `vectors`, reused within the process when `key` (their content hash)
-    and the settings that shape the index match."""
+    and the settings that shape the index match; errors name `<prefix>index` (the arm's)."""
     if key is None:
-        return FaissIndex(vectors, config)
+        return FaissIndex(vectors, config, prefix)
     memo_key = (key, vectors.shape, config.index, config.train_size)
     found = _MEMO.get(memo_key)
     if found is not None:
@@ -320,9 +334,10 @@ def build_index(vectors: np.ndarray, config: DenseIndexConfig, key: str | None) 
         clone = FaissIndex.__new__(FaissIndex)
         clone.__dict__.update(found.__dict__)
         clone.config = config
+        clone.prefix = prefix
         clone.reused = True
         return clone
-    index = FaissIndex(vectors, config)
+    index = FaissIndex(vectors, config, prefix)
     _MEMO[memo_key] = index
     while len(_MEMO) > _MEMO_SIZE:
         _MEMO.popitem(last=False)

@@ -10,14 +10,14 @@ for all candidates at once instead of pair by pair:
 * ColBERT: for each query token the best inner product with any passage token, averaged over
   the query's tokens (maxsim);
 * `m3`: (w_dense * dense + w_sparse * sparse + w_colbert * colbert) / sum(w), with
-  `m3.weights` = FlagEmbedding's `weights_for_different_modes`. BGE-M3 scores each candidate
+  `arms.m3.weights` = FlagEmbedding's `weights_for_different_modes`. BGE-M3 scores each candidate
   with all three outputs before it sums them, so the `m3` arm does too: a passage's fused score
   never misses a term because one output ranked it low.
 
 Cost: dense and sparse are one product over the corpus per query. ColBERT multiplies the
 query's tokens with every token of every allowed passage (about 200 tokens x 1024 dims each for
 BGE-M3), which is fine for evaluation corpora of thousands of passages; for larger ones
-`m3.colbert_depth=N` scores ColBERT (and the weighted sum) over the union of each query's dense
+`arms.m3.colbert_depth=N` scores ColBERT (and the weighted sum) over the union of each query's dense
 and sparse top N only, as BGE-M3's authors re-rank a first-stage candidate list.
 
 The arms of a job share one `M3Outputs` of the corpus (a per-process memo keyed by the cache
@@ -36,11 +36,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from retrieval_bench.config.m3 import M3_MODES, M3Config
+from retrieval_bench.config.m3 import M3ArmConfig
 from retrieval_bench.encoders.cache import CacheStats
 from retrieval_bench.encoders.m3 import M3Cache, M3Encoder, M3Outputs
 from retrieval_bench.errors import ConfigError
-from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
 from retrieval_bench.protocols import BuildContext
 from retrieval_bench.records import (
@@ -199,39 +198,31 @@ def _empty(k: int, reason: str) -> Ranked:
     return Ranked(np.empty(0, np.int64), np.empty(0, np.float64), requested=k, empty_reason=reason)
 
 
-class M3Spec:
-    """`arms.<name>: {_target_: retrieval_bench.retrievers.m3.M3Spec, mode: ...}`: one BGE-M3
-    arm over the `m3:` node, whose fields the node's other keys override (`weights: [...]`,
-    `model: DIR`, `colbert_depth: N`), so differently weighted or different models can run
-    side by side."""
+@dataclass(kw_only=True)
+class M3Spec(M3ArmConfig):
+    """`arms.<name>: {_target_: retrieval_bench.retrievers.m3.M3Spec, mode: ..., ...}`: one
+    BGE-M3 arm; its keyword arguments are `config.m3.M3ArmConfig`'s fields (`mode`, the model
+    keys, `weights`, `colbert_depth`), so differently weighted or different models run side by
+    side. Arms of one model share one encode of the corpus."""
 
-    def __init__(self, mode: str, **overrides: Any) -> None:
-        if mode not in M3_MODES:
-            raise ConfigError(
-                "mode", f"unknown BGE-M3 mode {mode!r}; choose one of {', '.join(M3_MODES)}"
-            )
-        self.mode = mode
-        self.overrides = overrides
-        try:
-            with_overrides(M3Config(), overrides).validate()
-        except ConfigError as error:  # keyed under the arm's node, not `m3.`
-            raise ConfigError(error.key.removeprefix("m3."), error.message) from error
-
-    def config(self, ctx: BuildContext) -> M3Config:
-        return with_overrides(ctx.cfg.m3, self.overrides)
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails when the config is read
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """The devices present and the model found on disk (no load), before any arm of the job
-        indexes or encodes; errors name the `m3.` keys."""
-        encoder_cfg = self.config(ctx).encoder_config()
+        indexes or encodes; errors name the arm's own keys."""
+        encoder_cfg = self.encoder_config()
         try:
             M3Encoder.check_config(encoder_cfg)
         except ConfigError as exc:
-            raise ConfigError(exc.key.replace("encoder.", "m3."), exc.message) from exc
+            raise ConfigError(
+                f"arms.{name}.{exc.key.removeprefix('encoder.')}",
+                exc.message.replace("encoder.", f"arms.{name}."),
+            ) from exc
         M3Encoder(encoder_cfg).resolve()
 
     def build(self, name: str, ctx: BuildContext) -> M3Arm:
-        cfg = self.config(ctx)
+        cfg = self
         encoder = M3Encoder(cfg.encoder_config())
         cache = M3Cache(Path(ctx.cache_dir) / CACHE_SUBDIR)
         corpus = _shared_outputs(ctx, cache, encoder, ctx.texts, "passages")

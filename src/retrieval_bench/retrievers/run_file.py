@@ -1,4 +1,4 @@
-"""A TREC run from any system as an arm (`retriever=run_file run_file.path=RUN`), so another
+"""A TREC run from any system as an arm (`retriever=run_file arms.run_file.path=RUN`), so another
 system's rankings are scored, fused and compared like the built-in arms.
 
 The run is read once with the project's TREC reader (`data.trec.read_run`: malformed lines fail
@@ -29,16 +29,16 @@ import hashlib
 import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retrieval_bench.config.run_file import KEY, RunFileConfig, check_run_path
+from retrieval_bench.config.run_file import RunFileConfig, check_run_path
 from retrieval_bench.data.trec import read_run
 from retrieval_bench.errors import NothingUsable
 from retrieval_bench.paths import resolve_path
-from retrieval_bench.plugins import with_overrides
 from retrieval_bench.protocols import BuildContext
 from retrieval_bench.records import FILTERED_OUT, EvalQuery, Ranked
 from retrieval_bench.tiebreak import TieBreak
@@ -52,28 +52,18 @@ NO_KNOWN_IDS = "no_known_ids"
 EXAMPLES = 5
 
 
-class RunFileArmSpec:
-    """`arms.<name>: {_target_: retrieval_bench.retrievers.run_file.RunFileArmSpec}` reads
-    `run_file`; keyword overrides of it (`path: RUN2`) let two run files run, and be fused, as
-    two arms."""
-
-    def __init__(self, **overrides: Any) -> None:
-        self.overrides = overrides
-        with_overrides(RunFileConfig(), overrides)  # an unknown key fails when the config is read
-
-    def _path(self, name: str, ctx: BuildContext) -> tuple[str, str]:
-        """(the run's path, the config key that set it)."""
-        config = with_overrides(ctx.cfg.run_file, self.overrides)
-        return config.path, f"arms.{name}.path" if "path" in self.overrides else KEY
+@dataclass
+class RunFileArmSpec(RunFileConfig):
+    """`arms.<name>: {_target_: retrieval_bench.retrievers.run_file.RunFileArmSpec, path: RUN}`:
+    two nodes with two paths run, and are fused, as two arms."""
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """Before any arm builds: the run file exists (ConfigError naming its key)."""
-        check_run_path(*self._path(name, ctx))
+        check_run_path(self.path, f"arms.{name}.path")
 
     def build(self, name: str, ctx: BuildContext) -> RunFileArm:
-        path, key = self._path(name, ctx)
-        check_run_path(path, key)
-        return RunFileArm.read(resolve_path(path), ctx, name)
+        check_run_path(self.path, f"arms.{name}.path")
+        return RunFileArm.read(resolve_path(self.path), ctx, name)
 
 
 class RunFileArm:

@@ -1,9 +1,9 @@
-"""An external retriever behind an HTTP API as an arm (`retriever=service service.url=URL`).
+"""An external retriever behind an HTTP API as an arm (`retriever=service arms.service.url=URL`).
 
 Each query is POSTed as JSON `{"query", "query_id", "top_k", "user_role"}` (`user_role` null
 when the query has none; `top_k` is the pool size the job asks every arm for); the answer's list
-of results, and each result's id and score, are found at the dotted paths `service.results_path`,
-`service.id_field` and `service.score_field`, so an existing service fits without a shim.
+of results, and each result's id and score, are found at the dotted paths `results_path`,
+`id_field` and `score_field` of the arm's node, so an existing service fits without a shim.
 
 What the arm does with an answer:
 - Ids not in the corpus cannot be ranked (a ranking holds corpus positions): they are counted
@@ -22,7 +22,7 @@ stops with `NothingUsable` (exit 2, naming the arm and the URL) instead of scori
 
 A query that still fails after its retries (timeout, connection error, non-200 status,
 malformed JSON, a result without its id or score) fails the job with `ServiceError`, naming the
-query and the URL; with `service.on_error=skip` it gets an empty ranking with empty_reason
+query and the URL; with `on_error=skip` it gets an empty ranking with empty_reason
 `service_error` instead, counted in the manifest and in metrics.json's empty rankings.
 `ServiceError` is a `BenchError` (exit 2, one line, no traceback): the service is an input of
 the job, like its dataset files, and its failure is something the user acts on (the URL, the
@@ -45,7 +45,6 @@ import numpy as np
 from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.errors import BenchError, NothingUsable
 from retrieval_bench.http_json import AttemptFailed, Connections, post_json, with_retries
-from retrieval_bench.plugins import with_overrides
 from retrieval_bench.progress import progress
 from retrieval_bench.protocols import BuildContext
 from retrieval_bench.records import NO_CANDIDATES, EvalQuery, Ranked
@@ -64,10 +63,10 @@ UNKNOWN_ID_EXAMPLES = 10
 class ServiceError(BenchError):
     """A query the service did not answer usably after its retries (see the module docs)."""
 
-    def __init__(self, url: str, query_id: str, reason: str) -> None:
+    def __init__(self, url: str, query_id: str, reason: str, arm: str = "service") -> None:
         super().__init__(
-            f"service {url}: query '{query_id}': {reason}; set service.on_error=skip to count "
-            "failed queries instead of failing the job"
+            f"service {url}: query '{query_id}': {reason}; set arms.{arm}.on_error=skip to "
+            "count failed queries instead of failing the job"
         )
         self.url = url
         self.query_id = query_id
@@ -164,7 +163,9 @@ class ServiceArm:
                     i = futures[future]
                     answer = future.result()
                     if answer.failure is not None and self.cfg.on_error == "fail":
-                        raise ServiceError(self.cfg.url, queries[i].query_id, str(answer.failure))
+                        raise ServiceError(
+                            self.cfg.url, queries[i].query_id, str(answer.failure), self.name
+                        )
                     answers[i] = answer
                     bar.update(1)
         finally:
@@ -205,7 +206,7 @@ class ServiceArm:
             raise NothingUsable(
                 f"{where} returned {len(unknown)} ids for {len(done)} queries, none of them a "
                 f"passage of the corpus (e.g. {examples}): does it search another collection, "
-                "or return another id field (service.id_field)?"
+                f"or return another id field (arms.{self.name}.id_field)?"
             )
         if all(answer.failure is not None for answer in done):
             kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(self.failures.items()))
@@ -264,12 +265,14 @@ class ServiceArm:
 
     def _post(self, connections: Connections, body: bytes) -> list[Any]:
         """One attempt: the answer's list of results, or `AttemptFailed`."""
-        payload = post_json(connections, body, f"service.timeout_s={self.cfg.timeout_s}")
-        results = _dig(payload, self.cfg.results_path, "service.results_path", "malformed_response")
+        payload = post_json(connections, body, f"arms.{self.name}.timeout_s={self.cfg.timeout_s}")
+        results = _dig(
+            payload, self.cfg.results_path, f"arms.{self.name}.results_path", "malformed_response"
+        )
         if not isinstance(results, list):
             raise AttemptFailed(
                 "malformed_response",
-                f"service.results_path={self.cfg.results_path!r} holds "
+                f"arms.{self.name}.results_path={self.cfg.results_path!r} holds "
                 f"{type(results).__name__}, not a list of results",
             )
         return results
@@ -282,19 +285,20 @@ class ServiceArm:
         seen: set[str] = set()
         duplicates = 0
         for rank, item in enumerate(results, start=1):
-            pid = _result_field(item, rank, self.cfg.id_field, "service.id_field", "missing_id")
+            pid = _result_field(
+                item, rank, self.cfg.id_field, f"arms.{self.name}.id_field", "missing_id"
+            )
             if isinstance(pid, int) and not isinstance(pid, bool):
                 pid = str(pid)
             if not isinstance(pid, str):
                 raise AttemptFailed(
                     "malformed_response",
-                    f"result {rank}: id {pid!r} (service.id_field={self.cfg.id_field!r}) "
+                    f"result {rank}: id {pid!r} (arms.{self.name}.id_field={self.cfg.id_field!r}) "
                     "is not a string",
                 )
             if self.cfg.score_field:
-                score = _result_field(
-                    item, rank, self.cfg.score_field, "service.score_field", "missing_score"
-                )
+                key = f"arms.{self.name}.score_field"
+                score = _result_field(item, rank, self.cfg.score_field, key, "missing_score")
                 if (
                     isinstance(score, bool)
                     or not isinstance(score, (int, float))
@@ -302,7 +306,7 @@ class ServiceArm:
                 ):
                     raise AttemptFailed(
                         "malformed_response",
-                        f"result {rank}: score {score!r} (service.score_field="
+                        f"result {rank}: score {score!r} (arms.{self.name}.score_field="
                         f"{self.cfg.score_field!r}) is not a finite number",
                     )
             else:
@@ -363,23 +367,19 @@ class ServiceArm:
         }
 
 
-class ServiceArmSpec:
-    """`arms.<name>: {_target_: retrieval_bench.retrievers.service.ServiceArmSpec, ...}`: the
-    arm reads the `service.*` node, and any key given here overrides it for this arm only (so
-    two services can be compared in one job: `arms.prod: {_target_: ..., url: ...}`)."""
+@dataclass
+class ServiceArmSpec(ServiceConfig):
+    """`arms.<name>: {_target_: retrieval_bench.retrievers.service.ServiceArmSpec, url: ...}`:
+    its keyword arguments are `config.service.ServiceConfig`'s fields, so two services can be
+    compared in one job (`arms.prod: {_target_: ..., url: ...}`)."""
 
-    def __init__(self, **overrides: Any) -> None:
-        self.overrides = overrides
-        # An unknown or bad key fails when the config is read (named `arms.<name>.<key>`).
-        with_overrides(ServiceConfig(), overrides).validate(prefix="")
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails when the config is read
 
     def check(self, name: str, ctx: BuildContext) -> None:
         """Before any arm builds (a BM25 arm beside it need not tokenise for a job that cannot
         run): the URL this arm would call."""
-        with_overrides(ctx.cfg.service, self.overrides).require_url(
-            f"arms.{name}" if "url" in self.overrides else "service"
-        )
+        self.require_url(f"arms.{name}")
 
     def build(self, name: str, ctx: BuildContext) -> ServiceArm:
-        cfg = with_overrides(ctx.cfg.service, self.overrides)
-        return ServiceArm(name, cfg, ctx.positions, ctx.tie_break)
+        return ServiceArm(name, self, ctx.positions, ctx.tie_break)

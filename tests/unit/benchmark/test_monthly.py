@@ -627,7 +627,7 @@ def test_a_killed_driver_takes_its_sweep_with_it_and_a_rerun_resumes(tmp_path: P
             "benchmark.month=2026-09",
             f"benchmark.root={root}",
             "benchmark.retrievers=[service]",
-            f"service.url={url}",
+            f"arms.service.url={url}",
             f"cache_dir={tmp_path / 'cache'}",
         ]
         env = {

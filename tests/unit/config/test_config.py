@@ -16,7 +16,9 @@ from retrieval_bench.errors import ConfigError
 from retrieval_bench.fusion import Fill, ReciprocalRankFusion, ScoreFusion
 from retrieval_bench.job.check import check_config
 from retrieval_bench.retrievers.bm25 import BM25ArmSpec
+from retrieval_bench.retrievers.dense import DenseArmSpec
 from retrieval_bench.retrievers.lucene import LuceneArmSpec
+from retrieval_bench.retrievers.run_file import RunFileArmSpec
 from retrieval_bench.stages.context import ContextBudget
 from retrieval_bench.stages.cut import TopKCut
 from retrieval_bench.stages.rerank import CrossEncoderRerank
@@ -40,6 +42,7 @@ def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 BM25_ARMS = (
     "bm25", "bm25_nohmm", "bm25_nolexicon", "bm25_bigram", "bm25_lucene", "bm25_lucene_cjk",
 )  # fmt: skip
+M3_ARMS = ("m3_dense", "m3_sparse", "m3_colbert", "m3")
 # A different valid value for every string key (numbers and booleans are changed by rule).
 STRING_ALTERNATIVES = {
     "dataset.name": "mine",
@@ -77,8 +80,8 @@ STRING_ALTERNATIVES = {
     **{f"arms.{arm}.variant": "lucene" for arm in BM25_ARMS if "lucene" not in arm},
     "text.impl": "jieba",
     "text.analyzer": "english",
-    "dense.index": "HNSW16",
-    "run_file.path": "other_system.run",
+    "arms.dense.index": "HNSW16",
+    "arms.run_file.path": "other_system.run",
     "scoring.unit": "doc",
     "refusal.score_stage": "final",
     "reranker.kind": "cross_encoder",
@@ -105,23 +108,23 @@ STRING_ALTERNATIVES = {
     "benchmark.judge.prompt_zh": "prompts/zh.txt",
     "benchmark.judge.api_key_env": "MY_API_KEY",
     **{f"arms.{arm}._target_": "test_config.OtherBM25" for arm in BM25_ARMS},
-    "arms.dense._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
-    "arms.run_file._target_": "retrieval_bench.retrievers.bm25.BM25ArmSpec",
-    "m3.model": "/models/bge-m3",
-    "m3.precision": "bf16",
+    "arms.dense._target_": "test_config.OtherDense",
+    "arms.run_file._target_": "test_config.OtherRunFile",
+    **{f"arms.{arm}.model": "/models/bge-m3" for arm in M3_ARMS},
+    **{f"arms.{arm}.precision": "bf16" for arm in M3_ARMS},
     **{
         f"arms.{arm}._target_": "my_arms.Other"
-        for arm in ("m3_dense", "m3_sparse", "m3_colbert", "m3")
+        for arm in M3_ARMS
     },
     "arms.m3_dense.mode": "sparse",
     "arms.m3_sparse.mode": "colbert",
     "arms.m3_colbert.mode": "all",
     "arms.m3.mode": "dense",
-    "service.url": "http://127.0.0.1:8080/search",
-    "service.results_path": "data.hits",
-    "service.id_field": "doc.id",
-    "service.score_field": "",
-    "service.on_error": "skip",
+    "arms.service.url": "http://127.0.0.1:8080/search",
+    "arms.service.results_path": "data.hits",
+    "arms.service.id_field": "doc.id",
+    "arms.service.score_field": "",
+    "arms.service.on_error": "skip",
     "arms.service._target_": "my_arms.OtherServiceSpec",
     "arms.bm25_bigram.tokens": "jieba",
     # The Lucene arms (docs/how-to/lucene-bm25.md).
@@ -150,6 +153,14 @@ class OtherBM25(BM25ArmSpec):
 
 class OtherLucene(LuceneArmSpec):
     """Another Lucene arm class."""
+
+
+class OtherDense(DenseArmSpec):
+    """Another dense arm class."""
+
+
+class OtherRunFile(RunFileArmSpec):
+    """Another run_file arm class."""
 
 
 class OtherRerank(CrossEncoderRerank):
@@ -229,7 +240,6 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
     # none is present (this machine): the one key whose different value cannot validate here.
     typed.encoder.precision = "fp32"
     typed.reranker.precision = "fp32"  # the same for the reranker's devices
-    typed.m3.precision = "fp32"  # the same for the m3 node's model
     check_config(typed)
 
 

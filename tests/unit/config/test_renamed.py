@@ -37,6 +37,13 @@ SAME_CONFIG = [
             "combiners.score.method=combmnz",
         ],
     ),
+    (["dense.index=HNSW16", "dense.nprobe=4"], ["arms.dense.index=HNSW16", "arms.dense.nprobe=4"]),
+    (["m3.model=/m3", "m3.weights=[1,0,0]"], ["arms.m3.model=/m3", "arms.m3.weights=[1,0,0]"]),
+    (["run_file.path=a.run"], ["arms.run_file.path=a.run"]),
+    (
+        ["service.url=http://127.0.0.1:9/s", "service.retries=0"],
+        ["arms.service.url=http://127.0.0.1:9/s", "arms.service.retries=0"],
+    ),
     (["compare.baseline={top_k:6}"], ["compare.baselines=[{top_k:6}]"]),
     (["compare.baseline=bm25"], ["compare.baselines=[bm25]"]),
 ]
@@ -62,6 +69,24 @@ def test_the_shipped_variants_follow_the_base_arm_as_they_did_the_global_node() 
     arms = ("bm25", "bm25_nohmm", "bm25_nolexicon", "bm25_bigram")
     assert [cfg.arms[arm]["k1"] for arm in arms] == [0.9] * 4
     assert compose_config(["retriever.rrf_k=7"]).combiners["fill"]["k"] == 7
+
+
+def test_an_arm_the_command_line_adds_follows_an_old_nodes_key_it_does_not_set() -> None:
+    """`m3.model=DIR` set the model of every BGE-M3 arm, the one the same command line adds
+    included; that arm now follows `arms.m3.model`, unless it names its own."""
+    m3 = "retrieval_bench.retrievers.m3.M3Spec"
+    given = [
+        "m3.model=/models/m3",
+        f"+arms.m3_lex={{_target_: {m3}, mode: all, weights: [0.2, 0.6, 0.2]}}",
+        f"+arms.mine={{_target_: {m3}, mode: dense, model: /models/other}}",
+        "+arms.flat={_target_: retrieval_bench.retrievers.bm25.BM25ArmSpec, b: 0.0}",
+    ]
+    out, _ = rewrite_overrides(given)
+    assert out == ["arms.m3.model=/models/m3", *given[1:], "++arms.m3_lex.model=${arms.m3.model}"]
+    cfg = compose_config([*given, "retriever.arms=[bm25]"])
+    assert cfg.arms["m3_lex"]["model"] == "/models/m3"
+    assert cfg.arms["mine"]["model"] == "/models/other"
+    assert "model" not in cfg.arms["flat"]
 
 
 def test_rewriting_keeps_prefixes_sweeps_and_what_was_not_renamed() -> None:

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from support.random_models import SAMPLE_SENTENCES, build_random_bge_m3, unloadable_model
 
-from retrieval_bench.config.encoder import BGE_M3_ENCODER, USE_ENCODER, device_present
+from retrieval_bench.config.encoder import BGE_M3_ENCODER, USE_ENCODER
+from retrieval_bench.config.model import device_present
 from retrieval_bench.encoders import EncoderConfig, build_encoder, check_encoder_config
 from retrieval_bench.encoders.flag import BGEM3Encoder
 from retrieval_bench.errors import ConfigError

@@ -190,12 +190,12 @@ def _compose(tmp: Path, *overrides: str) -> RunConfig:
 
 
 def test_ivf_with_more_lists_than_passages_is_refused_before_encoding(tmp_path: Path) -> None:
-    cfg = _compose(tmp_path, "retriever=dense", "dense.index='IVF1024,Flat'")
+    cfg = _compose(tmp_path, "retriever=dense", "arms.dense.index='IVF1024,Flat'")
     with pytest.raises(ConfigError) as err:
         run_job(cfg)
-    assert err.value.key == "dense.index"
+    assert err.value.key == "arms.dense.index"
     assert str(err.value) == (
-        "config key 'dense.index': 'IVF1024,Flat' needs at least 1024 training vectors "
+        "config key 'arms.dense.index': 'IVF1024,Flat' needs at least 1024 training vectors "
         "(1024 IVF lists), but the corpus has 12 passages; use Flat, HNSW32 or IVF<n>,Flat "
         "with n <= 1 (FAISS wants 39 vectors per list)"
     )
@@ -205,11 +205,11 @@ def test_ivf_with_more_lists_than_passages_is_refused_before_encoding(tmp_path: 
 def test_index_without_selectors_is_refused_before_encoding_when_the_job_filters(
     tmp_path: Path,
 ) -> None:
-    cfg = _compose(tmp_path, "retriever=dense", "dense.index=PQ1x2")
+    cfg = _compose(tmp_path, "retriever=dense", "arms.dense.index=PQ1x2")
     with pytest.raises(ConfigError) as err:
         run_job(cfg)
     assert str(err.value) == (
-        "config key 'dense.index': 'PQ1x2' does not accept FAISS id selectors, and this job "
+        "config key 'arms.dense.index': 'PQ1x2' does not accept FAISS id selectors, and this job "
         "filters (city) before ranking; use Flat, HNSW<M> or IVF<n>,... (or turn those "
         "filters off: filters.city=false)"
     )
@@ -223,7 +223,7 @@ def test_index_checks_at_start() -> None:
     with pytest.raises(
         ConfigError,
         match=r"needs at least 256 training vectors \(256 centroids "
-        r"per PQ sub-quantizer\), but dense.train_size=100;",
+        r"per PQ sub-quantizer\), but arms.dense.train_size=100;",
     ):
         check_index_fits(DenseIndexConfig(index="IVF4,PQ8", train_size=100), 304, 512, ())
     with pytest.raises(ConfigError, match="does not accept FAISS id selectors"):

@@ -171,7 +171,7 @@ def test_built_index_is_reused_within_the_process_for_the_same_vectors() -> None
 
 @pytest.mark.slow  # whole jobs in process: the fast tier keeps one-function tests
 def test_job_records_the_dense_index_in_the_manifest(tmp_path: Path) -> None:
-    overrides = [*mini_overrides(tmp_path), "retriever=dense", "dense.index=HNSW8"]
+    overrides = [*mini_overrides(tmp_path), "retriever=dense", "arms.dense.index=HNSW8"]
     _, run_dir = run_in_process(overrides, tmp_path)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     info = manifest["arms"]["dense"]

@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import compose_config
 from support.random_models import SAMPLE_SENTENCES, TINY, build_random_bge_m3
 
 from retrieval_bench.config import RunConfig
-from retrieval_bench.config.m3 import M3Config
+from retrieval_bench.config.m3 import M3ArmConfig
 from retrieval_bench.encoders.m3 import M3Cache, M3Encoder
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
+from retrieval_bench.plugins import instantiate_plugin
 from retrieval_bench.protocols import BuildContext
 from retrieval_bench.records import FILTERED_OUT, EvalQuery, Passage
 from retrieval_bench.retrievers.m3 import M3Arm, M3Scorer, M3Spec, clear_m3_memo
@@ -57,7 +59,9 @@ def reference(model_dir: Path) -> Any:
 
 
 def _context(model_dir: Path, cache_dir: Path, **m3: Any) -> BuildContext:
-    cfg = RunConfig(m3=M3Config(model=str(model_dir), max_length=MAX_LENGTH, **m3))
+    """A job's context whose `arms.m3` node holds the model and `m3` (weights, ...)."""
+    cfg = RunConfig()
+    cfg.arms["m3"] = {**cfg.arms["m3"], "model": str(model_dir), "max_length": MAX_LENGTH, **m3}
     return BuildContext(
         passages=PASSAGES,
         queries=QUERIES,
@@ -67,8 +71,15 @@ def _context(model_dir: Path, cache_dir: Path, **m3: Any) -> BuildContext:
     )
 
 
+def _model(model_dir: Path) -> M3ArmConfig:
+    return M3ArmConfig(mode="all", model=str(model_dir), max_length=MAX_LENGTH)
+
+
 def _build(mode: str, ctx: BuildContext, **kwargs: Any) -> M3Arm:
-    return M3Spec(mode, **kwargs).build(f"m3_{mode}", ctx)
+    """The `mode` arm as the shipped `m3_<mode>` node makes it: `arms.m3`'s settings, and
+    `kwargs` of its own."""
+    base = {k: v for k, v in ctx.cfg.arms["m3"].items() if k not in ("_target_", "mode")}
+    return M3Spec(mode=mode, **{**base, **kwargs}).build(f"m3_{mode}", ctx)
 
 
 def _flag_scores(reference: Any, query: str) -> dict[str, np.ndarray]:
@@ -124,7 +135,7 @@ def test_outputs_score_as_flagembedding_pair_functions(
 ) -> None:
     """The cached arrays give back FlagEmbedding's lexical weights and ColBERT vectors: its
     `compute_lexical_matching_score` and `colbert_score` on them equal the arms' scores."""
-    encoder = M3Encoder(M3Config(model=str(model_dir), max_length=MAX_LENGTH).encoder_config())
+    encoder = M3Encoder(_model(model_dir).encoder_config())
     cache = M3Cache(tmp_path)
     corpus, _ = cache.encode(encoder, [p.text for p in PASSAGES], "passages")
     queries, _ = cache.encode(encoder, [q.query for q in QUERIES], "queries")
@@ -211,7 +222,7 @@ def test_arms_share_one_encode_and_the_cache_is_plain_arrays(
 def test_a_corrupt_cache_entry_is_rebuilt(
     model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    encoder = M3Encoder(M3Config(model=str(model_dir), max_length=MAX_LENGTH).encoder_config())
+    encoder = M3Encoder(_model(model_dir).encoder_config())
     cache = M3Cache(tmp_path)
     texts = [p.text for p in PASSAGES]
     first, _ = cache.encode(encoder, texts, "passages")
@@ -263,20 +274,22 @@ def test_colbert_depth_scores_the_dense_and_sparse_union(
 
 
 @pytest.mark.parametrize(
-    ("overrides", "key"),
+    ("override", "key"),
     [
-        ({"weights": [0.5, 0.5]}, "m3.weights"),
-        ({"weights": [1.0, -1.0, 1.0]}, "m3.weights"),
-        ({"weights": [0.0, 0.0, 0.0]}, "m3.weights"),
-        ({"colbert_depth": -1}, "m3.colbert_depth"),
-        ({"max_length": 0}, "m3.max_length"),
-        ({"devices": ["gpu"]}, "m3.devices"),
-        ({"precision": "int4"}, "m3.precision"),
+        ("arms.m3.weights=[0.5,0.5]", "arms.m3.weights"),
+        ("arms.m3.weights=[1.0,-1.0,1.0]", "arms.m3.weights"),
+        ("arms.m3.weights=[0.0,0.0,0.0]", "arms.m3.weights"),
+        ("arms.m3.colbert_depth=-1", "arms.m3.colbert_depth"),
+        ("arms.m3.max_length=0", "arms.m3.max_length"),
+        ("arms.m3.devices=[gpu]", "arms.m3.devices"),
+        ("arms.m3.precision=int4", "arms.m3.precision"),
+        ("arms.m3_dense.precision=int4", "arms.m3_dense.precision"),
     ],
 )
-def test_bad_m3_values_name_their_key(overrides: dict[str, Any], key: str) -> None:
+def test_bad_m3_values_name_their_key(override: str, key: str) -> None:
+    """Checked when the config is read, whether or not the job runs the arm."""
     with pytest.raises(ConfigError) as err:
-        M3Config(**overrides).validate()
+        compose_config([override])
     assert err.value.key == key
     assert key in str(err.value) and "encoder." not in str(err.value)
 
@@ -284,32 +297,36 @@ def test_bad_m3_values_name_their_key(overrides: dict[str, Any], key: str) -> No
 def test_a_missing_model_names_the_m3_keys(tmp_path: Path) -> None:
     ctx = _context(tmp_path / "no-such-model", tmp_path)
     with pytest.raises(EncoderUnavailable) as err:
-        M3Spec("all").build("m3", ctx)
+        _build("all", ctx)
     message = str(err.value)
-    assert f"m3 model '{tmp_path / 'no-such-model'}' cannot be loaded: no directory at" in message
-    assert "Set m3.model=/local/path/to/no-such-model" in message
+    assert (
+        f"arms.m3 model '{tmp_path / 'no-such-model'}' cannot be loaded: no directory at"
+        in message
+    )
+    assert "Set arms.m3.model=/local/path/to/no-such-model" in message
     assert "encoder" not in message
 
 
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ConfigError, match="dense, sparse, colbert, all"):
-        M3Spec("splade")
+        M3Spec(mode="splade")
 
 
 @pytest.mark.parametrize(
     ("overrides", "key", "says"),
     [
-        ({"weights": [1.0, 2.0]}, "weights", "needs three weights"),
-        ({"colbert_depth": -2}, "colbert_depth", "positive depth"),
-        ({"wieghts": [1.0, 1.0, 1.0]}, "wieghts", "did you mean 'weights'?"),
+        ({"weights": [1.0, 2.0]}, "arms.m3x.weights", "needs three weights"),
+        ({"colbert_depth": -2}, "arms.m3x.colbert_depth", "positive depth"),
+        ({"wieghts": [1.0, 1.0, 1.0]}, "arms.m3x.wieghts", "did you mean 'weights'?"),
     ],
 )
-def test_an_arms_overrides_are_checked_with_their_key(
+def test_an_arms_keywords_are_checked_with_their_key(
     overrides: dict[str, Any], key: str, says: str
 ) -> None:
-    """Keys of `arms.<name>` override the `m3:` node's fields; the app prefixes the arm's node."""
+    """An arm node's keys are the class's keyword arguments, named under the node."""
+    node = {"_target_": "retrieval_bench.retrievers.m3.M3Spec", "mode": "all", **overrides}
     with pytest.raises(ConfigError) as err:
-        M3Spec("all", **overrides)
+        instantiate_plugin("arms.m3x", node, "ArmSpec", ["build"])
     assert err.value.key == key and says in err.value.message
 
 

@@ -1,6 +1,6 @@
 """BGE-M3's three scores and their fusion on hand-made outputs, in process: no model, so the
 scoring rules themselves (ColBERT's max-sim averaged over query tokens, the sparse arm's
-pool of passages sharing a token, `m3.weights` in dense, sparse, ColBERT order) are pinned by
+pool of passages sharing a token, `arms.m3.weights` in dense, sparse, ColBERT order) are pinned by
 fast tests; tests/test_m3_arms.py checks the same against FlagEmbedding on a real (tiny) model.
 """
 

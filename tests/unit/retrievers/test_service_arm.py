@@ -11,16 +11,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import compose_config
 from support.service_server import Reply, serve, travel_ids
 
 from retrieval_bench.config.service import ServiceConfig
 from retrieval_bench.errors import BenchError, ConfigError, NothingUsable
+from retrieval_bench.plugins import instantiate_plugin
 from retrieval_bench.records import NO_CANDIDATES, EvalQuery
 from retrieval_bench.retrievers.service import (
     SERVICE_ERROR,
     UNKNOWN_IDS,
     ServiceArm,
-    ServiceArmSpec,
     ServiceError,
 )
 from retrieval_bench.tiebreak import TieBreak
@@ -163,7 +164,7 @@ def test_retries_exhausted_fail_the_job_naming_query_url_and_attempts() -> None:
     assert len(received) == 3
     assert str(raised.value) == (
         f"service {url}: query 'q1': HTTP 503 Service Unavailable: '{{\"error\": \"busy\"}}' "
-        "(after 3 attempts); set service.on_error=skip to count failed queries instead of "
+        "(after 3 attempts); set arms.service.on_error=skip to count failed queries instead of "
         "failing the job"
     )
     assert isinstance(raised.value, BenchError)  # exit 2, one line, no traceback
@@ -204,27 +205,27 @@ FAILURES = {
     "missing_id": (
         failing_q2((200, {"results": [{"id": A, "score": 1.0}, {"doc": B, "score": 0.5}]})),
         {},
-        "result 2: no 'id' on the path service.id_field='id' (its keys: ['doc', 'score'])",
+        "result 2: no 'id' on the path arms.service.id_field='id' (its keys: ['doc', 'score'])",
     ),
     "missing_score": (
         failing_q2((200, {"results": [{"id": A}]})),
         {},
-        "result 1: no 'score' on the path service.score_field='score' (its keys: ['id'])",
+        "result 1: no 'score' on the path arms.service.score_field='score' (its keys: ['id'])",
     ),
     "missing_list": (
         failing_q2((200, {"hits": []})),
         {},
-        "no 'results' on the path service.results_path='results' (its keys: ['hits'])",
+        "no 'results' on the path arms.service.results_path='results' (its keys: ['hits'])",
     ),
     "bad_score": (
         failing_q2((200, {"results": [{"id": A, "score": "high"}]})),
         {},
-        "result 1: score 'high' (service.score_field='score') is not a finite number",
+        "result 1: score 'high' (arms.service.score_field='score') is not a finite number",
     ),
     "timeout": (
         failing_q2((200, hits((A, 1.0))), delay_s=1.0),
         {"timeout_s": 0.1},
-        "no answer within service.timeout_s=0.1 s",
+        "no answer within arms.service.timeout_s=0.1 s",
     ),
 }
 
@@ -303,32 +304,40 @@ def test_more_results_than_top_k_are_cut_to_top_k() -> None:
 @pytest.mark.parametrize(
     ("settings", "key"),
     [
-        ({"url": "127.0.0.1:8080/search"}, "service.url"),
-        ({"concurrency": 0}, "service.concurrency"),
-        ({"timeout_s": 0.0}, "service.timeout_s"),
-        ({"retries": -1}, "service.retries"),
-        ({"retry_backoff_s": -1.0}, "service.retry_backoff_s"),
-        ({"on_error": "ignore"}, "service.on_error"),
-        ({"id_field": ""}, "service.id_field"),
+        ({"url": "127.0.0.1:8080/search"}, "url"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"timeout_s": 0.0}, "timeout_s"),
+        ({"retries": -1}, "retries"),
+        ({"retry_backoff_s": -1.0}, "retry_backoff_s"),
+        ({"on_error": "ignore"}, "on_error"),
+        ({"id_field": ""}, "id_field"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_key(settings: dict[str, Any], key: str) -> None:
+    """Named relative to the node; the config check names it under the arm's node."""
     with pytest.raises(ConfigError) as raised:
         replace(ServiceConfig(url="http://127.0.0.1:1/search"), **settings).validate()
     assert raised.value.key == key
+    override = ",".join(
+        f"{k}:'{v}'" if isinstance(v, str) else f"{k}:{v}" for k, v in settings.items()
+    )
+    with pytest.raises(ConfigError) as raised:
+        compose_config([f"arms.service={{{override}}}"])
+    assert raised.value.key == f"arms.service.{key}"
 
 
 def test_a_missing_url_is_refused_naming_the_key() -> None:
-    with pytest.raises(ConfigError, match=r"service\.url.*service\.url=http://"):
-        ServiceConfig().require_url()
+    with pytest.raises(ConfigError, match=r"arms\.staging\.url.*arms\.staging\.url=http://"):
+        ServiceConfig().require_url("arms.staging")
 
 
-def test_an_arm_spec_refuses_an_unknown_or_bad_override() -> None:
-    with pytest.raises(ConfigError, match=r"'concurency'.*did you mean 'concurrency'"):
-        ServiceArmSpec(concurency=4)
+def test_an_arm_spec_refuses_an_unknown_or_bad_keyword() -> None:
+    node = {"_target_": "retrieval_bench.retrievers.service.ServiceArmSpec"}
+    with pytest.raises(ConfigError, match=r"concurency'.*did you mean 'concurrency'"):
+        instantiate_plugin("arms.staging", {**node, "concurency": 4}, "ArmSpec", ["build"])
     with pytest.raises(ConfigError) as raised:
-        ServiceArmSpec(concurrency=0)
-    assert raised.value.key == "concurrency"  # the registry names it arms.<name>.concurrency
+        instantiate_plugin("arms.staging", {**node, "concurrency": 0}, "ArmSpec", ["build"])
+    assert raised.value.key == "arms.staging.concurrency"
 
 
 def test_unknown_id_examples_are_distinct_ids(caplog: pytest.LogCaptureFixture) -> None:
@@ -355,7 +364,7 @@ def test_a_service_answering_only_unknown_ids_is_refused_naming_what_it_lacked()
     assert str(raised.value) == (
         f"arm 'service': service {url} returned 4 ids for 2 queries, none of them a passage "
         "of the corpus (e.g. 'doc-7', 'doc-9'): does it search another collection, or return "
-        "another id field (service.id_field)?"
+        "another id field (arms.service.id_field)?"
     )
     assert isinstance(raised.value, BenchError)  # exit 2, as a job that scored nothing
 

@@ -263,7 +263,7 @@ def test_a_doc_job_over_a_hand_made_run_gives_the_hand_computed_values(tmp_path:
     overrides = [
         *write_dataset(tmp_path),
         "retriever=run_file",
-        f"run_file.path={run}",
+        f"arms.run_file.path={run}",
         "scoring.unit=doc",
         "scoring.cutoffs=[2]",
     ]
