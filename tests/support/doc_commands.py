@@ -469,3 +469,40 @@ def run_command(cmd: DocCommand, ws: Workspace) -> None:
             assert any(p.name == "comparison.md" for p in written), "the sweep wrote no comparison"
     else:  # a command of a kind not known here: it ran, and said something
         assert done.stdout.strip() or done.stderr.strip(), f"`{command}` printed nothing"
+
+
+def page_classes(pages: list[Path]) -> dict[str, type]:
+    """One test class per page that has commands (`TestCommandsOf_<page>`), for a section's
+    module to put in its namespace: pytest-xdist's `loadscope` hands out each class on its own,
+    so a section's pages are shared by the workers, while each page's commands run in order in
+    the page's own fresh copy (a class-scoped workspace)."""
+    import pytest
+
+    classes: dict[str, type] = {}
+    for page in pages:
+        commands = runnable(commands_of(page))
+        if not commands:
+            continue
+
+        @pytest.fixture(scope="class")
+        def workspaces(self: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspaces]:
+            spaces = Workspaces(tmp_path_factory)
+            yield spaces
+            spaces.close()
+
+        @pytest.mark.slow
+        @pytest.mark.parametrize("cmd", commands, ids=[cmd.id for cmd in commands])
+        def test_command_runs(self: Any, cmd: DocCommand, workspaces: Workspaces) -> None:
+            run_command(cmd, workspaces.for_page(cmd))
+
+        name = "TestCommandsOf_" + re.sub(r"\W+", "_", page.relative_to(ROOT / "docs").as_posix())
+        classes[name] = type(
+            name,
+            (),
+            {
+                "__doc__": f"The commands of {page.relative_to(ROOT).as_posix()}, in order.",
+                "workspaces": workspaces,
+                "test_command_runs": test_command_runs,
+            },
+        )
+    return classes
