@@ -180,23 +180,33 @@ def page() -> str:
     for key in keys:
         sections.setdefault(_section_of(key), []).append(key)
     shipped = _shipped_nodes()
-    for title, members in sections.items():
+
+    def order(title: str) -> tuple[int, int, int]:
+        """The job's top-level keys, its nodes as declared, then each plug-in group: its node
+        of nodes, the shipped nodes' keyword arguments, the shipped nodes."""
+        group = title.split(".", 1)[0]
+        if group in PLUGIN_GROUPS:
+            return (2, PLUGIN_GROUPS.index(group), 0 if title == group else 1)
+        return (0 if title == "(top level)" else 1, 0, 0)
+
+    for title in sorted(sections, key=order):  # stable: declaration order within a rank
         lines += [f"## `{title}`", ""]
         lines += [
             "| key | type | default | allowed | meaning |",
             "|---|---|---|---|---|",
         ]
-        for key in members:
+        for key in sections[title]:
             allowed = ", ".join(f"`{c}`" for c in key.choices) if key.choices else ""
+            default = (
+                "the shipped nodes below"
+                if key.path in PLUGIN_GROUPS
+                else cell(_value(key.default))
+            )
             lines.append(
-                f'| <a id="{key.path}"></a>`{key.path}` | `{cell(key.type)}` | '
-                f"{cell(_value(key.default))} | {allowed} | {cell(key.meaning)} |"
+                f'| <a id="{key.path}"></a>`{key.path}` | `{cell(key.type)}` | {default} | '
+                f"{allowed} | {cell(key.meaning)} |"
             )
         lines.append("")
         if title in PLUGIN_GROUPS:
             lines += _node_table(title, shipped[title])
-    listed_groups = {t for t in sections if t in PLUGIN_GROUPS}
-    for group in PLUGIN_GROUPS:
-        if group not in listed_groups:
-            lines += [f"## `{group}` nodes", "", *_node_table(group, shipped[group])]
     return "\n".join(lines).rstrip() + "\n"

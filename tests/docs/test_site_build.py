@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import IN_CI, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_chinese_renders_with_no_missing_glyph(site: Path) -> None:
     from support.glyphs import missing_glyphs
 
     if find_chromium() is None:
-        pytest.skip("no Chromium on PATH")
+        (pytest.fail if IN_CI else pytest.skip)("no Chromium on PATH (.ci/run installs it)")
     pages = _pages_with_chinese(site)
     assert site / "index.html" in pages
     with chromium() as browser:
@@ -86,7 +86,7 @@ def test_a_character_no_font_has_is_reported(tmp_path: Path) -> None:
     from support.glyphs import missing_glyphs
 
     if find_chromium() is None:
-        pytest.skip("no Chromium on PATH")
+        (pytest.fail if IN_CI else pytest.skip)("no Chromium on PATH (.ci/run installs it)")
     page = tmp_path / "tofu.html"
     page.write_text(
         '<html><meta charset="utf-8"><body><article><p>检索\u9ff0</p></article></body></html>',

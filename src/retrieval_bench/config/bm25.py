@@ -29,12 +29,12 @@ class BM25Config:
     """BM25's term-frequency saturation (k1 >= 0)."""
     b: float = 0.75
     """BM25's length normalisation, within [0, 1] (0: none, 1: full)."""
-    epsilon: float = 0.25  # rank_bm25's floor for negative IDFs (the lucene variant has none)
+    epsilon: float = 0.25
     """rank_bm25's floor for negative IDF: a term in more than half the passages gets epsilon
-    times the mean IDF."""
+    times the mean IDF (the lucene variant has none)."""
     impl: str = field(default="sparse", metadata={"choices": BM25_IMPLS})
     """sparse: the compiled sparse-matrix scorer; rank_bm25: the reference itself (same scores)."""
-    variant: str = "rank_bm25"
+    variant: str = field(default="rank_bm25", metadata={"choices": BM25_VARIANTS})
     """Which BM25: `rank_bm25` (BM25Okapi's IDF with its epsilon floor) or `lucene` (Lucene's
     IDF, log(1 + (N - n + 0.5) / (n + 0.5)), as Anserini scores)."""
 
