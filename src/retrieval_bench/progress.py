@@ -10,10 +10,11 @@ that ends within `START_DELAY_S` prints nothing either way.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from tqdm import tqdm
@@ -84,3 +85,25 @@ def progress(
     return _LoggedProgress(
         iterable, desc=desc, total=total, unit=unit, delay=START_DELAY_S, interval=LOG_INTERVAL_S
     )
+
+
+@contextlib.contextmanager
+def progress_on_stderr() -> Iterator[None]:
+    """While a command runs outside the Hydra app (which configures logging itself), its
+    progress lines go to stderr when stderr is not a terminal: a handler on this module's
+    logger alone, taken down afterwards, so nothing else the library logs changes."""
+    if sys.stderr.isatty() or log.handlers:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level, propagate = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False  # the app's own handlers, where there are any, would print it twice
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate

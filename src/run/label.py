@@ -31,13 +31,16 @@ from pathlib import Path
 from retrieval_bench.active.strategies import ACTIVE, STRATEGIES
 from retrieval_bench.errors import EXIT_OK, ConfigError
 from retrieval_bench.io.folders import check_output_dir
+from retrieval_bench.progress import progress_on_stderr
 from run.exits import guarded
 from run.judge import add_judge_options, judge_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command, with the exit codes of run.exits (2 bad input, 3 internal error)."""
-    return guarded(lambda: _main(argv))
+    """The command, with the exit codes of run.exits (2 bad input, 3 internal error); its
+    progress (judging, simulating) on stderr."""
+    with progress_on_stderr():
+        return guarded(lambda: _main(argv))
 
 
 def _budgets(text: str) -> list[int]:

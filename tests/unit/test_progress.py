@@ -196,3 +196,28 @@ def test_work_that_stops_early_says_so(logged: Any) -> None:
     assert re.fullmatch(
         rf"encoding passages: 2/5 \(40%\), stopped after {TIME}, [\d.]+ passage/s", lines[1]
     )
+
+
+def test_a_command_outside_the_app_prints_its_progress_on_stderr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`progress_on_stderr` (what `python -m run.label` runs under): the lines reach stderr, and
+    the handler is gone afterwards (nothing else the library logs is printed)."""
+    stderr = _NotATerminal()
+    monkeypatch.setattr("sys.stderr", stderr)
+    monkeypatch.setattr(progress_module, "START_DELAY_S", 0.0)
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL_S", 0.0)
+    logger = logging.getLogger("retrieval_bench.progress")
+    with progress_module.progress_on_stderr():
+        with progress("simulating label plans", 2, "first round") as bar:
+            bar.update(1)
+            bar.update(1)
+        logging.getLogger("retrieval_bench.encoders").info("not a progress line")
+    printed = stderr.getvalue().splitlines()
+    assert re.fullmatch(
+        rf"simulating label plans: 1/2 \(50%\), {RATE.format(unit='first round')}, ~{TIME} left",
+        printed[0],
+    )
+    assert printed[-1].startswith("simulating label plans: 2/2 (100%), done in")
+    assert not any("not a progress line" in line for line in printed)
+    assert not logger.handlers and logger.propagate
