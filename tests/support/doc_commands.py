@@ -53,12 +53,10 @@ from support.forkserver import forked_python, shim_script
 EXCLUDED = {
     "make test": "runs the whole test suite, this test included; CI (.ci/run) runs it",
     "make docs": "builds the site, which tests/docs/test_site_build.py does with the same mkdocs",
-    "python -m venv .venv && .venv/bin/pip install -e .": (
-        "installs from the network (tests never touch it); .ci/run's `make test` creates the "
-        "virtualenv and installs the package on a clean clone"
-    ),
     "python -m venv .venv && .venv/bin/pip install -e '.[tracking]'": (
-        "installs from the network, as the line above; the test extra holds the tracking extra"
+        "installs from the network (tests never touch it); .ci/run's `make test` creates the "
+        "virtualenv and installs the package, its test extra holding the tracking extra, on a "
+        "clean clone"
     ),
 }
 
