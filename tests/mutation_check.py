@@ -348,8 +348,11 @@ MUTATIONS = [
     Mutation(
         "arms.bm25.b=1 (a valid value) refused",
         BM25_CONFIG,
-        "if not 0 <= self.b <= 1:",
-        "if not 0 <= self.b < 1:",
+        # The BM25 node's check (the Lucene node below it has one alike).
+        'if not 0 <= self.b <= 1:\n            raise ConfigError("b", f"must be within [0, 1], '
+        'got {self.b}")\n\n\n@dataclass\nclass BM25ArmConfig',
+        'if not 0 <= self.b < 1:\n            raise ConfigError("b", f"must be within [0, 1], '
+        'got {self.b}")\n\n\n@dataclass\nclass BM25ArmConfig',
         ("tests/unit/config/test_config.py",),
     ),
     # Issue 35: what a tired developer writes, which no fast test caught.
