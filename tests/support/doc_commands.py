@@ -36,6 +36,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -419,6 +420,17 @@ def _check_job(job: Path) -> None:
     assert f"recall@{top_k}" in final["overall"], (job, sorted(final["overall"]))
 
 
+def _compared_folder(command: str, ws: Workspace) -> str:
+    """The folder `python -m run.compare DIR ...` writes its comparison to: its `--out`, or its
+    first folder argument (the sweep folder a page names, or the one <SWEEP_DIR> stood for)."""
+    words = shlex.split(command)
+    after = words[words.index("run.compare") + 1 :]
+    if "--out" in after:
+        return after[after.index("--out") + 1]
+    folders = [w for w in after if not w.startswith("-") and (ws.repo / w).is_dir()]
+    return folders[0] if folders else fill("<SWEEP_DIR>", ws)
+
+
 def run_command(cmd: DocCommand, ws: Workspace) -> None:
     """Run one command of a page in its workspace and check what it wrote."""
     command = fill(cmd.text, ws)
@@ -444,8 +456,8 @@ def run_command(cmd: DocCommand, ws: Workspace) -> None:
         _check_job(job)
 
     if "run.compare" in command:
-        sweep = ws.repo / fill("<SWEEP_DIR>", ws)
-        assert sweep / "comparison.md" in written, "run.compare wrote no comparison.md"
+        sweep = ws.repo / _compared_folder(command, ws)
+        assert sweep / "comparison.md" in written, f"run.compare wrote no {sweep}/comparison.md"
         assert done.stdout.strip(), "run.compare printed nothing"
     elif "experiment=monthly" in command:
         months = [p.parent for p in after if p.name == "benchmark.json"]
@@ -482,8 +494,7 @@ def page_classes(pages: list[Path]) -> dict[str, type]:
         if not commands:
             continue
 
-        @pytest.fixture(scope="class")
-        def workspaces(self: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspaces]:
+        def workspaces(cls: type, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspaces]:
             spaces = Workspaces(tmp_path_factory)
             yield spaces
             spaces.close()
@@ -499,7 +510,7 @@ def page_classes(pages: list[Path]) -> dict[str, type]:
             (),
             {
                 "__doc__": f"The commands of {page.relative_to(ROOT).as_posix()}, in order.",
-                "workspaces": workspaces,
+                "workspaces": pytest.fixture(scope="class")(classmethod(workspaces)),
                 "test_command_runs": test_command_runs,
             },
         )
