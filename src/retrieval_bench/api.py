@@ -7,12 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import cast
-
-from omegaconf import OmegaConf
 
 from retrieval_bench.config import RunConfig
-from retrieval_bench.config.compose import CONF_DIR, compose_dict
+from retrieval_bench.config.compose import CONF_DIR, compose_dict, typed_config
 from retrieval_bench.job.check import check_config
 from retrieval_bench.job.result import JobResult
 from retrieval_bench.job.runner import run_job
@@ -26,7 +23,7 @@ def compose(overrides: Sequence[str] = (), config_dir: str | Path | None = None)
     """The typed config `python -m run <overrides>` would run (the shipped `conf/`, or
     `config_dir`), validated: a bad key raises ConfigError naming it. Arms from a user config
     folder are reached with `hydra.searchpath=[file://DIR]` among the overrides."""
-    cfg = cast(RunConfig, OmegaConf.to_object(compose_dict(overrides, config_dir)))
+    cfg = typed_config(compose_dict(overrides, config_dir))
     check_config(cfg)
     return cfg
 

@@ -42,6 +42,19 @@ class ConfigError(BenchError):
         self.message = message
 
 
+def bench_cause(exc: BaseException) -> BenchError | None:
+    """The first BenchError among the exceptions `exc` was raised from (a config resolver's
+    refusal inside OmegaConf's own error), else None."""
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, BenchError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 class EncoderUnavailable(BenchError):
     """An encoder model cannot be loaded (not on disk, no network)."""
 

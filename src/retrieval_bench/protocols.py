@@ -1,12 +1,14 @@
 """The protocols every plug-in implements, and what it is built from.
 
-A job's pipeline is arms -> combiner -> the later stages of `pipeline`, in order (those before
-the top_k cut, the cut itself `final`, those after it). Every plug-in follows one convention
-(retrieval_bench.plugins): a config node names a spec class by `_target_` (anywhere on the path,
-not only in this package) and its other keys are the class's keyword arguments; the spec's
-`build(name, ctx, ...)` makes the component once the corpus is loaded. So a new arm, combiner
-or stage is one class and one YAML file, and nothing in the package lists their names. An
-encoder is the `encoder:` node's `_target_`, built with that typed node.
+A job's pipeline is arms -> combiner -> the later stages of `stages`, in the order they run
+(those before the top_k cut, the cut itself `final`, those after it: each where its class's
+`placement` puts it, or right after the stage its node's `after` names). Every plug-in follows
+one convention (retrieval_bench.plugins): a config node names a spec class by `_target_`
+(anywhere on the path, not only in this package) and its other keys are the class's keyword
+arguments; the spec's `build(name, ctx, ...)` makes the component once the corpus is loaded.
+So a new arm, combiner or stage is one class and one YAML file, and nothing in the package
+lists their names. An encoder is the `encoder:` node's `_target_`, built with that typed
+node.
 
 This module imports no implementation: the pipeline, the plug-ins and user code all depend on
 it, and it only on the records and the tie-break below it.
@@ -120,7 +122,7 @@ class Stage(Protocol):
     """A stage after the combiner: re-orders, selects from or adds to each query's ranking.
     `apply` gets one ranking per query (what the stage before it returned) and returns one per
     query, each checked against the stage contract (job.contract) before anything reads it; the
-    output is recorded, scored and exported under the stage's name in `pipeline`."""
+    output is recorded, scored and exported under the stage's name in `stages`."""
 
     def apply(self, queries: Sequence[EvalQuery], rankings: Sequence[Ranked]) -> list[Ranked]: ...
 
@@ -130,14 +132,14 @@ class Stage(Protocol):
 
 
 class StageSpec(Protocol):
-    """What `stages.<name>._target_` names; `pipeline` lists the stage names in order.
+    """What `stages.<name>._target_` names (the node's `after: <stage>` may say where it runs).
 
     `placement` says where the stage runs (BEFORE_CUT, CUT or AFTER_CUT): the pipeline has
     exactly one CUT stage (`final`), every BEFORE_CUT stage before it and every AFTER_CUT stage
     after it. A BEFORE_CUT stage re-orders or selects from what it is given, never returns
     more passages than that (job.contract refuses it). `active(ctx)` says whether the stage
-    runs under the job's settings (a reranker with `reranker=none`, a context with no budget:
-    off, so the shipped pipeline [rerank, final, context] is [final] by default); `build`
+    runs under the job's settings (a reranker without a model, a context with no budget: off,
+    so the shipped stages [rerank, final, context] are [final] by default); `build`
     makes it once the corpus is loaded; an optional `check(name, ctx)` runs for every stage
     before any arm builds."""
 

@@ -22,6 +22,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from retrieval_bench.config import RunConfig, register_configs
+from retrieval_bench.config.compose import typed_config
 from retrieval_bench.config.renamed import (
     announce,
     from_environment,
@@ -81,7 +82,7 @@ def hydra_main(dict_cfg: DictConfig) -> float | None:
 
 def _task(dict_cfg: DictConfig) -> float | None:
     with _user_environment():
-        cfg: RunConfig = OmegaConf.to_object(dict_cfg)  # type: ignore[assignment]
+        cfg = typed_config(dict_cfg)
         check_config(cfg)
         if cfg.tracking.enabled and HydraConfig.get().mode == RunMode.RUN:
             # A sweep's callback checked it once (run.tracking.TrackingCallback).

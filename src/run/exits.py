@@ -38,6 +38,7 @@ from retrieval_bench.errors import (
     InternalError,
     Interrupted,
     Terminated,
+    bench_cause,
     environment_fault,
     stop_signal,
     stopped_how,
@@ -95,7 +96,9 @@ def bad_input_message(exc: BaseException) -> str | None:
             return f"{exc}\n{cause}"
         return str(exc)
     if isinstance(exc, OmegaConfBaseException):  # e.g. a missing mandatory value (???)
-        return str(exc)
+        # A resolver's own refusal (`${required:...}`): its one line, not OmegaConf's wrapping.
+        inner = bench_cause(exc)
+        return str(inner) if inner is not None else str(exc)
     return None
 
 

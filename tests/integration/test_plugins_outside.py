@@ -56,17 +56,27 @@ def test_an_outside_stage_runs_in_its_place_and_is_recorded(outside: None, tmp_p
 def test_an_outside_stage_placed_after_the_cut_is_refused(outside: None) -> None:
     with pytest.raises(ConfigError) as refused:
         compose_config(
+            [searchpath("outside_stage"), "experiment=doc_dedupe", "stages.dedupe.after=final"]
+        )
+    assert refused.value.key == "stages.dedupe.after"
+    assert "runs before the top_k cut" in str(refused.value)
+    # The old spelling of the order says the same, by the same key.
+    with pytest.raises(ConfigError) as refused:
+        compose_config(
             [searchpath("outside_stage"), "experiment=doc_dedupe", "pipeline=[final,dedupe]"]
         )
-    assert refused.value.key == "pipeline[1]"
-    assert "runs before the top_k cut" in str(refused.value)
+    assert refused.value.key == "stages.dedupe.after"
     with pytest.raises(ConfigError, match=r"'stages.dedupe.per_dok': unknown key; did you mean"):
         compose_config(
             [searchpath("outside_stage"), "experiment=doc_dedupe", "+stages.dedupe.per_dok=2"]
         )
-    with pytest.raises(ConfigError, match=r"'pipeline\[1\]': unknown stage 'dedup'; did you mean"):
+    with pytest.raises(ConfigError, match=r"'stages.dedup': unknown stage 'dedup'; did you mean"):
         compose_config(
             [searchpath("outside_stage"), "experiment=doc_dedupe", "pipeline=[rerank,dedup,final]"]
+        )
+    with pytest.raises(ConfigError, match=r"'stages.dedupe.after': unknown stage 'rerenk'"):
+        compose_config(
+            [searchpath("outside_stage"), "experiment=doc_dedupe", "stages.dedupe.after=rerenk"]
         )
 
 

@@ -38,12 +38,12 @@ def job(
         *mini_overrides(tmp),
         f"cache_dir={shared_cache}",
         "reranker=cross_encoder",
-        f"reranker.model={tiny_reranker}",
-        "reranker.depth=8",
+        f"stages.rerank.model={tiny_reranker}",
+        "stages.rerank.depth=8",
         "retriever.pool_size=8",
         "top_k=4",
-        f"context.budget_chars={BUDGET}",
-        "context.max_per_doc=1",
+        f"stages.context.budget_chars={BUDGET}",
+        "stages.context.max_per_doc=1",
     ]
     return run_in_process(overrides, tmp)
 
@@ -153,19 +153,20 @@ def test_a_stage_no_query_recorded_is_refused_for_refusal(tmp_path: Path) -> Non
     ("overrides", "says"),
     [
         (
-            ["reranker=cross_encoder", "reranker.model=m", "reranker.depth=20"],
-            "config key 'reranker.depth': 20 is larger than retriever.pool_size=10",
+            ["reranker=cross_encoder", "stages.rerank.model=m", "stages.rerank.depth=20"],
+            "config key 'stages.rerank.depth': 20 is larger than retriever.pool_size=10",
         ),
         (
-            ["context.budget_chars=20"],
-            "config key 'context.budget_chars': 20 characters is smaller than the corpus's "
+            ["stages.context.budget_chars=20"],
+            "config key 'stages.context.budget_chars': 20 characters is smaller than the corpus's "
             "shortest passage",
         ),
         (
-            ["reranker=cross_encoder", "reranker.model=/nowhere/bge-reranker-v2-m3"],
-            "reranker model '/nowhere/bge-reranker-v2-m3' cannot be loaded: no directory at "
-            "/nowhere/bge-reranker-v2-m3. Set reranker.model=/local/path/to/bge-reranker-v2-m3 "
-            "to a downloaded copy of the model, or run without a rerank stage with reranker=none.",
+            ["reranker=cross_encoder", "stages.rerank.model=/nowhere/bge-reranker-v2-m3"],
+            "stages.rerank model '/nowhere/bge-reranker-v2-m3' cannot be loaded: no directory at "
+            "/nowhere/bge-reranker-v2-m3. Set stages.rerank.model=/local/path/to/"
+            "bge-reranker-v2-m3 to a downloaded copy of the model, or run without a rerank "
+            "stage: leave stages.rerank.model empty (reranker=none).",
         ),
     ],
 )

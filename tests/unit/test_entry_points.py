@@ -43,10 +43,9 @@ ORIGIN = f"{NAME} {VERSION}"
 BY_NAME = [
     "+arms.bigram={_target_: char_bigram, min_overlap: 2}",
     "+combiners.b={_target_: borda}",
-    "+stages.dedupe={_target_: doc_dedupe, per_doc: 1}",
+    "+stages.dedupe={_target_: doc_dedupe, per_doc: 1, after: rerank}",
     "retriever.arms=[bm25,bigram,dense]",
     "retriever.combine=b",
-    "pipeline=[rerank,dedupe,final,context]",
     "encoder._target_=hashed_ngrams",
     "scoring.plugins=[rb_outside_metrics]",
 ]
@@ -118,7 +117,7 @@ def test_an_unknown_name_is_refused_naming_the_key_and_the_nearest_name(outside:
 
 def test_a_name_nothing_installs_says_so() -> None:
     with pytest.raises(ConfigError, match=r"retrieval_bench\.stages \(none is installed\)"):
-        compose_config(["+stages.dedupe={_target_: doc_dedupe}", "pipeline=[dedupe,final]"])
+        compose_config(["+stages.dedupe={_target_: doc_dedupe}"])
 
 
 def test_two_distributions_offering_one_name_are_refused(outside: Path, tmp_path: Path) -> None:

@@ -92,6 +92,32 @@ RENAMES: tuple[Rename, ...] = (
         note="the service arm's keyword arguments",
         target=targets.SERVICE_SPEC,
     ),
+    Rename(
+        "reranker.kind",
+        "reranker",
+        note="the config group: reranker.kind=cross_encoder is reranker=cross_encoder",
+    ),
+    Rename(
+        "reranker",
+        "stages.rerank",
+        node=True,
+        note="the rerank stage's keyword arguments; it runs when stages.rerank.model names one",
+        target=targets.RERANK,
+    ),
+    Rename(
+        "context",
+        "stages.context",
+        node=True,
+        note="the context stage's keyword arguments",
+        target=targets.CONTEXT,
+    ),
+    Rename(
+        "pipeline",
+        "stages",
+        note="a stage runs where its class places it, or after the stage its `after` names: "
+        "pipeline=[a,b,c] is stages.b.after=a, stages.c.after=b, and removes the shipped "
+        "stages it leaves out (~stages.context)",
+    ),
     Rename("retriever.rrf_k", "combiners.rrf.k", note="fill's k follows it, as before"),
     Rename("retriever.normalize", "combiners.score.normalize"),
     Rename("retriever.method", "combiners.score.method"),
@@ -103,6 +129,10 @@ RENAMES: tuple[Rename, ...] = (
 )
 # Old keys whose value changes shape, not only its key (each handled in `_rewrite_one`).
 _WRAP_IN_LIST = {"compare.baseline"}
+_GROUP_VALUE = {"reranker.kind"}
+PIPELINE = "pipeline"
+# The shipped stages (config.schema.BUILTIN_STAGES) an old `pipeline` could leave out.
+_SHIPPED_STAGES = ("rerank", "final", "context")
 # Config groups: `reranker=cross_encoder` picks a preset, it is no key to rename.
 _GROUPS = frozenset({"reranker"})
 
@@ -148,6 +178,10 @@ def _rewrite_one(text: str) -> tuple[list[str], Notice | None]:
     new = rename_key(key)
     if new is None:
         return [text], None
+    if key == PIPELINE and rest is not None:
+        return _pipeline(text, rest[1:]), Notice(key, "stages.<name>.after")
+    if key in _GROUP_VALUE and rest is not None:
+        return [f"{new}{rest}"], Notice(key, new)
     if key in _WRAP_IN_LIST and rest is not None:
         value = rest[1:]
         if _is_sweep(value):
@@ -156,6 +190,28 @@ def _rewrite_one(text: str) -> tuple[list[str], Notice | None]:
             )
         rest = f"=[{value}]"
     return [f"{prefix}{new}{rest or ''}"], Notice(key, new)
+
+
+def _pipeline(text: str, value: str) -> list[str]:
+    """`pipeline=[a,b,c]` as the stages' own keys: each listed stage placed after the one
+    before it (the first after `fused`), each shipped stage it leaves out removed."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if _is_sweep(value):
+        raise ConfigError(
+            PIPELINE,
+            f"{text!r}: a sweep of the old key cannot be read; sweep a stage's own keys "
+            "instead (stages.<name>.after, or ~stages.<name> in separate runs)",
+        )
+    names = OverridesParser.create().parse_override(f"x={value}").value()
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(PIPELINE, f"{text!r}: expected a list of stage names")
+    out = [f"~stages.{name}" for name in _SHIPPED_STAGES if name not in names]
+    previous = "fused"
+    for name in names:
+        out.append(f"++stages.{name}.after={previous}")
+        previous = name
+    return out
 
 
 def _is_sweep(value: str) -> bool:

@@ -44,13 +44,16 @@ from retrieval_bench.config.robustness import RobustnessConfig
 from retrieval_bench.config.router import RouterConfig
 from retrieval_bench.config.run_file import RunFileConfig
 from retrieval_bench.config.service import ServiceConfig
-from retrieval_bench.config.stages import ContextConfig, RerankerConfig
+from retrieval_bench.config.stages import ContextConfig, RerankConfig
 from retrieval_bench.config.targets import (
     BM25_SPEC,
+    CONTEXT,
+    CUT,
     DENSE_SPEC,
     FILL,
     LUCENE_SPEC,
     M3_SPEC,
+    RERANK,
     RRF,
     RUN_FILE_SPEC,
     SCORE_FUSION,
@@ -60,6 +63,7 @@ from retrieval_bench.config.text import TextConfig
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.config.tune import TuneConfig
 from retrieval_bench.config.typed import node_of
+from retrieval_bench.errors import ConfigError
 
 # Each shipped plug-in class -> the dataclass that types its keyword arguments, so a node naming
 # it (a shipped one, or a user's copy) is type-checked without importing the class
@@ -157,15 +161,20 @@ BUILTIN_COMBINERS: dict[str, dict[str, Any]] = {
     "score": node_of(SCORE_FUSION, ScoreFusionConfig()),
     "fill": {"_target_": FILL, **_follow("combiners.rrf", FillConfig)},
 }
-# Later stages `pipeline` can name (StageSpec): `rerank` runs with `reranker=cross_encoder`,
-# `final` is the top_k cut, `context` runs with `context.budget_chars=N`.
+# The later stages (StageSpec), each run where its class places it (before the top_k cut, the
+# cut, after it) in the order the nodes are declared, or right after the stage its `after:` key
+# names; a stage whose settings leave it off is skipped: `rerank` runs when its `model` names
+# one (reranker=cross_encoder asks for it), `final` is the top_k cut, `context` runs with
+# `stages.context.budget_chars=N`.
 BUILTIN_STAGES: dict[str, dict[str, Any]] = {
-    "rerank": {"_target_": "retrieval_bench.stages.rerank.CrossEncoderRerank"},
-    "final": {"_target_": "retrieval_bench.stages.cut.TopKCut"},
-    "context": {"_target_": "retrieval_bench.stages.context.ContextBudget"},
+    "rerank": {**node_of(RERANK, RerankConfig()), "depth": "${retriever.pool_size}"},
+    "final": {"_target_": CUT},
+    "context": node_of(CONTEXT, ContextConfig()),
 }
-# The later stages in order: each one's output is recorded, scored and exported under its name.
-DEFAULT_PIPELINE = ("rerank", "final", "context")
+# A stage node's key that says where the stage runs (never passed to its class): `after: NAME`,
+# right after stage NAME, or after `fused` (the combined ranking): first.
+AFTER = "after"
+FIRST = "fused"
 DATASET_FORMATS = ("native", "beir")
 # What one scored item is (`scoring.unit`): a passage, or its document (scoring.units).
 PASSAGE = "passage"
@@ -237,22 +246,17 @@ class RunConfig:
     text: TextConfig = field(default_factory=TextConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
-    pipeline: list[str] = field(default_factory=lambda: list(DEFAULT_PIPELINE))
-    """The later stages after the combiner, in order, by their `stages.<name>` node: the cut to
-    top_k (`final`) once, the stages that run before it, then those after it. A stage whose
-    settings leave it off (rerank with reranker=none, context with no budget) is skipped."""
     stages: dict[str, Any] = field(
         default_factory=lambda: {name: dict(node) for name, node in BUILTIN_STAGES.items()}
     )
-    """Stage name -> its spec: `_target_` (a StageSpec class) and the spec's keyword arguments."""
+    """Stage name -> its spec: `_target_` (a StageSpec class), the spec's keyword arguments, and
+    optionally `after: <stage>` (where it runs; default: where its class places it, in the order
+    the nodes are declared). The cut to top_k (`final`) runs once; a stage whose settings leave
+    it off is skipped. Adding a stage is one node: `+stages.mine._target_=pkg.Mine`."""
     combiners: dict[str, Any] = field(
         default_factory=lambda: {name: dict(node) for name, node in BUILTIN_COMBINERS.items()}
     )
     """Combiner name -> its spec: `_target_` (a CombinerSpec class) and its keyword arguments."""
-    reranker: RerankerConfig = field(default_factory=RerankerConfig)
-    """The built-in stages' settings (retrieval_bench.stages): the cross-encoder reranker
-    (reranker=cross_encoder) and the context budget (context.budget_chars=N)."""
-    context: ContextConfig = field(default_factory=ContextConfig)
     refusal: RefusalConfig = field(default_factory=RefusalConfig)
     """Which stage's top score the refusal evaluation thresholds
     (retrieval_bench.scoring.refusal)."""
@@ -305,9 +309,17 @@ def _interpolated(value: object) -> bool:
     return False
 
 
+def required(key: str, preset: str) -> Any:
+    """The `${required:KEY,PRESET}` resolver: a preset's key the user must set (conf/reranker/
+    cross_encoder.yaml asks for `stages.rerank.model`); resolved only when it was not set."""
+    raise ConfigError(key, f"{preset} needs it: set {key}=...")
+
+
 def register_configs() -> None:
     """RunConfig as Hydra's `base_config` schema, once per process: storing converts the whole
-    dataclass tree to an OmegaConf node (~40 ms), which every compose would otherwise pay again."""
+    dataclass tree to an OmegaConf node (~40 ms), which every compose would otherwise pay again;
+    and the resolvers the shipped presets use."""
+    OmegaConf.register_new_resolver("required", required, replace=True)
     store = ConfigStore.instance()
     if "base_config.yaml" not in store.repo:
         store.store(name="base_config", node=RunConfig)

@@ -9,7 +9,15 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass
 
-from retrieval_bench.config.schema import DATASET_FORMATS, DOC, SETTINGS, UNITS, RunConfig
+from retrieval_bench.config.schema import (
+    AFTER,
+    DATASET_FORMATS,
+    DOC,
+    FIRST,
+    SETTINGS,
+    UNITS,
+    RunConfig,
+)
 from retrieval_bench.config.typed import typed_keywords
 from retrieval_bench.errors import ConfigError, nearest_hint
 
@@ -86,33 +94,42 @@ def check_corpus_size(cfg: RunConfig, passages: int, dataset: str) -> None:
 
 def check_plugin_nodes(cfg: RunConfig) -> None:
     """Each `arms.<name>`, `combiners.<name>` and `stages.<name>` node names a class by
-    `_target_`; its other keys are that class's keyword arguments. A node naming a shipped
-    class is checked here against the class's settings dataclass (`schema.SETTINGS`: types,
-    ranges), without importing the class, whether or not the job runs it; any other node is
-    checked when its spec is instantiated (retrieval_bench.plugins)."""
+    `_target_`; its other keys are that class's keyword arguments (and, on a stage, `after`:
+    `check_stages`). A node naming a shipped class is checked here against the class's
+    settings dataclass (`schema.SETTINGS`: types, ranges), without importing the class,
+    whether or not the job runs it; any other node is checked when its spec is instantiated
+    (retrieval_bench.plugins)."""
     for group, nodes, kind in (
         ("arms", cfg.arms, "ArmSpec"),
         ("combiners", cfg.combiners, "CombinerSpec"),
         ("stages", cfg.stages, "StageSpec"),
     ):
         for name, node in nodes.items():
+            if group == "stages" and isinstance(node, Mapping) and set(node) == {AFTER}:
+                others = [s for s in nodes if s != name]
+                raise ConfigError(
+                    f"stages.{name}",
+                    f"unknown stage '{name}'; {nearest_hint(name, others)} (a new stage is a "
+                    f"`stages.{name}` node naming its class in _target_)",
+                )
             if not isinstance(node, Mapping) or not isinstance(node.get("_target_"), str):
                 raise ConfigError(
                     f"{group}.{name}", f"needs a `_target_`: the {kind} class to build"
                 )
             settings = SETTINGS.get(node["_target_"])
             if settings is not None:
-                keywords = {k: v for k, v in node.items() if k != "_target_"}
+                keywords = {k: v for k, v in node.items() if k not in ("_target_", AFTER)}
                 try:
                     settings(**typed_keywords(settings, keywords)).validate()
                 except ConfigError as error:
                     raise ConfigError(f"{group}.{name}.{error.key}", error.message) from error
 
 
-def check_pipeline(cfg: RunConfig) -> None:
-    """`pipeline` names each stage once, each an `stages.<name>` node; `retriever.combine`
-    names a `combiners.<name>` node. Where each stage may run (before or after the cut) is the
-    stage class's to say, checked when the stages are instantiated (job.build)."""
+def check_stages(cfg: RunConfig) -> None:
+    """`retriever.combine` names a `combiners.<name>` node; each stage's `after` names another
+    stage (or `fused`: first). Where each stage may run (before or after the cut), and that
+    the cut runs once, is the stage classes' to say, checked when the stages are instantiated
+    (job.build.stage_specs)."""
     if cfg.retriever.combine not in cfg.combiners:
         raise ConfigError(
             "retriever.combine",
@@ -120,17 +137,19 @@ def check_pipeline(cfg: RunConfig) -> None:
             f"{nearest_hint(cfg.retriever.combine, list(cfg.combiners))} (a new combiner is a "
             f"`combiners.{cfg.retriever.combine}` node naming its class in _target_)",
         )
-    if not cfg.pipeline:
-        raise ConfigError("pipeline", "needs at least the top_k cut: pipeline=[final]")
-    for i, name in enumerate(cfg.pipeline):
-        if name not in cfg.stages:
+    if not cfg.stages:
+        raise ConfigError("stages", "needs at least the top_k cut: the `final` node")
+    for name, node in cfg.stages.items():
+        anchor = node.get(AFTER) if isinstance(node, Mapping) else None
+        if anchor is None:
+            continue
+        others = [FIRST, *(s for s in cfg.stages if s != name)]
+        if not isinstance(anchor, str) or anchor not in others:
             raise ConfigError(
-                f"pipeline[{i}]",
-                f"unknown stage '{name}'; {nearest_hint(name, list(cfg.stages))} (a new stage "
-                f"is a `stages.{name}` node naming its class in _target_)",
+                f"stages.{name}.{AFTER}",
+                f"unknown stage {anchor!r}; {nearest_hint(str(anchor), others)} "
+                f"({FIRST}: first, right after the combined ranking)",
             )
-    if len(set(cfg.pipeline)) != len(cfg.pipeline):
-        raise ConfigError("pipeline", f"a stage is listed twice: {list(cfg.pipeline)}")
 
 
 def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
@@ -175,8 +194,6 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
             )
     cfg.refusal.validate()
     cfg.robustness.validate()
-    cfg.reranker.validate(cfg.retriever.pool_size, cfg.top_k)
-    cfg.context.validate()
     _one_of("dataset.format", cfg.dataset.format, DATASET_FORMATS)
     if cfg.dataset.format == "beir" and not cfg.dataset.path:
         raise ConfigError("dataset.path", "a BEIR dataset needs dataset.path=DIR")
@@ -198,4 +215,4 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         )
     cfg.tune.validate()
     check_plugin_nodes(cfg)
-    check_pipeline(cfg)
+    check_stages(cfg)

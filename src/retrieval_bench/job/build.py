@@ -18,7 +18,13 @@ from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from retrieval_bench.config import RunConfig
-from retrieval_bench.config.schema import BUILTIN_ARMS, BUILTIN_COMBINERS, BUILTIN_STAGES
+from retrieval_bench.config.schema import (
+    AFTER,
+    BUILTIN_ARMS,
+    BUILTIN_COMBINERS,
+    BUILTIN_STAGES,
+    FIRST,
+)
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.fusion import arm_weights
 from retrieval_bench.plugins import guarded_call, instantiate_plugin, require_methods
@@ -54,27 +60,26 @@ def arm_spec(name: str, node: Mapping[str, Any]) -> ArmSpec:
 
 
 def stage_specs(cfg: RunConfig) -> list[tuple[str, StageSpec]]:
-    """The spec of every stage `pipeline` names, in order, with their placement checked: the cut
-    once, every stage that runs before it before it, every one that runs after it after it."""
-    specs = [
-        (
-            name,
-            cast(
-                StageSpec,
-                instantiate_plugin(
-                    f"stages.{name}",
-                    cfg.stages[name],
-                    "StageSpec",
-                    ["active", "build"],
-                    _targets(BUILTIN_STAGES),
-                    "stages",
-                ),
+    """The spec of every stage of `stages`, in the order they run (`stage_order`), with their
+    placement checked: the top_k cut once, every stage that runs before it before it, every one
+    that runs after it after it; a misplaced stage is named with the key that placed it."""
+    specs: dict[str, StageSpec] = {}
+    placements: dict[str, str] = {}
+    anchors: dict[str, str] = {}
+    for name, node in cfg.stages.items():
+        if node.get(AFTER) is not None:
+            anchors[name] = str(node[AFTER])
+        spec = cast(
+            StageSpec,
+            instantiate_plugin(
+                f"stages.{name}",
+                {k: v for k, v in node.items() if k != AFTER},
+                "StageSpec",
+                ["active", "build"],
+                _targets(BUILTIN_STAGES),
+                "stages",
             ),
         )
-        for name in cfg.pipeline
-    ]
-    placements = []
-    for name, spec in specs:
         placement = getattr(spec, "placement", None)
         if placement not in PLACEMENTS:
             raise ConfigError(
@@ -82,24 +87,56 @@ def stage_specs(cfg: RunConfig) -> list[tuple[str, StageSpec]]:
                 f"{type(spec).__qualname__}.placement is {placement!r}: a stage says where it "
                 f"runs, one of {', '.join(PLACEMENTS)}",
             )
-        placements.append(placement)
-    cuts = [name for (name, _), p in zip(specs, placements, strict=True) if p == CUT]
+        specs[name], placements[name] = spec, placement
+    order = stage_order(list(specs), placements, anchors)
+    cuts = [name for name in order if placements[name] == CUT]
     if len(cuts) != 1:
         raise ConfigError(
-            "pipeline",
+            "stages",
             f"needs the top_k cut exactly once, found {len(cuts)} ({', '.join(cuts) or 'none'}) "
-            f"in {list(cfg.pipeline)}; the shipped cut is `final`",
+            f"among {order}; the shipped cut is `final`",
         )
-    at = placements.index(CUT)
-    for i, ((name, _), placement) in enumerate(zip(specs, placements, strict=True)):
+    at = order.index(cuts[0])
+    for i, name in enumerate(order):
+        placement = placements[name]
         if (placement == BEFORE_CUT and i > at) or (placement == AFTER_CUT and i < at):
             side = "before" if placement == BEFORE_CUT else "after"
             raise ConfigError(
-                f"pipeline[{i}]",
-                f"stage '{name}' runs {side} the top_k cut, but {list(cfg.pipeline)} places it "
-                f"{'after' if side == 'before' else 'before'} '{cuts[0]}'",
+                f"stages.{name}.{AFTER}" if name in anchors else f"stages.{name}",
+                f"stage '{name}' runs {side} the top_k cut, but it is placed "
+                f"{'after' if side == 'before' else 'before'} '{cuts[0]}' (stages in order: "
+                f"{order})",
             )
-    return specs
+    return [(name, specs[name]) for name in order]
+
+
+def stage_order(
+    names: Sequence[str], placements: Mapping[str, str], anchors: Mapping[str, str]
+) -> list[str]:
+    """The order the stages run in: those without an `after` where their class places them
+    (before the cut, the cut, after it), each group in the order the nodes are declared; each
+    stage with `after: X` right after X (and after the stages placed after X before it), X
+    `fused` meaning first. A stage that can be placed after none (a cycle) is refused naming
+    its `after`."""
+    followers: dict[str, list[str]] = {}
+    for name in names:
+        if name in anchors:
+            followers.setdefault(anchors[name], []).append(name)
+
+    def run(name: str) -> list[str]:
+        return [name, *(f for follower in followers.get(name, []) for f in run(follower))]
+
+    placed = [n for p in PLACEMENTS for n in names if n not in anchors and placements[n] == p]
+    order = [f for first in followers.get(FIRST, []) for f in run(first)]
+    order += [n for name in placed for n in run(name)]
+    left = [name for name in names if name not in order]
+    if left:
+        raise ConfigError(
+            f"stages.{left[0]}.{AFTER}",
+            f"stages {', '.join(left)} are each placed after another of them: a cycle; place "
+            f"one after a stage outside it (or after {FIRST}: first)",
+        )
+    return order
 
 
 def combiner_spec(name: str, node: Mapping[str, Any]) -> CombinerSpec:
@@ -126,7 +163,7 @@ def run_checks(specs: Mapping[str, object], ctx: BuildContext, kind: str) -> Non
 
 
 def active_stages(cfg: RunConfig, ctx: BuildContext) -> list[tuple[str, StageSpec]]:
-    """The specs of `pipeline` whose settings turn them on (`active(ctx)`), in order."""
+    """The stages whose settings turn them on (`active(ctx)`), in the order they run."""
     return [
         (name, spec)
         for name, spec in stage_specs(cfg)
@@ -143,8 +180,8 @@ def before_cut(specs: Sequence[tuple[str, StageSpec]]) -> frozenset[str]:
 def build_stages(
     specs: Sequence[tuple[str, StageSpec]], ctx: BuildContext
 ) -> list[tuple[str, Stage]]:
-    """Each stage built, in pipeline order (the caller leaves out the inactive ones: those whose
-    settings turn them off)."""
+    """Each stage built, in the order they run (the caller leaves out the inactive ones: those
+    whose settings turn them off)."""
     built = []
     for name, spec in specs:
         what = f"stage '{name}'"

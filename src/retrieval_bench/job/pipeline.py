@@ -1,5 +1,6 @@
-"""Each query through parse -> route -> filter -> arms -> combine -> the later stages of
-`pipeline` in order (those before the top_k cut, the cut `final`, those after it), every stage
+"""Each query through parse -> route -> filter -> arms -> combine -> the later stages in the
+order they run (job.build.stage_specs: those before the top_k cut, the cut `final`, those after
+it), every stage
 recorded under its own name (each arm's, `fused`, then each later stage's). What every arm,
 combiner and stage returns is checked against the stage contract (job.contract) before
 anything else reads it."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_bench.config.stages import RerankerConfig
+from retrieval_bench.config.stages import RerankConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
 from retrieval_bench.judge.base import Done, Pair, ScoreJudge, Verdict
 from retrieval_bench.stages.rerank import CrossEncoderReranker
@@ -46,11 +46,10 @@ class CrossEncoderJudge(ScoreJudge):
     ) -> None:
         """`max_length`: the tokens a pair is cut to; None: 512, or the model's own limit where
         that is lower (a value above it is taken down to it, saying so)."""
-        cfg = RerankerConfig(
-            kind="cross_encoder",
+        cfg = RerankConfig(
             model=model_dir,
             batch_size=batch_size,
-            max_length=RerankerConfig().max_length if max_length is None else max_length,
+            max_length=RerankConfig().max_length if max_length is None else max_length,
             devices=list(devices),
         )
         try:

@@ -1,5 +1,5 @@
 """The built-in later stages, each a plug-in named by `stages.<name>._target_`
-(config.schema.BUILTIN_STAGES) and placed in order by `pipeline`:
+(config.schema.BUILTIN_STAGES) and placed by its class (or its node's `after`):
 
     rerank   a cross-encoder rescores the top `depth` (rerank.py), before the cut
     final    the cut to top_k (cut.py)

@@ -1,27 +1,27 @@
 """The context stage: from the final ranking, the passages a generator is given.
 
 Rule (what a RAG context builder does with a character budget): walk the final ranking best
-first; a passage joins the context when its text fits what is left of `context.budget_chars`
-and its document (`doc_id`; a passage without one is its own document) holds fewer than
-`context.max_per_doc` passages (0: no cap). A passage that does not fit is skipped and the walk
-goes on, so a shorter passage further down can still use the budget (stopping at the first
+first; a passage joins the context when its text fits what is left of `budget_chars` and its
+document (`doc_id`; a passage without one is its own document) holds fewer than `max_per_doc`
+passages (0: no cap; both keys of `stages.context`). A passage that does not fit is skipped and
+the walk goes on, so a shorter passage further down can still use the budget (stopping at the first
 misfit would let one long passage at rank 1 empty the context). The context keeps the final
 ranking's order and scores. A passage's length is that of its text as every arm reads it
 (title, newline, text), in characters (code points); separators a prompt adds are not counted.
 
 A budget smaller than the corpus's shortest passage could hold nothing and is refused when the
-stage is built, naming `context.budget_chars`.
+stage is built, naming `stages.context.budget_chars`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from retrieval_bench.config.stages import ContextConfig
-from retrieval_bench.plugins import with_overrides
 from retrieval_bench.protocols import AFTER_CUT
 
 if TYPE_CHECKING:
@@ -33,42 +33,43 @@ from retrieval_bench.records import EvalQuery, Passage, Ranked
 OVER_BUDGET = "over_budget"
 
 
-class ContextBudget:
-    """`stages.context`: a StageSpec after the top_k cut, on with `context.budget_chars=N`. Its
-    settings are the `context:` node's, overridden by the node's keyword arguments."""
+@dataclass
+class ContextBudget(ContextConfig):
+    """`stages.context`: a StageSpec after the top_k cut, on with `stages.context.budget_chars=N`.
+    Its keyword arguments are `config.stages.ContextConfig`'s fields."""
 
     placement: ClassVar[str] = AFTER_CUT
 
-    def __init__(self, **overrides: Any) -> None:
-        with_overrides(ContextConfig(), overrides)  # an unknown key fails when the config is read
-        self.overrides = overrides
-
-    def settings(self, ctx: BuildContext) -> ContextConfig:
-        return with_overrides(ctx.cfg.context, self.overrides)
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails when the config is read
 
     def active(self, ctx: BuildContext) -> bool:
-        return self.settings(ctx).enabled
+        return self.enabled
 
     def build(self, name: str, ctx: BuildContext) -> ContextBuilder:
         """Refuses (ConfigError) a budget below the corpus's shortest passage."""
-        return ContextBuilder(self.settings(ctx), ctx.passages, ctx.texts)
+        return ContextBuilder(self, ctx.passages, ctx.texts, f"stages.{name}.budget_chars")
 
 
 class ContextBuilder:
     """The context stage itself: what of `final` fits the budget and the per-document cap."""
 
     def __init__(
-        self, cfg: ContextConfig, passages: Sequence[Passage], texts: Sequence[str]
+        self,
+        cfg: ContextConfig,
+        passages: Sequence[Passage],
+        texts: Sequence[str],
+        budget_key: str = "stages.context.budget_chars",
     ) -> None:
         self.cfg = cfg
         self.lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         self.shortest = int(self.lengths.min()) if len(self.lengths) else 0
         if cfg.budget_chars < self.shortest:
             raise ConfigError(
-                "context.budget_chars",
+                budget_key,
                 f"{cfg.budget_chars} characters is smaller than the corpus's shortest passage "
                 f"({self.shortest} characters): no context could hold a passage; set "
-                f"context.budget_chars>={self.shortest}, or 0 for no context stage",
+                f"{budget_key}>={self.shortest}, or 0 for no context stage",
             )
         # Read only for the few passages a final ranking holds, and only with a cap.
         self.passages = passages

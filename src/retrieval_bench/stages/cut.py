@@ -1,6 +1,6 @@
 """The top_k cut: `final`, the ranking every headline metric scores, is the stage before it cut
-to `top_k`. A plug-in like any stage (`stages.final`), placed once in `pipeline`: the stages
-before it see the whole combined ranking, those after it see `final`."""
+to `top_k`. A plug-in like any stage (`stages.final`), the one stage placed at the cut: the
+stages before it see the whole combined ranking, those after it see `final`."""
 
 from __future__ import annotations
 

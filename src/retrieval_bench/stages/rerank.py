@@ -1,9 +1,9 @@
-"""The rerank stage: a cross-encoder rescores the top `reranker.depth` passages of each query's
-combined ranking, before the top_k cut.
+"""The rerank stage: a cross-encoder rescores the top `stages.rerank.depth` passages of each
+query's combined ranking, before the top_k cut.
 
 The model is FlagEmbedding's `FlagReranker` (an encoder-only cross-encoder such as
 BAAI/bge-reranker-v2-m3), found and loaded the way the encoders are (`encoders.flag`): offline
-unless `reranker.allow_download`, resolved when the stage is built (so a missing model fails
+unless `stages.rerank.allow_download`, resolved when the stage is built (so a missing model fails
 before any retrieval, naming the ways out), loaded on first use and shared by the jobs of a
 multirun. Every query's pairs go to the model in one call, which sorts them by length and
 batches them. The stage's scores are the model's raw relevance logits, so `refusal` can
@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from retrieval_bench.config.stages import RerankerConfig
-from retrieval_bench.plugins import with_overrides
+from retrieval_bench.config.stages import RerankConfig
 from retrieval_bench.protocols import BEFORE_CUT
 
 if TYPE_CHECKING:
@@ -39,36 +39,35 @@ from retrieval_bench.tiebreak import TieBreak
 
 log = logging.getLogger(__name__)
 
-RERANKER_ROLE = ModelRole("reranker", "run without a rerank stage with reranker=none")
+RERANKER_ROLE = ModelRole(
+    "stages.rerank", "run without a rerank stage: leave stages.rerank.model empty (reranker=none)"
+)
 
 
-class CrossEncoderRerank:
-    """`stages.rerank`: a StageSpec before the top_k cut, on with `reranker=cross_encoder`.
-    Its settings are the `reranker:` node's, and the node's keyword arguments override them
-    (`stages.rerank_small: {_target_: ...CrossEncoderRerank, model: DIR, depth: 20}` is a
-    second reranker); an unknown key is refused when the config is read."""
+@dataclass
+class CrossEncoderRerank(RerankConfig):
+    """`stages.rerank`: a StageSpec before the top_k cut, on when its `model` names one. Its
+    keyword arguments are `config.stages.RerankConfig`'s fields (`stages.rerank_small:
+    {_target_: ...CrossEncoderRerank, model: DIR, depth: 20}` is a second reranker)."""
 
     placement: ClassVar[str] = BEFORE_CUT
 
-    def __init__(self, **overrides: Any) -> None:
-        with_overrides(RerankerConfig(), overrides)  # an unknown key fails when the config is read
-        self.overrides = overrides
-
-    def settings(self, ctx: BuildContext) -> RerankerConfig:
-        return with_overrides(ctx.cfg.reranker, self.overrides)
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails when the config is read
 
     def active(self, ctx: BuildContext) -> bool:
-        return self.settings(ctx).enabled
+        return self.enabled
 
     def check(self, name: str, ctx: BuildContext) -> None:
-        """The depth against the pool and top_k, and the model found on disk, before any arm
-        encodes the corpus."""
-        cfg = self.settings(ctx)
-        cfg.validate(ctx.cfg.retriever.pool_size, ctx.cfg.top_k)
-        resolve_model(cfg.model, cfg.allow_download, RERANKER_ROLE)
+        """The devices present, the depth against the pool and top_k, and the model found on
+        disk, before any arm encodes the corpus."""
+        self.check_for_job(ctx.cfg.retriever.pool_size, ctx.cfg.top_k, f"stages.{name}.")
+        resolve_model(self.model, self.allow_download, RERANKER_ROLE)
 
     def build(self, name: str, ctx: BuildContext) -> CrossEncoderReranker:
-        return CrossEncoderReranker(self.settings(ctx), ctx.texts, ctx.tie_break)
+        return CrossEncoderReranker(
+            self, ctx.texts, ctx.tie_break, length_key=f"stages.{name}.max_length"
+        )
 
 
 class CrossEncoderReranker:
@@ -78,15 +77,15 @@ class CrossEncoderReranker:
     own limit where that is lower (`encoders.flag.model_token_limit`: its position embeddings,
     its tokenizer's `model_max_length`), since FlagEmbedding fails on a longer pair (a model
     with 130 positions given the default 512). `length_key` names the setting in the note that
-    says so (`reranker.max_length`, the judge's `--max-length`); `asked`: whether the user set
+    says so (`stages.rerank.max_length`, the judge's `--max-length`); `asked`: whether the user set
     it (a default above the model's limit is taken down quietly, a value they set is not)."""
 
     def __init__(
         self,
-        cfg: RerankerConfig,
+        cfg: RerankConfig,
         texts: Sequence[str],
         tie_break: TieBreak,
-        length_key: str = "reranker.max_length",
+        length_key: str = "stages.rerank.max_length",
         asked: bool | None = None,
     ) -> None:
         self.cfg = cfg
@@ -98,7 +97,7 @@ class CrossEncoderReranker:
         if self.model_limit is not None and cfg.max_length > self.model_limit:
             self.max_length = self.model_limit
             if asked is None:
-                asked = cfg.max_length != RerankerConfig().max_length
+                asked = cfg.max_length != RerankConfig().max_length
             (log.warning if asked else log.info)(
                 "%s=%d is more than %s takes (%d tokens): pairs are cut to %d",
                 length_key,
@@ -199,7 +198,7 @@ class CrossEncoderReranker:
     def info(self) -> dict[str, Any]:
         """What the manifest records: the model (and its files' fingerprint) and the work done."""
         return {
-            "kind": self.cfg.kind,
+            "kind": "cross_encoder",
             "model": self.resolved.name,
             "weights": self.resolved.fingerprint,
             "depth": self.cfg.depth,

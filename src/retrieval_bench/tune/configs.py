@@ -2,7 +2,7 @@
 give, without composing: Hydra's compose takes about a second, a trial's replay milliseconds.
 
 The composed job (`base`, a DictConfig kept with its interpolations) is the reference. When no
-searched key is read by an interpolation (`reranker.depth: ${retriever.pool_size}`), a trial's
+searched key is read by an interpolation (`stages.rerank.depth: ${retriever.pool_size}`), a trial's
 config is the typed base with the trial's values set in place, each converted as OmegaConf
 would (an int into a float field); otherwise every trial goes through OmegaConf (set the values
 in a copy of `base`, then `to_object`), which re-resolves the interpolations. Either way the

@@ -83,7 +83,7 @@ NOT_ARM_SETTINGS: dict[str, tuple[str, ...] | None] = {
         "short_query_length", "negation", "rules", "routes", "default_route", "strategies",
         "tuned_on_evalset", "ceiling_folds", "ceiling_seed",
     ),
-    "top_k": None, "reranker": None, "context": None, "pipeline": None, "stages": None,
+    "top_k": None, "stages": None,
     "combiners": None, "refusal": None, "scoring": None, "compare": None, "benchmark": None,
     "tune": None, "arms": None,
 }  # fmt: skip
@@ -329,10 +329,7 @@ class Replay:
         self, cfg: RunConfig, ctx: BuildContext
     ) -> tuple[list[tuple[str, Stage]], frozenset[str]]:
         """The trial's built stages and the names of those before the cut."""
-        key = _canonical(
-            [cfg.pipeline, cfg.stages, asdict(cfg.reranker), asdict(cfg.context), cfg.top_k,
-             cfg.retriever.pool_size]
-        )  # fmt: skip
+        key = _canonical([cfg.stages, cfg.top_k, cfg.retriever.pool_size])
         if key not in self.stage_sets:
             later = active_stages(cfg, ctx)
             run_checks(dict(later), ctx, "stage")

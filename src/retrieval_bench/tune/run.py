@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import optuna
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 
 from retrieval_bench.compare.build import significance_settings
 from retrieval_bench.config import RunConfig
-from retrieval_bench.config.compose import CONF_DIR, compose_dict
+from retrieval_bench.config.compose import CONF_DIR, compose_dict, typed_config
 from retrieval_bench.config.renamed import announce, rename_keys, rewrite_overrides
 from retrieval_bench.errors import ConfigError, nearest_hint
 from retrieval_bench.fusion import TYPE_FROM_LABEL
@@ -170,7 +170,7 @@ class Tuner:
         self.request = request
         self.job_overrides = job
         self.base = compose_dict(job, request.config_dir)
-        self.cfg = cast(RunConfig, OmegaConf.to_object(self.base))
+        self.cfg = typed_config(self.base)
         check_config(self.cfg)
         if self.cfg.router.name == LEARNED:
             raise ConfigError(

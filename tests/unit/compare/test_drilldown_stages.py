@@ -41,11 +41,11 @@ def staged_job(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> 
         f"cache_dir={shared_cache}",
         "retriever=bm25",
         "reranker=cross_encoder",
-        f"reranker.model={reranker}",
-        "reranker.depth=8",
+        f"stages.rerank.model={reranker}",
+        "stages.rerank.depth=8",
         "retriever.pool_size=8",
         "top_k=2",
-        "context.budget_chars=120",
+        "stages.context.budget_chars=120",
     ]
     return run_in_process(overrides, tmp)[1]
 

@@ -84,9 +84,8 @@ STRING_ALTERNATIVES = {
     "arms.run_file.path": "other_system.run",
     "scoring.unit": "doc",
     "refusal.score_stage": "final",
-    "reranker.kind": "cross_encoder",
-    "reranker.model": "BAAI/bge-reranker-v2-m3",
-    "reranker.precision": "fp16",
+    "stages.rerank.model": "BAAI/bge-reranker-v2-m3",
+    "stages.rerank.precision": "fp16",
     "cache_dir": "elsewhere/cache",
     "compare.stage": "fused",
     "tracking.kind": "mlflow",
@@ -239,7 +238,7 @@ def test_every_scalar_key_takes_a_different_value_from_the_command_line(tmp_path
     # fp16 is refused unless every encoder device is a GPU, and a GPU device is refused where
     # none is present (this machine): the one key whose different value cannot validate here.
     typed.encoder.precision = "fp32"
-    typed.reranker.precision = "fp32"  # the same for the reranker's devices
+    typed.stages["rerank"]["precision"] = "fp32"  # the same for the reranker's devices
     check_config(typed)
 
 

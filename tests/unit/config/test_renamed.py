@@ -44,6 +44,18 @@ SAME_CONFIG = [
         ["service.url=http://127.0.0.1:9/s", "service.retries=0"],
         ["arms.service.url=http://127.0.0.1:9/s", "arms.service.retries=0"],
     ),
+    (
+        ["reranker=cross_encoder", "reranker.model=m", "reranker.depth=8"],
+        ["reranker=cross_encoder", "stages.rerank.model=m", "stages.rerank.depth=8"],
+    ),
+    (
+        ["reranker.kind=cross_encoder", "reranker.model=m"],
+        ["reranker=cross_encoder", "stages.rerank.model=m"],
+    ),
+    (
+        ["context.budget_chars=300", "context.max_per_doc=2"],
+        ["stages.context.budget_chars=300", "stages.context.max_per_doc=2"],
+    ),
     (["compare.baseline={top_k:6}"], ["compare.baselines=[{top_k:6}]"]),
     (["compare.baseline=bm25"], ["compare.baselines=[bm25]"]),
 ]
@@ -89,6 +101,25 @@ def test_an_arm_the_command_line_adds_follows_an_old_nodes_key_it_does_not_set()
     assert "model" not in cfg.arms["flat"]
 
 
+@pytest.mark.parametrize(
+    ("pipeline", "order"),
+    [
+        ("[rerank,final,context]", ["rerank", "final", "context"]),
+        ("[final]", ["final"]),
+        ("[rerank,final]", ["rerank", "final"]),
+    ],
+)
+def test_an_old_pipeline_runs_the_stages_it_listed_in_its_order(
+    pipeline: str, order: list[str]
+) -> None:
+    """`pipeline` said which stages run and in what order: each listed stage is placed after the
+    one before it, each shipped stage it leaves out is removed."""
+    from retrieval_bench.job.build import stage_specs
+
+    cfg = compose_config([f"pipeline={pipeline}"])
+    assert [name for name, _ in stage_specs(cfg)] == order
+
+
 def test_rewriting_keeps_prefixes_sweeps_and_what_was_not_renamed() -> None:
     given = [
         "+bm25.k1=1",
@@ -129,8 +160,12 @@ def test_a_single_baseline_becomes_a_list_of_one_and_its_sweep_is_refused() -> N
 
 def test_every_rename_lands_on_a_key_of_the_default_config() -> None:
     composed = compose_dict([])
+    groups = {"reranker"}  # a config group's choice, not a key
     for rename in RENAMES:
-        assert OmegaConf.select(composed, rename.new, default=None) is not None, rename
+        assert (
+            OmegaConf.select(composed, rename.new, default=None) is not None
+            or rename.new in groups
+        ), rename
 
 
 def test_the_reference_page_is_the_mapping() -> None:

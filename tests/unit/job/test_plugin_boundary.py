@@ -104,7 +104,6 @@ def test_an_outside_stage_that_fails_is_named(tmp_path: Path, fault: str, says: 
             "",
             f"+stages.pad._target_={SUPPORT}.FaultyStageSpec",
             f"+stages.pad.fault={fault}",
-            "pipeline=[pad,final]",
             "retriever.pool_size=10",
             "filters.city=false",  # the padding is any passage, allowed or not
         )

@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, compose_config, mini_overrides
+from hydra.errors import HydraException
 from support.random_models import build_random_cross_encoder, unloadable_model
 
-from retrieval_bench.config.stages import ContextConfig, RerankerConfig
+from retrieval_bench.config import RunConfig
+from retrieval_bench.config.stages import ContextConfig, RerankConfig
 from retrieval_bench.errors import ConfigError, EncoderUnavailable
 from retrieval_bench.job.build import build_stages, stage_specs
 from retrieval_bench.protocols import BuildContext
@@ -39,6 +41,11 @@ TEXTS = [p.text for p in PASSAGES]
 def _ranked(indices: list[int], requested: int = 5) -> Ranked:
     scores = np.linspace(1.0, 0.5, len(indices)) if indices else np.zeros(0)
     return Ranked(np.asarray(indices, dtype=np.int64), scores, requested)
+
+
+def _context(cfg: RunConfig, tmp_path: Path) -> BuildContext:
+    """A job's context over the passages above, as a stage's check reads it."""
+    return BuildContext(PASSAGES, [], cfg, TieBreak([p.id for p in PASSAGES]), tmp_path)
 
 
 def _query(qid: str = "q", text: str = "北京") -> EvalQuery:
@@ -82,15 +89,15 @@ def test_context_budget_below_the_shortest_passage_is_refused() -> None:
     with pytest.raises(ConfigError) as refused:
         ContextBuilder(ContextConfig(budget_chars=2), PASSAGES, TEXTS)
     assert str(refused.value) == (
-        "config key 'context.budget_chars': 2 characters is smaller than the corpus's shortest "
-        "passage (3 characters): no context could hold a passage; set "
-        "context.budget_chars>=3, or 0 for no context stage"
+        "config key 'stages.context.budget_chars': 2 characters is smaller than the corpus's "
+        "shortest passage (3 characters): no context could hold a passage; set "
+        "stages.context.budget_chars>=3, or 0 for no context stage"
     )
 
 
 def test_context_budget_refused_at_start_on_the_mini_corpus(tmp_path: Path) -> None:
     """Through the config and the stage specs, as a job does once its corpus is loaded."""
-    cfg = compose_config([*mini_overrides(tmp_path), "context.budget_chars=10"])
+    cfg = compose_config([*mini_overrides(tmp_path), "stages.context.budget_chars=10"])
     from retrieval_bench.data.loader import load_dataset
 
     dataset = load_dataset(
@@ -104,20 +111,19 @@ def test_context_budget_refused_at_start_on_the_mini_corpus(tmp_path: Path) -> N
         tmp_path,
     )
     shortest = min(len(t) for t in ctx.texts)
-    with pytest.raises(ConfigError, match=rf"'context\.budget_chars': 10 .*\({shortest} char"):
+    says = rf"'stages\.context\.budget_chars': 10 .*\({shortest} char"
+    with pytest.raises(ConfigError, match=says):
         build_stages([(n, spec) for n, spec in stage_specs(cfg) if spec.active(ctx)], ctx)
 
 
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
-        (["context.budget_chars=-1"], "context.budget_chars"),
-        (["context.max_per_doc=2"], "context.max_per_doc"),  # the stage is off
-        (["reranker=cross_encoder"], "reranker.model"),
-        (["reranker=cross_encoder", "reranker.model=m", "reranker.depth=11"], "reranker.depth"),
-        (["reranker=cross_encoder", "reranker.model=m", "reranker.depth=5"], "reranker.depth"),
-        (["reranker.kind=colbert"], "reranker.kind"),
-        (["reranker.model=/models/bge-reranker-v2-m3"], "reranker.model"),  # stage is off
+        (["stages.context.budget_chars=-1"], "stages.context.budget_chars"),
+        (["stages.context.max_per_doc=2"], "stages.context.max_per_doc"),  # the stage is off
+        (["reranker=cross_encoder"], "stages.rerank.model"),  # the preset asks for a model
+        (["stages.rerank.depth=0"], "stages.rerank.depth"),
+        (["stages.rerank.precision=bf16"], "stages.rerank.precision"),
     ],
 )
 def test_stage_config_refused_naming_the_key(
@@ -128,14 +134,54 @@ def test_stage_config_refused_naming_the_key(
     assert refused.value.key == key
 
 
-def test_rerank_depth_follows_the_pool_and_is_bounded_by_it(tmp_path: Path) -> None:
-    cfg = compose_config([*mini_overrides(tmp_path), "reranker=cross_encoder", "reranker.model=m"])
-    assert cfg.reranker.depth == cfg.retriever.pool_size == 10
+def test_an_unknown_reranker_preset_is_refused_naming_the_options(tmp_path: Path) -> None:
+    with pytest.raises(HydraException, match="cross_encoder"):
+        compose_config([*mini_overrides(tmp_path), "reranker.kind=colbert"])
+
+
+def test_a_rerank_model_turns_the_stage_on_with_or_without_the_preset(tmp_path: Path) -> None:
+    for given in (["stages.rerank.model=m"], ["reranker=cross_encoder", "stages.rerank.model=m"]):
+        cfg = compose_config([*mini_overrides(tmp_path), *given])
+        specs = dict(stage_specs(cfg))
+        assert specs["rerank"].active(None)  # type: ignore[arg-type]
+    assert not dict(stage_specs(compose_config(mini_overrides(tmp_path))))["rerank"].active(
+        None  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("depth", "says"),
+    [
+        (11, "11 is larger than retriever.pool_size=10"),
+        (5, "5 is smaller than top_k=6"),
+    ],
+)
+def test_a_rerank_depth_the_job_cannot_give_is_refused_before_any_work(
+    tmp_path: Path, depth: int, says: str
+) -> None:
+    cfg = compose_config(
+        [*mini_overrides(tmp_path), "stages.rerank.model=m", f"stages.rerank.depth={depth}"]
+    )
+    spec = dict(stage_specs(cfg))["rerank"]
     with pytest.raises(ConfigError) as refused:
-        cfg.reranker.validate(pool_size=8, top_k=6)
+        spec.check("rerank", _context(cfg, tmp_path))  # type: ignore[attr-defined]
+    assert refused.value.key == "stages.rerank.depth" and says in refused.value.message
+
+
+def test_rerank_depth_follows_the_pool_and_is_bounded_by_it(tmp_path: Path) -> None:
+    given = ["reranker=cross_encoder", "stages.rerank.model=m"]
+    cfg = compose_config([*mini_overrides(tmp_path), *given])
+    assert cfg.stages["rerank"]["depth"] == cfg.retriever.pool_size == 10
+    cfg = compose_config(
+        [*mini_overrides(tmp_path), "stages.rerank.model=m", "retriever.pool_size=8"]
+    )
+    assert cfg.stages["rerank"]["depth"] == 8
+    spec = dict(stage_specs(cfg))["rerank"]
+    with pytest.raises(ConfigError) as refused:
+        spec.check_for_job(7, 6, "stages.rerank.")  # type: ignore[attr-defined]
     assert str(refused.value) == (
-        "config key 'reranker.depth': 10 is larger than retriever.pool_size=8: the pool the "
-        "reranker reads holds at most 8 passages per arm; set reranker.depth<=8 or raise "
+        "config key 'stages.rerank.depth': 8 is larger than retriever.pool_size=7: the pool the "
+        "reranker reads holds at most 7 passages per arm; set stages.rerank.depth<=7 or raise "
         "retriever.pool_size"
     )
 
@@ -167,7 +213,7 @@ def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_rerank_scores_are_flag_rerankers_in_tie_break_order(tiny_reranker: Path) -> None:
     from FlagEmbedding import FlagReranker
 
-    cfg = RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=3, batch_size=4)
+    cfg = RerankConfig(model=str(tiny_reranker), depth=3, batch_size=4)
     texts = ["北京是中国的首都", "上海的交通非常方便。", "我喜欢吃苹果和香蕉。", "股市大跌。"]
     reranker = CrossEncoderReranker(cfg, texts, TieBreak(["a", "b", "c", "d"]))
     queries = [_query("q1", "北京"), _query("q2", "上海交通")]
@@ -247,7 +293,7 @@ def test_a_cross_encoder_shorter_than_the_asked_length_takes_its_own_limit(
     assert asked.reranker.max_length == 128
     assert "--max-length=512 is more than" in caplog.text and "pairs are cut to 128" in caplog.text
     stage = CrossEncoderReranker(
-        RerankerConfig(kind="cross_encoder", model=str(tiny_reranker), depth=2),
+        RerankConfig(model=str(tiny_reranker), depth=2),
         [long, "海口"],
         TieBreak(["a", "b"]),
     )
@@ -258,7 +304,7 @@ def test_a_cross_encoder_shorter_than_the_asked_length_takes_its_own_limit(
 
 def test_rerank_ties_broken_by_id_descending(tmp_path: Path) -> None:
     # The scores are given, so no model is loaded (none could be from this folder).
-    cfg = RerankerConfig(kind="cross_encoder", model=unloadable_model(tmp_path), depth=4)
+    cfg = RerankConfig(model=unloadable_model(tmp_path), depth=4)
     reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     reranker.score = lambda pairs: np.array([0.5, 0.9, 0.5, 0.5][: len(pairs)])  # type: ignore[method-assign]
     (ranked,) = reranker.apply([_query()], [_ranked([0, 4, 2, 1, 3])])
@@ -266,7 +312,7 @@ def test_rerank_ties_broken_by_id_descending(tmp_path: Path) -> None:
 
 
 def test_rerank_empty_ranking_loads_no_model(tmp_path: Path) -> None:
-    cfg = RerankerConfig(kind="cross_encoder", model=unloadable_model(tmp_path), depth=4)
+    cfg = RerankConfig(model=unloadable_model(tmp_path), depth=4)
     reranker = CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     empty = Ranked(np.zeros(0, np.int64), np.zeros(0), 5, NO_QUERY_TERMS)
     (ranked,) = reranker.apply([_query()], [empty])
@@ -275,13 +321,13 @@ def test_rerank_empty_ranking_loads_no_model(tmp_path: Path) -> None:
 
 def test_missing_reranker_model_names_the_ways_out(tmp_path: Path) -> None:
     missing = tmp_path / "bge-reranker-v2-m3"
-    cfg = RerankerConfig(kind="cross_encoder", model=str(missing))
+    cfg = RerankConfig(model=str(missing))
     with pytest.raises(EncoderUnavailable) as refused:
         CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     assert str(refused.value) == (
-        f"reranker model {str(missing)!r} cannot be loaded: no directory at {missing}. "
-        "Set reranker.model=/local/path/to/bge-reranker-v2-m3 to a downloaded copy of the "
-        "model, or run without a rerank stage with reranker=none."
+        f"stages.rerank model {str(missing)!r} cannot be loaded: no directory at {missing}. "
+        "Set stages.rerank.model=/local/path/to/bge-reranker-v2-m3 to a downloaded copy of the "
+        "model, or run without a rerank stage: leave stages.rerank.model empty (reranker=none)."
     )
 
 
@@ -291,14 +337,15 @@ def test_hub_id_reranker_not_cached_offers_download(
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
-    cfg = RerankerConfig(kind="cross_encoder", model="BAAI/bge-reranker-v2-m3")
+    cfg = RerankConfig(model="BAAI/bge-reranker-v2-m3")
     with pytest.raises(EncoderUnavailable) as refused:
         CrossEncoderReranker(cfg, TEXTS, TieBreak([p.id for p in PASSAGES]))
     message = str(refused.value)
-    assert "downloads are off (reranker.allow_download=false)" in message
+    assert "downloads are off (stages.rerank.allow_download=false)" in message
     assert "reranker=none" in message
     assert message.endswith(
-        "(or reranker.allow_download=true to download it, where the Hugging Face hub is reachable)."
+        "(or stages.rerank.allow_download=true to download it, where the Hugging Face hub is "
+        "reachable)."
     )
 
 
@@ -363,13 +410,13 @@ def test_refusal_auto_prefers_the_rerankers_score() -> None:
 
 @pytest.mark.slow
 def test_rerank_on_two_workers_scores_as_one(tiny_reranker: Path) -> None:
-    """reranker.devices=[cpu,cpu]: FlagEmbedding's own worker pool, started before scoring."""
+    """stages.rerank.devices=[cpu,cpu]: FlagEmbedding's own worker pool, started before scoring."""
     texts = ["北京是中国的首都", "上海的交通非常方便。", "我喜欢吃苹果和香蕉。", "股市大跌。"]
     queries = [_query("q1", "北京"), _query("q2", "上海交通"), _query("q3", "苹果")]
     results = []
     for devices in (["cpu"], ["cpu", "cpu"]):
-        cfg = RerankerConfig(
-            kind="cross_encoder", model=str(tiny_reranker), depth=4, devices=devices
+        cfg = RerankConfig(
+            model=str(tiny_reranker), depth=4, devices=devices
         )
         reranker = CrossEncoderReranker(cfg, texts, TieBreak(["a", "b", "c", "d"]))
         results.append(reranker.apply(queries, [_ranked([0, 1, 2, 3])] * 3))
