@@ -78,6 +78,8 @@ SETTINGS: dict[str, type] = {
     RRF: RRFConfig,
     SCORE_FUSION: ScoreFusionConfig,
     FILL: FillConfig,
+    RERANK: RerankConfig,
+    CONTEXT: ContextConfig,
 }
 
 

@@ -125,16 +125,17 @@ def check_plugin_nodes(cfg: RunConfig) -> None:
                     raise ConfigError(f"{group}.{name}.{error.key}", error.message) from error
 
 
-def check_stages(cfg: RunConfig) -> None:
+def check_stages(cfg: RunConfig, given_combiners: Sequence[str] = ()) -> None:
     """`retriever.combine` names a `combiners.<name>` node; each stage's `after` names another
     stage (or `fused`: first). Where each stage may run (before or after the cut), and that
     the cut runs once, is the stage classes' to say, checked when the stages are instantiated
     (job.build.stage_specs)."""
-    if cfg.retriever.combine not in cfg.combiners:
+    combiners = [*cfg.combiners, *given_combiners]
+    if cfg.retriever.combine not in combiners:
         raise ConfigError(
             "retriever.combine",
             f"unknown combiner '{cfg.retriever.combine}'; "
-            f"{nearest_hint(cfg.retriever.combine, list(cfg.combiners))} (a new combiner is a "
+            f"{nearest_hint(cfg.retriever.combine, combiners)} (a new combiner is a "
             f"`combiners.{cfg.retriever.combine}` node naming its class in _target_)",
         )
     if not cfg.stages:
@@ -152,9 +153,12 @@ def check_stages(cfg: RunConfig) -> None:
             )
 
 
-def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
+def validate(
+    cfg: RunConfig, given_arms: Sequence[str] = (), given_combiners: Sequence[str] = ()
+) -> None:
     """What Hydra's types cannot check; the first bad key or value raises ConfigError.
-    `given_arms`: arm names a library caller passes as objects (not under `arms`)."""
+    `given_arms`, `given_combiners`: names a library caller passes as objects (not under
+    `arms`, `combiners`)."""
     check_known_keys(cfg)
     _positive("top_k", cfg.top_k)
     _positive("retriever.pool_size", cfg.retriever.pool_size)
@@ -215,4 +219,4 @@ def validate(cfg: RunConfig, given_arms: Sequence[str] = ()) -> None:
         )
     cfg.tune.validate()
     check_plugin_nodes(cfg)
-    check_stages(cfg)
+    check_stages(cfg, given_combiners)

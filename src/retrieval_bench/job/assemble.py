@@ -15,7 +15,7 @@ from retrieval_bench.job.filters import PassageFilter
 from retrieval_bench.job.learned import LearnedRouting
 from retrieval_bench.job.pipeline import BaselineStrategy, Pipeline, TypeOf
 from retrieval_bench.paths import resolve_output
-from retrieval_bench.protocols import Arm, BuildContext, Combiner, Stage
+from retrieval_bench.protocols import Arm, BuildContext, Combiner, CombinerSpec, Stage
 from retrieval_bench.records import Dataset, ParsedQuery
 from retrieval_bench.routing.parser import NegationRules, QueryParser
 from retrieval_bench.routing.router import build_router
@@ -92,13 +92,15 @@ def build_pipeline(
     parse: Callable[[str], ParsedQuery] | None = None,
     before_cut: Collection[str] = (),
     learned: LearnedRouting | None = None,
+    combiners: Mapping[str, Combiner | CombinerSpec] | None = None,
 ) -> Pipeline:
     """The job's pipeline over built `arms` and `stages`: its router and baselines, the
     combiners every strategy names (and each query type's own, with `retriever.type_weights`).
     `parse` defaults to a fresh `build_parser`; `before_cut`: the stages placed before the top_k
     cut (`job.build.before_cut`). With a learned router, the pipeline searches for it (every
     arm, its candidates and comparisons as the baselines); the job then chooses each query's
-    strategy (`LearnedRouting.select`) and finishes it."""
+    strategy (`LearnedRouting.select`) and finishes it. `combiners`: a library caller's own,
+    by name (job.build.build_combiners)."""
     route, rule_baselines = build_router(rule_set, configured_strategy(cfg), list(arms))
     baselines: dict[str, BaselineStrategy] = dict(rule_baselines)
     extra: dict[str, Combiner] = {}
@@ -111,7 +113,9 @@ def build_pipeline(
         names.update(served.strategy.combine for served in rule_set.routes.values())
     combine_names = sorted(names)
     typed = {
-        key: build_combiners(cfg, combine_names, ctx, tuple(float(w) for w in weights))
+        key: build_combiners(
+            cfg, combine_names, ctx, tuple(float(w) for w in weights), combiners
+        )
         for key, weights in cfg.retriever.type_weights.items()
     }
     return Pipeline(
@@ -122,7 +126,7 @@ def build_pipeline(
         route=route,
         pool_size=cfg.retriever.pool_size,
         top_k=cfg.top_k,
-        combiners={**build_combiners(cfg, combine_names, ctx), **extra},
+        combiners={**build_combiners(cfg, combine_names, ctx, None, combiners), **extra},
         baselines=baselines,
         stages=stages,
         typed_combiners=typed,

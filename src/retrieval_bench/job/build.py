@@ -59,27 +59,43 @@ def arm_spec(name: str, node: Mapping[str, Any]) -> ArmSpec:
     )
 
 
-def stage_specs(cfg: RunConfig) -> list[tuple[str, StageSpec]]:
-    """The spec of every stage of `stages`, in the order they run (`stage_order`), with their
-    placement checked: the top_k cut once, every stage that runs before it before it, every one
-    that runs after it after it; a misplaced stage is named with the key that placed it."""
+def stage_specs(
+    cfg: RunConfig, given: Mapping[str, StageSpec] | None = None
+) -> list[tuple[str, StageSpec]]:
+    """The spec of every stage of `stages` (and of `given`, a library caller's own StageSpec
+    objects by name, replacing a node of the same name, placed by their class or their `after`
+    attribute), in the order they run (`stage_order`), with their placement checked: the top_k
+    cut once, every stage that runs before it before it, every one that runs after it after it;
+    a misplaced stage is named with the key that placed it."""
+    given = given or {}
     specs: dict[str, StageSpec] = {}
     placements: dict[str, str] = {}
     anchors: dict[str, str] = {}
-    for name, node in cfg.stages.items():
-        if node.get(AFTER) is not None:
-            anchors[name] = str(node[AFTER])
-        spec = cast(
-            StageSpec,
-            instantiate_plugin(
+    for name, obj in given.items():
+        if not callable(getattr(obj, "build", None)) or not callable(getattr(obj, "active", None)):
+            raise ConfigError(
                 f"stages.{name}",
-                {k: v for k, v in node.items() if k != AFTER},
-                "StageSpec",
-                ["active", "build"],
-                _targets(BUILTIN_STAGES),
-                "stages",
-            ),
-        )
+                f"{type(obj).__qualname__} is not a StageSpec: it needs placement, active() "
+                "and build() (retrieval_bench.protocols)",
+            )
+    for name, node in {**cfg.stages, **{n: {} for n in given}}.items():
+        if name in given:
+            spec, after = given[name], getattr(given[name], AFTER, None)
+        else:
+            after = node.get(AFTER)
+            spec = cast(
+                StageSpec,
+                instantiate_plugin(
+                    f"stages.{name}",
+                    {k: v for k, v in node.items() if k != AFTER},
+                    "StageSpec",
+                    ["active", "build"],
+                    _targets(BUILTIN_STAGES),
+                    "stages",
+                ),
+            )
+        if after is not None:
+            anchors[name] = str(after)
         placement = getattr(spec, "placement", None)
         if placement not in PLACEMENTS:
             raise ConfigError(
@@ -162,11 +178,14 @@ def run_checks(specs: Mapping[str, object], ctx: BuildContext, kind: str) -> Non
             guarded_call(f"{kind} '{name}'", spec, check, name, ctx)
 
 
-def active_stages(cfg: RunConfig, ctx: BuildContext) -> list[tuple[str, StageSpec]]:
-    """The stages whose settings turn them on (`active(ctx)`), in the order they run."""
+def active_stages(
+    cfg: RunConfig, ctx: BuildContext, given: Mapping[str, StageSpec] | None = None
+) -> list[tuple[str, StageSpec]]:
+    """The stages whose settings turn them on (`active(ctx)`), in the order they run (`given`:
+    a library caller's own specs, `stage_specs`)."""
     return [
         (name, spec)
-        for name, spec in stage_specs(cfg)
+        for name, spec in stage_specs(cfg, given)
         if guarded_call(f"stage '{name}'", spec, spec.active, ctx)
     ]
 
@@ -196,20 +215,32 @@ def build_combiners(
     names: Sequence[str],
     ctx: BuildContext,
     weights: tuple[float, ...] | None = None,
+    given: Mapping[str, Combiner | CombinerSpec] | None = None,
 ) -> dict[str, Combiner]:
     """Each combiner a strategy of the job names, for the pools of `retriever.arms` in order,
     with `weights` (default `retriever.weights`; a query type's own vector of
-    `retriever.type_weights` for that type's combiners)."""
+    `retriever.type_weights` for that type's combiners). `given`: a library caller's own
+    combiners by name (a ready Combiner, or a CombinerSpec built here), before the nodes."""
     if weights is None:
         weights = arm_weights(cfg.retriever, cfg.retriever.arms)
+    given = given or {}
     built = {}
     for name in names:
-        if name not in cfg.combiners:
+        obj = given.get(name)
+        if obj is not None and not callable(getattr(obj, "build", None)):
+            require_methods(f"combiner '{name}'", obj, obj, "Combiner", ["combine"])
+            built[name] = cast(Combiner, obj)
+            continue
+        if obj is None and name not in cfg.combiners:
             raise ConfigError(
                 "retriever.combine",
                 f"unknown combiner '{name}' (combiners: {', '.join(cfg.combiners)})",
             )
-        spec = combiner_spec(name, cfg.combiners[name])
+        spec = (
+            cast(CombinerSpec, obj)
+            if obj is not None
+            else combiner_spec(name, cfg.combiners[name])
+        )
         what = f"combiner '{name}'"
         combiner = guarded_call(what, spec, spec.build, name, ctx, weights)
         require_methods(what, spec, combiner, "Combiner", ["combine"])

@@ -43,7 +43,7 @@ from retrieval_bench.job.result import JobResult
 from retrieval_bench.paths import resolve_output, resolve_path
 from retrieval_bench.perturb.dataset import with_variants
 from retrieval_bench.plugins import checked_info
-from retrieval_bench.protocols import Arm, ArmSpec
+from retrieval_bench.protocols import Arm, ArmSpec, Combiner, CombinerSpec, StageSpec
 from retrieval_bench.records import Dataset, QueryRecord, empty_rankings, passage_text
 from retrieval_bench.routing.learned_metrics import LearnedOutcome, learned_metrics
 from retrieval_bench.routing.metrics import router_metrics
@@ -97,16 +97,23 @@ def run_job(
     cfg: RunConfig,
     dataset: Dataset | None = None,
     arms: Mapping[str, Arm | ArmSpec] | None = None,
+    stages: Mapping[str, StageSpec] | None = None,
+    combiners: Mapping[str, Combiner | CombinerSpec] | None = None,
 ) -> JobResult:
     """One job: `cfg`'s dataset (or `dataset`, records built by the caller) through the
     pipeline, every stage recorded and scored. `arms` adds arms by name beside `cfg.arms`
-    (ready Arm objects, or specs built against the corpus); `retriever.arms` picks among both."""
+    (ready Arm objects, or specs built against the corpus); `retriever.arms` picks among both.
+    `stages` adds stage specs by name beside `cfg.stages` (each runs where its placement, or its
+    `after` attribute, puts it); `combiners` adds combiners by name beside `cfg.combiners` (a
+    ready Combiner, or a CombinerSpec), which `retriever.combine` or a strategy may name."""
     writable_dir(resolve_output(cfg.cache_dir), "cache_dir", CACHE_SUBDIRS)  # before any work
     timer = _Timer()
     memory = MemoryMeter()
     with timer.phase("load"):
         dataset, judgements, groups = load_labelled(cfg, dataset)
-    rule_set = load_rule_set(cfg.router, tuple(cfg.arms), tuple(cfg.combiners))
+    rule_set = load_rule_set(
+        cfg.router, (*cfg.arms, *(arms or {})), (*cfg.combiners, *(combiners or {}))
+    )
     arm_names = job_arm_names(cfg, rule_set)
     passage_filter = PassageFilter(dataset.passages, cfg.filters)
     ctx = build_context(cfg, dataset, rule_set, passage_filter)
@@ -114,14 +121,14 @@ def run_job(
     # fails before any arm encodes the corpus), then the stages (a context budget below the
     # shortest passage is refused at start), then the arms.
     ready, specs = arm_specs(arm_names, cfg.arms, given=arms)
-    later = active_stages(cfg, ctx)
+    later = active_stages(cfg, ctx, stages)
     with timer.phase("load"):
         run_checks(specs, ctx, "arm")
         run_checks(dict(later), ctx, "stage")
-        stages = build_stages(later, ctx)
+        built_stages = build_stages(later, ctx)
     # A refusal.score_stage naming no stage this job can record fails now, not after retrieval
     # (whether a one-arm query records `fused` is known only then: scoring checks again).
-    recorded = [*arm_names, *(arms or {}), "fused", *(name for name, _ in stages)]
+    recorded = [*arm_names, *(arms or {}), "fused", *(name for name, _ in built_stages)]
     check_stage(cfg.refusal.score_stage, recorded)
     type_source(cfg, dataset)  # a type_weights key the evaluation set lacks fails before work
     learned = None
@@ -133,12 +140,13 @@ def run_job(
         cfg,
         dataset,
         built,
-        stages,
+        built_stages,
         ctx,
         rule_set,
         passage_filter,
         before_cut=before_cut(later),
         learned=learned,
+        combiners=combiners,
     )
     outcome = None
     with timer.phase("retrieve"):
@@ -149,7 +157,9 @@ def run_job(
     _note_empty_rankings(records)
     # What the arms and stages did in the batch run, before the latency probe calls them again.
     indexes = {name: checked_info(f"arm '{name}'", arm) for name, arm in built.items()}
-    stage_infos = {name: checked_info(f"stage '{name}'", stage) for name, stage in stages}
+    stage_infos = {
+        name: checked_info(f"stage '{name}'", stage) for name, stage in built_stages
+    }
     strategy = configured_strategy(cfg)
     strategies = {strategy.name: strategy}
     if rule_set:
