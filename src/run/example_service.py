@@ -1,7 +1,7 @@
 """`python -m run.example_service [--background | --stop] [OVERRIDE ...]`: a retriever service
 to try `retriever=service` with, on 127.0.0.1.
 
-It answers the service protocol (README: *An external retriever over HTTP*): a POST of
+It answers the service protocol (docs/how-to/http-service.md): a POST of
 `{"query", "query_id", "top_k", "user_role"}` gets `{"results": [{"id", "score"}, ...]}`, best
 first, ranked by the project's own BM25 arm over the corpus of the dataset the overrides name
 (`dataset=travel`, the default; any `python -m run` override, e.g. `dataset=policy

@@ -1,4 +1,4 @@
-"""`python -m run.tune` as a process, on the shipped travel set: the README's tuning command
+"""`python -m run.tune` as a process, on the shipped travel set: the tuning guide's command
 writes tune.json whose every fold's held-out score is a fresh job of the fold's chosen
 configuration scored on the fold's test queries, the gap per type, and a tuned.yaml that the
 app runs; a bad key exits 2 naming it. Subprocesses: marked slow."""
@@ -18,19 +18,20 @@ from retrieval_bench.api import compose
 from retrieval_bench.job.runner import run_job
 
 pytestmark = pytest.mark.slow
-README_COMMAND = "python -m run.tune experiment=tune_fusion tune.dir=outputs/tune/travel-rrf"
+GUIDE = ROOT / "docs" / "how-to" / "tune.md"
+GUIDE_COMMAND = "python -m run.tune experiment=tune_fusion tune.dir=outputs/tune/travel-rrf"
 
 
 def tune(args: list[str]) -> subprocess.CompletedProcess[str]:
     return run_app(args, module="run.tune")
 
 
-def test_the_readme_tuning_command_holds_out_each_fold(
+def test_the_guide_s_tuning_command_holds_out_each_fold(
     tmp_path: Path, shared_cache: Path
 ) -> None:
-    assert README_COMMAND in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert GUIDE_COMMAND in GUIDE.read_text(encoding="utf-8")
     folder = tmp_path / "travel-rrf"
-    args = [*README_COMMAND.split()[3:-1], f"tune.dir={folder}", f"cache_dir={shared_cache}"]
+    args = [*GUIDE_COMMAND.split()[3:-1], f"tune.dir={folder}", f"cache_dir={shared_cache}"]
     proc = tune(args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "held-out (mean over folds)" in proc.stdout

@@ -13,6 +13,11 @@ without touching a test. What counts as a command, per fenced block's language:
 * ``python``: the whole block is one program, run by this interpreter (``python -c``);
 * ``json``, ``text`` and ``toml``: data, not commands.
 
+A block of any language whose fence has ``<!-- docs-check: file PATH -->`` on the line before it
+is a file the reader is asked to write: its body is written to PATH (relative to the repository
+root) when the page's commands reach it, and not run. A worked example's module and YAML are
+written so, and the commands after them run what was written.
+
 A block in any other language fails the page's classification test, so a new kind of block is
 decided here rather than skipped.
 
@@ -54,6 +59,21 @@ from support.forkserver import forked_python, shim_script
 EXCLUDED = {
     "make test": "runs the whole test suite, this test included; CI (.ci/run) runs it",
     "make docs": "builds the site, which tests/docs/test_site_build.py does with the same mkdocs",
+    "git fetch origin benchmark-history:benchmark-history && git worktree add outputs/benchmarks "
+    "benchmark-history || git worktree add --orphan -b benchmark-history outputs/benchmarks": (
+        "the monthly workflow's step that checks its history branch out: it needs the "
+        "repository's remote (tests never touch the network) and a git checkout (the test's copy "
+        "has no .git)"
+    ),
+    "cd outputs/benchmarks && git add -A && (git diff --cached --quiet || git -c "
+    "user.name=monthly-benchmark -c user.email=monthly-benchmark@users.noreply.github.com commit "
+    '-q -m "benchmark $(date -u +%Y-%m)") && git push origin benchmark-history': (
+        "the monthly workflow's step that pushes the month to its history branch: a remote"
+    ),
+    "python -m venv .venv && .venv/bin/pip install -e .": (
+        "installs from the network (tests never touch it); .ci/run's `make test` creates the "
+        "virtualenv and installs the package on a clean clone"
+    ),
     "python -m venv .venv && .venv/bin/pip install -e '.[tracking]'": (
         "installs from the network (tests never touch it); .ci/run's `make test` creates the "
         "virtualenv and installs the package, its test extra holding the tracking extra, on a "
@@ -70,18 +90,24 @@ APP = re.compile(r"-m run(?=\s|$)")  # `python -m run ...`, not `-m run.compare`
 MODEL_COMMAND = re.compile(r"BGE_M3|RERANKER|bge|m3|rerank|judge|FlagEmbedding", re.IGNORECASE)
 SHELL_BLOCKS = {"bash": "bash", "cron": "sh", "python": "python"}
 DATA_BLOCKS = {"json", "text", "toml"}
+# On the line before a fence: the block is a file to write at PATH, not a command.
+FILE_MARKER = re.compile(r"^<!-- docs-check: file (?P<path>[\w./-]+) -->$")
+WRITE_FILE = "file"  # DocCommand.shell of such a block
 
 
 @dataclass(frozen=True)
 class DocCommand:
     page: str  # the page it is written in, relative to the repository (README.md, docs/...)
     line: int  # where it is written in the page
-    text: str  # as written (a cron line: its command part)
-    shell: str  # the program that runs it
+    text: str  # as written (a cron line: its command part; a file block: its content)
+    shell: str  # the program that runs it (WRITE_FILE: a file block, written to `path`)
+    path: str = ""  # a file block's path, relative to the repository root
 
     @property
     def code(self) -> str:
         """The command without its trailing comment."""
+        if self.shell == WRITE_FILE:
+            return f"write {self.path}"
         return re.sub(r"(^|\s)#.*$", "", self.text).strip()
 
     @property
@@ -162,7 +188,21 @@ def commands_of(page: Path) -> list[DocCommand]:
     """Every command of a page (README.md, or a docs/ page), in order."""
     name = page.relative_to(ROOT).as_posix()
     text = page.read_text(encoding="utf-8")
-    return [cmd for block in fenced_blocks(text, name) for cmd in commands_of_block(name, *block)]
+    lines = text.splitlines()
+    commands: list[DocCommand] = []
+    for first_line, language, body in fenced_blocks(text, name):
+        marker = FILE_MARKER.match(lines[first_line - 3].strip()) if first_line >= 3 else None
+        if marker:
+            path = marker["path"]
+            assert not path.startswith("/") and ".." not in path.split("/"), (
+                f"{name}:{first_line - 2}: a file block's path must lie inside the repository"
+            )
+            commands.append(
+                DocCommand(name, first_line, "\n".join(body) + "\n", WRITE_FILE, path)
+            )
+        else:
+            commands += commands_of_block(name, first_line, language, body)
+    return commands
 
 
 def docs_pages(section: str | None) -> list[Path]:
@@ -433,6 +473,11 @@ def _compared_folder(command: str, ws: Workspace) -> str:
 
 def run_command(cmd: DocCommand, ws: Workspace) -> None:
     """Run one command of a page in its workspace and check what it wrote."""
+    if cmd.shell == WRITE_FILE:  # a file the page asks the reader to write
+        target = ws.repo / cmd.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(cmd.text, encoding="utf-8")
+        return
     command = fill(cmd.text, ws)
     outputs = ws.repo / "outputs"
     before = _files(outputs) if outputs.is_dir() else {}

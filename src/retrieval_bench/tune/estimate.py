@@ -2,7 +2,7 @@
 against the held-out one and their gap (overall and per query type), and the held-out
 comparison with the baseline by the project's paired test.
 
-Definitions (also in README.md and tune.json's `definitions`):
+Definitions (also in docs/how-to/tune.md and tune.json's `definitions`):
 
 * `train_score` of a fold: the best value its search found on the other folds' queries;
 * `test_score` of a fold: its chosen configuration's mean on the fold's own queries, which its

@@ -1,5 +1,5 @@
 """Routing rules: classification order, strategies, start-up refusals, router measurement, and
-the README's new-domain example."""
+the routing guide's new-domain example (docs/how-to/route-queries.md)."""
 
 from __future__ import annotations
 
@@ -218,26 +218,29 @@ def test_confusion_matrix_accuracy_and_default_counts() -> None:
     assert counts["default_no_signal"] == 2  # query 5 had a cue
 
 
-def _readme_block(name: str) -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(rf"<!-- {name} -->\s*```\w*\n(.*?)```", text, re.S)
-    assert match, f"README.md has no block marked <!-- {name} -->"
+GUIDE = ROOT / "docs" / "how-to" / "route-queries.md"
+
+
+def _guide_block(name: str) -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    match = re.search(rf"<!-- {re.escape(name)} -->\s*```\w*\n(.*?)```", text, re.S)
+    assert match, f"{GUIDE.relative_to(ROOT)} has no block marked <!-- {name} -->"
     return match.group(1)
 
 
-def test_readme_new_domain_example(tmp_path: Path) -> None:
-    """The README's rules file, lexicon and example queries, exactly as written there."""
+def test_the_guide_s_new_domain_example(tmp_path: Path) -> None:
+    """The routing guide's rules file, lexicon and example queries, exactly as written there."""
     rules_path = tmp_path / "policy_rules.yaml"
-    rules_path.write_text(_readme_block("router-example-rules"), encoding="utf-8")
+    rules_path.write_text(_guide_block("docs-check: file policy_rules.yaml"), encoding="utf-8")
     lexicon_path = tmp_path / "lexicon.jsonl"
-    lexicon_path.write_text(_readme_block("router-example-lexicon"), encoding="utf-8")
+    lexicon_path.write_text(_guide_block("router-example-lexicon"), encoding="utf-8")
     rules = load_rule_set(preset(rules_file=str(rules_path)), tuple(BUILTIN_ARMS))
     assert rules is not None and rules.source == str(rules_path)
     parser = QueryParser([], load_lexicon(lexicon_path), rules.negation)
     router = RuleRouter(rules)
     examples = [
         line.split("->")
-        for line in _readme_block("router-example-queries").splitlines()
+        for line in _guide_block("router-example-queries").splitlines()
         if "->" in line
     ]
     assert len(examples) >= 4
