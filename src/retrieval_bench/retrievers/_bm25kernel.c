@@ -16,12 +16,13 @@
  * here as idf[row] * table[code], the very product the build would have stored; or, where the
  * index has no table (more distinct values than codes), the float64 weight itself.
  *
- * Lucene's formula (bm25.variant=lucene; bm25_build.py) passes `qweights`, one float32 weight
- * per row (boost x idf, held in doubles): the table (or the postings) then hold each posting's
- * float32 denominator d = 1 + tf * cache[norm], a posting adds the float32 `w - w / d`
+ * Lucene's formula (bm25.variant=lucene; bm25_build.py) passes `lucene`: a repeated term is
+ * then one clause weighted by its count (lucene_clauses: boost x idf in float32), the table
+ * (or the postings) hold each posting's float32 denominator d = 1 + tf * cache[norm], a
+ * posting adds the float32 `w - w / d`
  * (BM25Similarity's BM25Scorer.score, operation for operation), the double sums are those of
- * Lucene's disjunction scorers, and each tile's sums are rounded to float32 once complete, the
- * `(float)` cast Lucene ends with, so the top k is chosen on Lucene's own scores.
+ * Lucene's disjunction scorers, and each sum is rounded to float32 (the `(float)` cast Lucene
+ * ends with) before it is read, so the top k is chosen on Lucene's own scores.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -48,7 +49,7 @@
 typedef struct {
     const void *values;
     const double *table;
-    const double *qweights; /* Lucene's formula: each query row's float32 weight; else NULL */
+    const float *qweights; /* Lucene's formula: each query row's weight; else NULL */
     float *const *contrib;  /* Lucene's formula, coded: a row's score per code, or NULL */
 } Weights;
 
@@ -65,8 +66,8 @@ static inline int64_t first_at(const int32_t *ix, int64_t lo, int64_t hi, int64_
 }
 
 /* Lucene's `(float)` of each double sum in [t0, t1), in place: two at a time where SSE2 is
- * there (cvtpd2ps rounds to nearest as the C cast does), a pass over the tile while it is in
- * cache. */
+ * there (cvtpd2ps rounds to nearest as the C cast does). Callers round a tile while it is in
+ * cache, in the pass that reads it where there is one (positives, top_rows' blocks). */
 static void round_to_float(double *restrict s, int64_t t0, int64_t t1) {
     int64_t i = t0;
 #if defined(__SSE2__)
@@ -78,7 +79,8 @@ static void round_to_float(double *restrict s, int64_t t0, int64_t t1) {
 
 /* The sum over the passages [t0, t1): row by row (query order), each passage from 0.0, as
  * bincount adds; a coded posting adds idf[row] * table[code], the product the build would
- * have stored. A passage's contributions are added in the same order whatever the tiles. */
+ * have stored. A passage's contributions are added in the same order whatever the tiles.
+ * Lucene's sums are left in double: the caller rounds them (round_to_float). */
 static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Weights wt,
                      const double *restrict term_idf, const int64_t *restrict r,
                      Py_ssize_t n_rows, int64_t t0, int64_t t1, double *restrict s) {
@@ -86,7 +88,7 @@ static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Wei
         const int64_t from = first_at(ix, ip[r[q]], ip[r[q] + 1], t0);
         const int64_t end = first_at(ix, from, ip[r[q] + 1], t1);
         if (wt.qweights) { /* Lucene: w - w / d in float32, added in double */
-            const float w = (float)wt.qweights[q];
+            const float w = wt.qweights[q];
             if (!wt.table) {
                 const double *restrict d = wt.values;
                 for (int64_t j = from; j < end; j++) s[ix[j]] += (double)(w - w / (float)d[j]);
@@ -110,27 +112,32 @@ static void add_tile(const int64_t *restrict ip, const int32_t *restrict ix, Wei
             for (int64_t j = from; j < end; j++) s[ix[j]] += f * t[c[j]];
         }
     }
-    if (wt.qweights) round_to_float(s, t0, t1);
 }
 
 /* The whole sum, tile by tile: each tile's scores stay in cache across the rows, where a row
- * at a time would sweep the whole score vector once per common term. */
+ * at a time would sweep the whole score vector once per common term; Lucene's rounded to
+ * float32. */
 static void add_rows(const int64_t *restrict ip, const int32_t *restrict ix, Weights wt,
                      const double *restrict term_idf, const int64_t *restrict r,
                      Py_ssize_t n_rows, Py_ssize_t n_docs, double *restrict s) {
-    for (int64_t t0 = 0; t0 < n_docs; t0 += TILE)
-        add_tile(ip, ix, wt, term_idf, r, n_rows, t0, t0 + TILE < n_docs ? t0 + TILE : n_docs, s);
+    for (int64_t t0 = 0; t0 < n_docs; t0 += TILE) {
+        const int64_t t1 = t0 + TILE < n_docs ? t0 + TILE : n_docs;
+        add_tile(ip, ix, wt, term_idf, r, n_rows, t0, t1, s);
+        if (wt.qweights) round_to_float(s, t0, t1);
+    }
 }
 
 /* Appends to out[count...] the passages of [t0, t1) whose score is > 0, ascending; returns the
- * new count. Branch-free (about half the passages match a query with a common term, so a
+ * new count; with `to_float`, each score is first rounded to float32 in place (Lucene's cast,
+ * in this pass rather than in one more over the tile, which cost Lucene's formula most of its
+ * gap to the default's raw scores at 100,000 passages: BENCHMARKS.md). Branch-free (about half the passages match a query with a common term, so a
  * branch on each would be mispredicted half the time: 3.5x slower, measured): with SSE2, four
  * passages a step, their offsets read from a table by the comparison's mask and stored four at
  * a time (out has a slot per passage, so the ones past the count land in slots not yet
  * written): 0.48-0.77 ms against 0.70-1.06 ms over 1M scores for storing every passage and
  * advancing the count by its comparison (a standalone loop, BENCHMARKS.md). */
-static Py_ssize_t positives(const double *restrict s, int64_t t0, int64_t t1,
-                            int64_t *restrict out, Py_ssize_t count) {
+static Py_ssize_t positives(double *restrict s, int64_t t0, int64_t t1,
+                            int64_t *restrict out, Py_ssize_t count, int to_float) {
     int64_t i = t0;
 #if defined(__SSE2__)
     static const int64_t offsets[16][4] = {
@@ -140,8 +147,15 @@ static Py_ssize_t positives(const double *restrict s, int64_t t0, int64_t t1,
     static const uint8_t bits[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
     const __m128d zero = _mm_setzero_pd();
     for (; i + 4 <= t1; i += 4) {
-        int m = _mm_movemask_pd(_mm_cmpgt_pd(_mm_loadu_pd(s + i), zero)) |
-                _mm_movemask_pd(_mm_cmpgt_pd(_mm_loadu_pd(s + i + 2), zero)) << 2;
+        __m128d lo = _mm_loadu_pd(s + i), hi = _mm_loadu_pd(s + i + 2);
+        if (to_float) {
+            lo = _mm_cvtps_pd(_mm_cvtpd_ps(lo));
+            hi = _mm_cvtps_pd(_mm_cvtpd_ps(hi));
+            _mm_storeu_pd(s + i, lo);
+            _mm_storeu_pd(s + i + 2, hi);
+        }
+        int m = _mm_movemask_pd(_mm_cmpgt_pd(lo, zero)) |
+                _mm_movemask_pd(_mm_cmpgt_pd(hi, zero)) << 2;
         __m128i base = _mm_set1_epi64x(i);
         const __m128i *at = (const __m128i *)offsets[m];
         _mm_storeu_si128((__m128i *)(out + count), _mm_add_epi64(base, _mm_loadu_si128(at)));
@@ -151,6 +165,7 @@ static Py_ssize_t positives(const double *restrict s, int64_t t0, int64_t t1,
     }
 #endif
     for (; i < t1; i++) {
+        if (to_float) s[i] = (double)(float)s[i];
         out[count] = i;
         count += s[i] > 0;
     }
@@ -180,8 +195,18 @@ static int lucene_tables(Weights *wt, const int64_t *ip, const int64_t *r, Py_ss
     float *next = *block;
     for (Py_ssize_t q = 0; q < n_rows; q++) {
         if (ip[r[q] + 1] - ip[r[q]] <= n_codes) continue;
-        const float w = (float)wt->qweights[q];
-        for (Py_ssize_t c = 0; c < n_codes; c++) next[c] = w - w / (float)wt->table[c];
+        const float w = wt->qweights[q];
+        Py_ssize_t c = 0;
+#if defined(__SSE2__)
+        /* four codes a step: divps rounds each lane as divss does, so the same floats */
+        const __m128 wv = _mm_set1_ps(w);
+        for (; c + 4 <= n_codes; c += 4) {
+            const __m128 d = _mm_movelh_ps(_mm_cvtpd_ps(_mm_loadu_pd(wt->table + c)),
+                                           _mm_cvtpd_ps(_mm_loadu_pd(wt->table + c + 2)));
+            _mm_storeu_ps(next + c, _mm_sub_ps(wv, _mm_div_ps(wv, d)));
+        }
+#endif
+        for (; c < n_codes; c++) next[c] = w - w / (float)wt->table[c];
         (*rows)[q] = next;
         next += n_codes;
     }
@@ -194,7 +219,6 @@ static int lucene_tables(Weights *wt, const int64_t *ip, const int64_t *r, Py_ss
 static int get_weights(PyObject *values, PyObject *table, Buf *v, Buf *t, Py_ssize_t n_post,
                        Weights *wt) {
     int coded = table != Py_None;
-    wt->qweights = NULL;
     if (get(values, v, 0, "data", coded ? 2 : 8) < 0) return -1;
     if (coded && get(table, t, 0, "table", 8) < 0) return -1;
     if (v->view.len / v->view.itemsize != n_post || (coded && t->view.len / 8 != CODES)) {
@@ -246,6 +270,46 @@ fail:
     return NULL;
 }
 
+/* Lucene's query (Anserini's bag of words): one clause per distinct term, boosted by its
+ * count. r[0:*n_rows] becomes each distinct row once, in first-occurrence order, and
+ * *weights (a PyMem block the caller frees) each clause's float32 `(float)count * (float)idf`,
+ * BM25Scorer's boost * idf. Repeats are found through an open-addressing table of twice the
+ * rows (a long query costs linear time); done here rather than in Python, where counting a
+ * query's terms and gathering their weights took longer than scoring SciFact's 5,183 passages.
+ * -1 with MemoryError set. */
+static int lucene_clauses(int64_t *r, Py_ssize_t *n_rows, const double *term_idf,
+                          float **weights) {
+    const Py_ssize_t n = *n_rows;
+    int bits = 4;
+    while (((Py_ssize_t)1 << bits) < 2 * n) bits++;
+    const Py_ssize_t size = (Py_ssize_t)1 << bits;
+    Py_ssize_t *slot = PyMem_Malloc((size_t)(size + n) * sizeof(Py_ssize_t));
+    *weights = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(float));
+    if (!slot || !*weights) {
+        PyMem_Free(slot);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t *count = slot + size, distinct = 0;
+    for (Py_ssize_t i = 0; i < size; i++) slot[i] = -1;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        Py_ssize_t h = (Py_ssize_t)(((uint64_t)r[q] * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+        while (slot[h] >= 0 && r[slot[h]] != r[q]) h = (h + 1) & (size - 1);
+        if (slot[h] >= 0) {
+            count[slot[h]]++;
+            continue;
+        }
+        slot[h] = distinct;
+        count[distinct] = 1;
+        r[distinct++] = r[q];
+    }
+    for (Py_ssize_t q = 0; q < distinct; q++)
+        (*weights)[q] = (float)count[q] * (float)term_idf[r[q]];
+    PyMem_Free(slot);
+    *n_rows = distinct;
+    return 0;
+}
+
 /* score_rows(indptr, indices, data, table, idf, rows, scores, matched) -> count
  *   indptr: int64 row starts; indices: int32 passage of each posting, ascending within a row;
  *   data: uint16 code of each posting into table (float64, CODES entries), or, with table
@@ -254,22 +318,21 @@ fail:
  *   scores: float64, one per passage, whatever it holds (each is set)
  *   matched: int64, one per passage at least; its first `count` entries are set to the
  *   passages sharing a row, ascending.
- *   qweights (Lucene's formula): float64 holding one float32 weight per row, or None; then
- *   table/data hold float32 denominators and every row must be distinct (a repeated term is
- *   one row whose weight carries the count); sure_positive: False where a Lucene term score
- *   may round to 0 (a denominator too close to 1), so matches are marked, not read off the
- *   scores. */
+ *   lucene (Lucene's formula): table/data hold float32 denominators, idf Lucene's idf, and a
+ *   repeated row is one clause whose weight carries its count; sure_positive: False where a
+ *   Lucene term score may round to 0 (a denominator too close to 1), so matches are marked,
+ *   not read off the scores; n_codes: the codes in use in table (lucene_tables). */
 static PyObject *score_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[8], *qw_obj = Py_None;
-    int sure_positive = 1;
+    PyObject *o[8];
+    int lucene = 0, sure_positive = 1;
     Py_ssize_t n_codes = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO|Opn:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3],
-                          &o[4], &o[5], &o[6], &qw_obj, &sure_positive, &n_codes))
+    if (!PyArg_ParseTuple(args, "OOOOOOOO|ppn:score_rows", &o[0], &o[1], &o[2], &o[7], &o[3],
+                          &o[4], &o[5], &o[6], &lucene, &sure_positive, &n_codes))
         return NULL;
-    float *contrib_block = NULL, **contrib_rows = NULL;
+    float *contrib_block = NULL, **contrib_rows = NULL, *qweights = NULL;
     Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, scores = {0},
-        matched = {0}, qweights = {0};
+        matched = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
@@ -277,18 +340,10 @@ static PyObject *score_rows(PyObject *self, PyObject *args) {
     if (get(o[0], &indptr, 0, "indptr", 8) < 0 || get(o[1], &indices, 0, "indices", 4) < 0 ||
         get_weights(o[2], o[7], &data, &table, indices.view.len / 4, &wt) < 0 ||
         get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &scores, 1, "scores", 8) < 0 ||
-        get(o[6], &matched, 1, "matched", 8) < 0 ||
-        (qw_obj != Py_None && get(qw_obj, &qweights, 0, "qweights", 8) < 0))
+        get(o[6], &matched, 1, "matched", 8) < 0)
         goto done;
     row_list = PySequence_Fast(o[4], "rows must be a sequence of ints");
     if (!row_list) goto done;
-    if (qw_obj != Py_None) {
-        if (qweights.view.len / 8 != PySequence_Fast_GET_SIZE(row_list)) {
-            PyErr_SetString(PyExc_ValueError, "qweights: one per row");
-            goto done;
-        }
-        wt.qweights = qweights.view.buf;
-    }
     const int64_t *ip = indptr.view.buf;
     const int32_t *ix = indices.view.buf;
     const double *term_idf = idf.view.buf;
@@ -304,6 +359,10 @@ static PyObject *score_rows(PyObject *self, PyObject *args) {
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
     positive &= sure_positive;
+    if (lucene) {
+        if (lucene_clauses(r, &n_rows, term_idf, &qweights) < 0) goto done;
+        wt.qweights = qweights;
+    }
     if (lucene_tables(&wt, ip, r, n_rows, n_codes, &contrib_block, &contrib_rows) < 0) goto done;
     Py_ssize_t count = 0;
     /* Tile by tile: zeroed, summed, and (every contribution > 0: matched iff the score is > 0)
@@ -312,7 +371,10 @@ static PyObject *score_rows(PyObject *self, PyObject *args) {
         const int64_t t1 = t0 + TILE < n_docs ? t0 + TILE : n_docs;
         memset(s + t0, 0, (size_t)(t1 - t0) * sizeof(double));
         add_tile(ip, ix, wt, term_idf, r, n_rows, t0, t1, s);
-        if (positive) count = positives(s, t0, t1, out, count);
+        if (positive)
+            count = positives(s, t0, t1, out, count, wt.qweights != NULL);
+        else if (wt.qweights)
+            round_to_float(s, t0, t1);
     }
     if (!positive) {
         mk = PyMem_Calloc((size_t)(n_docs ? n_docs : 1), 1);
@@ -338,7 +400,7 @@ done:
     release(&idf);
     release(&scores);
     release(&matched);
-    release(&qweights);
+    PyMem_Free(qweights);
     PyMem_Free(contrib_block);
     PyMem_Free(contrib_rows);
     return result;
@@ -476,8 +538,8 @@ static int best_first(const void *x, const void *y) {
 }
 
 /* top_rows(indptr, indices, data, table, idf, rows, id_order, k, allowed, scratch, out_index,
- *          out_score[, qweights, sure_positive]) -> (count, any_matched, any_allowed)
- *   indptr, indices, data, table, idf, rows, qweights, sure_positive: as score_rows.
+ *          out_score[, lucene, sure_positive, n_codes]) -> (count, any_matched, any_allowed)
+ *   indptr, indices, data, table, idf, rows, lucene, sure_positive, n_codes: as score_rows.
  *   The same sum as score_rows into `scratch` (float64 zeros, one per passage; left zeroed),
  *   then the best k matched passages that `allowed` (uint8 per passage, or None) lets through,
  *   by score descending then id_order descending (TieBreak.top's order), written best first
@@ -485,16 +547,16 @@ static int best_first(const void *x, const void *y) {
  *   a row; any_allowed: one of those is allowed. */
 static PyObject *top_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[12], *qw_obj = Py_None;
+    PyObject *o[12];
     Py_ssize_t k, n_codes = 0;
-    int sure_positive = 1;
-    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO|Opn:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
-                          &o[4], &o[5], &k, &o[7], &o[8], &o[9], &o[10], &qw_obj,
+    int lucene = 0, sure_positive = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOO|ppn:top_rows", &o[0], &o[1], &o[2], &o[11], &o[3],
+                          &o[4], &o[5], &k, &o[7], &o[8], &o[9], &o[10], &lucene,
                           &sure_positive, &n_codes))
         return NULL;
-    float *contrib_block = NULL, **contrib_rows = NULL;
+    float *contrib_block = NULL, **contrib_rows = NULL, *qweights = NULL;
     Buf indptr = {0}, indices = {0}, data = {0}, table = {0}, idf = {0}, order = {0},
-        allowed = {0}, scratch = {0}, out_index = {0}, out_score = {0}, qweights = {0};
+        allowed = {0}, scratch = {0}, out_index = {0}, out_score = {0};
     PyObject *result = NULL, *row_list = NULL;
     int64_t *r = NULL;
     uint8_t *mk = NULL;
@@ -507,18 +569,10 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
         get(o[3], &idf, 0, "idf", 8) < 0 || get(o[5], &order, 0, "id_order", 8) < 0 ||
         (use_allowed && get(o[7], &allowed, 0, "allowed", 1) < 0) ||
         get(o[8], &scratch, 1, "scratch", 8) < 0 || get(o[9], &out_index, 1, "out_index", 8) < 0 ||
-        get(o[10], &out_score, 1, "out_score", 8) < 0 ||
-        (qw_obj != Py_None && get(qw_obj, &qweights, 0, "qweights", 8) < 0))
+        get(o[10], &out_score, 1, "out_score", 8) < 0)
         goto done;
     row_list = PySequence_Fast(o[4], "rows must be a sequence of ints");
     if (!row_list) goto done;
-    if (qw_obj != Py_None) {
-        if (qweights.view.len / 8 != PySequence_Fast_GET_SIZE(row_list)) {
-            PyErr_SetString(PyExc_ValueError, "qweights: one per row");
-            goto done;
-        }
-        wt.qweights = qweights.view.buf;
-    }
     const int64_t *ip = indptr.view.buf, *key = order.view.buf;
     const int32_t *ix = indices.view.buf;
     const double *term_idf = idf.view.buf;
@@ -538,6 +592,10 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
     r = read_rows(row_list, ip, n_ptr, ix, n_post, n_docs, term_idf, &positive);
     if (!r) goto done;
     positive &= sure_positive;
+    if (lucene) {
+        if (lucene_clauses(r, &n_rows, term_idf, &qweights) < 0) goto done;
+        wt.qweights = qweights;
+    }
     if (lucene_tables(&wt, ip, r, n_rows, n_codes, &contrib_block, &contrib_rows) < 0) goto done;
     /* Whether any passage matched: any posting at all (each posting's passage shares a
      * row). Counting them would cost a pass over every passage; the caller needs only this. */
@@ -555,7 +613,10 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
      * passages >= it, read off a comparison mask; then the tile is zeroed. Every passage >= the
      * final floor is >= the running floor of its tile, so it is kept; the pool may hold a few
      * more, cut by the partial sort. (Fewer than k matched blocks: floor 0, every matched
-     * passage kept.) */
+     * passage kept.) Lucene's float32 rounding is monotone, so a block's rounded maximum is its
+     * maximum rounded: only the blocks that reach the floor are rounded, passage by passage,
+     * before they are compared: the same scores as rounding every tile, without the pass over
+     * it (BENCHMARKS.md). */
     if (any_matched && k > 0 && positive && !ok) {
         Py_ssize_t n_blocks = (n_docs + BLOCK - 1) / BLOCK;
         Py_ssize_t held = 0, want = k <= n_blocks ? k : 0; /* 0: the floor stays 0 */
@@ -571,7 +632,8 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
             const Py_ssize_t n_tile = (t1 - t0 + BLOCK - 1) / BLOCK;
             for (Py_ssize_t b = 0; b < n_tile; b++) {
                 const int64_t start = t0 + b * BLOCK, stop = b + 1 < n_tile ? start + BLOCK : t1;
-                const double m = block_max(s + start, stop - start);
+                double m = block_max(s + start, stop - start);
+                if (wt.qweights) m = (double)(float)m;
                 maxima[b] = m;
                 if (!want || !(m > 0)) continue;
                 if (held < want)
@@ -584,6 +646,7 @@ static PyObject *top_rows(PyObject *self, PyObject *args) {
                 if (!(maxima[b] >= bound && maxima[b] > 0)) continue;
                 const int64_t start = t0 + b * BLOCK;
                 const int64_t stop = b + 1 < n_tile ? start + BLOCK : t1;
+                if (wt.qweights) round_to_float(s, start, stop);
                 uint64_t bits = at_or_above(s + start, stop - start, bound);
                 while (bits) {
                     Py_ssize_t i = start + __builtin_ctzll(bits);
@@ -692,7 +755,7 @@ done:
     release(&scratch);
     release(&out_index);
     release(&out_score);
-    release(&qweights);
+    PyMem_Free(qweights);
     PyMem_Free(contrib_block);
     PyMem_Free(contrib_rows);
     return result;

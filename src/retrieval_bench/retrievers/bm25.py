@@ -111,27 +111,15 @@ class SparseBM25:
         self._scratch = np.zeros(n_docs)
         self._scratch_lock = threading.Lock()
 
-    def query_rows(self, query_tokens: Sequence[str]) -> tuple[list[int], np.ndarray | None]:
-        """The query's term rows, and for the lucene variant their float32 weights.
-
-        rank_bm25 iterates the query list, so a repeated token is a repeated row; Lucene's query
-        (Anserini's bag of words) has one clause per distinct term boosted by its count, so the
-        lucene variant has each row once, in first-occurrence order, with the weight
-        `(float) count * idf` (BM25Scorer's `boost * idf`, in float32)."""
-        rows = [row for row in map(self.vocab.get, query_tokens) if row is not None]
-        if self.variant != "lucene":
-            return rows, None
-        counts: dict[int, int] = {}
-        for row in rows:
-            counts[row] = counts.get(row, 0) + 1
-        distinct = list(counts)
-        boost = np.asarray([counts[row] for row in distinct], dtype=np.float32)
-        weights = (boost * self.idf[distinct].astype(np.float32)).astype(np.float64)
-        return distinct, weights
+    def query_rows(self, query_tokens: Sequence[str]) -> list[int]:
+        """The query's term rows in query order, a repeated token repeated: rank_bm25 iterates
+        the query list; Lucene's formula makes a repeated term one clause boosted by its count,
+        which the scorer does (bm25_kernel.lucene_clauses)."""
+        return [row for row in map(self.vocab.get, query_tokens) if row is not None]
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(scores over all passages, indices of passages sharing at least one query term)."""
-        rows, weights = self.query_rows(query_tokens)
+        rows = self.query_rows(query_tokens)
         if not rows:
             return np.zeros(self.n_docs), np.empty(0, dtype=np.int64)
         return score_rows(
@@ -141,7 +129,7 @@ class SparseBM25:
             self.idf,
             rows,
             self.compiled,
-            weights,
+            self.variant == "lucene",
             self.sure_positive,
             self.n_codes,
         )
@@ -159,7 +147,7 @@ class SparseBM25:
         then use those two."""
         if not self.compiled:
             return None
-        rows, weights = self.query_rows(query_tokens)
+        rows = self.query_rows(query_tokens)
         if not rows:
             empty = np.empty(0, dtype=np.int64)
             return empty, np.empty(0), False, False
@@ -177,7 +165,7 @@ class SparseBM25:
                     k,
                     allowed,
                     self._scratch,
-                    weights,
+                    self.variant == "lucene",
                     self.sure_positive,
                     self.n_codes,
                 )
@@ -194,7 +182,7 @@ class SparseBM25:
             k,
             allowed,
             scratch,
-            weights,
+            self.variant == "lucene",
             self.sure_positive,
             self.n_codes,
         )

@@ -10,10 +10,10 @@ A posting's weight is `idf[row] * table[code]` where the index codes its posting
 the product the build would otherwise have stored, so the same double), or `matrix.data` itself
 where it has no table.
 
-Lucene's formula (`variant=lucene`) passes `qweights`: one float32 weight per query row
-(the term's count in the query times its idf; each row once), the table (or the postings)
-holding float32 denominators; a posting adds the float32 `w - w / d` and each passage's double
-sum is rounded to float32, on both paths (bm25_build's module docstring).
+Lucene's formula (`lucene=True`): the table (or the postings) hold float32 denominators and
+`idf` Lucene's idf; a repeated query term is one clause, weighted by its count (`w` = count x
+idf in float32, Anserini's bag of words); a posting adds the float32 `w - w / d` and each
+passage's double sum is rounded to float32, on both paths (bm25_build's module docstring).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def score_rows(
     idf: np.ndarray,
     rows: Sequence[int],
     compiled: bool = True,
-    qweights: np.ndarray | None = None,
+    lucene: bool = False,
     sure_positive: bool = True,
     n_codes: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -51,7 +51,7 @@ def score_rows(
 
     `matrix.data` holds codes into `table` (None: the weights themselves; bm25_build.BM25Index),
     `indptr64` is `matrix.indptr` as int64 (the kernel's layout), `idf` each row's IDF;
-    `compiled=False` takes the numpy path even where the kernel is built. `qweights`: Lucene's
+    `compiled=False` takes the numpy path even where the kernel is built. `lucene`: Lucene's
     formula (module docstring), with `sure_positive` False where a term score may round to 0;
     `n_codes`: the codes in use in `table` (the kernel then gives a long row its scores per code
     once, the same floats, instead of a division per posting)."""
@@ -61,11 +61,12 @@ def score_rows(
         scores = np.empty(n_docs)  # the kernel zeroes it tile by tile, as it sums
         matched = np.empty(n_docs, dtype=np.int64)
         arrays = (indptr64, matrix.indices, matrix.data, table, idf)
-        count = kernel.score_rows(
-            *arrays, rows, scores, matched, qweights, sure_positive, n_codes
-        )
+        count = kernel.score_rows(*arrays, rows, scores, matched, lucene, sure_positive, n_codes)
         return scores, matched[:count]
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    qweights = None
+    if lucene:
+        rows, qweights = lucene_clauses(rows, idf)
 
     def row_weights(q: int, r: int) -> np.ndarray:
         values = data[indptr[r] : indptr[r + 1]]
@@ -104,7 +105,7 @@ def top_rows(
     k: int,
     allowed: np.ndarray | None,
     scratch: np.ndarray,
-    qweights: np.ndarray | None = None,
+    lucene: bool = False,
     sure_positive: bool = True,
     n_codes: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, bool, bool] | None:
@@ -115,7 +116,7 @@ def top_rows(
     as it rises, tile by tile), or taken from a sample (a mask, or a negative IDF), exact
     either way (`_bm25kernel.c`); where
     scores + TieBreak.top gather, filter and partition every matched passage's score.
-    `matrix`, `table`, `indptr64`, `idf`, `qweights`, `sure_positive`, `n_codes`: as score_rows;
+    `matrix`, `table`, `indptr64`, `idf`, `lucene`, `sure_positive`, `n_codes`: as score_rows;
     `scratch`: float64 zeros, one per passage; left zeroed."""
     kernel = _kernel()
     if kernel is None or not matrix.has_sorted_indices:
@@ -125,6 +126,19 @@ def top_rows(
     mask = None if allowed is None else allowed.view(np.uint8)
     arrays = (indptr64, matrix.indices, matrix.data, table, idf)
     count, matched, passed = kernel.top_rows(
-        *arrays, rows, id_order, k, mask, scratch, index, score, qweights, sure_positive, n_codes
+        *arrays, rows, id_order, k, mask, scratch, index, score, lucene, sure_positive, n_codes
     )
     return index[:count], score[:count], bool(matched), bool(passed)
+
+
+def lucene_clauses(rows: Sequence[int], idf: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Lucene's query over the rows (Anserini's bag of words: one clause per distinct term,
+    boosted by its count): each row once, in first-occurrence order, with its float32 weight
+    `(float) count * idf` (BM25Scorer's boost x idf), held in float64. The numpy path's; the
+    kernel does the same itself (`lucene_clauses` in `_bm25kernel.c`)."""
+    counts = dict.fromkeys(rows, 0)
+    for row in rows:
+        counts[row] += 1
+    distinct = list(counts)
+    boost = np.fromiter(counts.values(), np.float32, len(distinct))
+    return distinct, (boost * idf[distinct].astype(np.float32)).astype(np.float64)

@@ -120,6 +120,25 @@ def test_scores_equal_lucene_bit_for_bit(seed: int, params: tuple[float, float])
         assert (scores[np.setdiff1d(np.arange(len(corpus)), matched)] == 0).all()
 
 
+def test_a_long_query_with_repeats_is_one_clause_per_term_in_first_occurrence_order(
+    scoring_path: str,
+) -> None:
+    """Hundreds of query tokens, most repeated (the kernel finds repeats through a hash table
+    it grows with the query, probing past collisions): each term is one clause boosted by its
+    count, the scores Lucene's to the bit, fused top and all."""
+    corpus = random_corpus(4, n_docs=300, vocab=200)
+    sparse = SparseBM25(corpus, BM25Config(k1=0.9, b=0.4, variant="lucene"))
+    rng = np.random.default_rng(4)
+    tie = TieBreak([f"p{i:04d}" for i in range(len(corpus))])
+    for size in (17, 120, 700):
+        query = [f"w{i}" for i in rng.integers(0, 230, size=size)]  # w200...: not in the corpus
+        expected = lucene_reference(corpus, query, 0.9, 0.4)
+        scores, matched = sparse.scores(query)
+        assert matched.tolist() == sorted(expected)
+        assert scores[matched].tolist() == [float(expected[d]) for d in matched.tolist()]
+        _check(sparse, query, 10, tie, None, scoring_path)
+
+
 @pytest.mark.parametrize("max_codes", [0, None])
 def test_the_fused_top_is_exact_on_float32_ties(
     max_codes: int | None, scoring_path: str, monkeypatch: pytest.MonkeyPatch
