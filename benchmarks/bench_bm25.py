@@ -29,7 +29,6 @@ import importlib.util
 import os
 import statistics
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
-from timing import add_rounds, timed
+from timing import add_rounds, interleaved, timed
 
 from retrieval_bench.retrievers.bm25 import BM25Config, SparseBM25
 from retrieval_bench.retrievers.bm25_kernel import kernel_available
@@ -66,20 +65,6 @@ def build_memory(build: Callable[[], Any], measure: bool = True) -> tuple[float,
     del index
     return peak / 2**20, retained / 2**20
 
-
-def interleaved(
-    engines: dict[str, Callable[[Sequence[str]], Any]], queries: Tokens, rounds: int
-) -> dict[str, list[float]]:
-    """Seconds per query and engine: the engines take turns on each query, `rounds` times,
-    and each (engine, query) keeps its fastest time."""
-    best = {name: [float("inf")] * len(queries) for name in engines}
-    for _ in range(rounds):
-        for i, query in enumerate(queries):
-            for name, fn in engines.items():
-                start = time.perf_counter()
-                fn(query)
-                best[name][i] = min(best[name][i], time.perf_counter() - start)
-    return best
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -46,7 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chinese_corpus import build_corpus
-from timing import add_rounds, timed
+from timing import add_rounds, interleaved, timed
 
 from retrieval_bench.retrievers.anserini import run_anserini
 from retrieval_bench.retrievers.bm25 import BM25Config, SparseBM25
@@ -86,18 +85,6 @@ def scifact_set(max_queries: int | None) -> tuple[str, str, list[list[str]], lis
             queries.append(english.tokenize(query["text"]))
     return "scifact", "SciFact (English analyzer)", passages, queries[:max_queries]
 
-
-def interleaved(
-    engines: dict[str, Callable[[Sequence[str]], Any]], queries: Tokens, rounds: int
-) -> dict[str, list[float]]:
-    best = {name: [float("inf")] * len(queries) for name in engines}
-    for _ in range(rounds):
-        for i, query in enumerate(queries):
-            for name, fn in engines.items():
-                start = time.perf_counter()
-                fn(query)
-                best[name][i] = min(best[name][i], time.perf_counter() - start)
-    return best
 
 
 def lucene_search(index: LuceneIndex, queries: Tokens, repeat: int) -> tuple[float, list[Any]]:

@@ -1,14 +1,16 @@
-"""What the benchmark scripts share: one timed call, and a `--rounds` option that refuses a
-count below 1 by name (a median of no rounds is a statistics traceback, not a figure)."""
+"""What the benchmark scripts share: one timed call, engines interleaved query by query, and a
+`--rounds` option that refuses a count below 1 by name (a median of no rounds is a statistics
+traceback, not a figure)."""
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 _Value = TypeVar("_Value")
+_Query = TypeVar("_Query")
 
 
 def timed(fn: Callable[[], _Value]) -> tuple[_Value, float]:
@@ -16,6 +18,22 @@ def timed(fn: Callable[[], _Value]) -> tuple[_Value, float]:
     start = time.perf_counter()
     value = fn()
     return value, time.perf_counter() - start
+
+
+def interleaved(
+    engines: dict[str, Callable[[_Query], Any]], queries: Sequence[_Query], rounds: int
+) -> dict[str, list[float]]:
+    """Seconds per query and engine: the engines take turns on each query, `rounds` times,
+    and each (engine, query) keeps its fastest time (a loaded machine's pauses fall on one
+    turn, not on one engine)."""
+    best = {name: [float("inf")] * len(queries) for name in engines}
+    for _ in range(rounds):
+        for i, query in enumerate(queries):
+            for name, fn in engines.items():
+                start = time.perf_counter()
+                fn(query)
+                best[name][i] = min(best[name][i], time.perf_counter() - start)
+    return best
 
 
 def at_least_one(text: str) -> int:

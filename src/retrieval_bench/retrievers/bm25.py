@@ -153,39 +153,25 @@ class SparseBM25:
             return empty, np.empty(0), False, False
         # One zeroed scratch vector per index, left zeroed by the kernel; a second caller at
         # the same moment (threads) gets its own.
-        if self._scratch_lock.acquire(blocking=False):
-            try:
-                return top_rows(
-                    self.matrix,
-                    self.table,
-                    self._indptr64,
-                    self.idf,
-                    rows,
-                    id_order,
-                    k,
-                    allowed,
-                    self._scratch,
-                    self.variant == "lucene",
-                    self.sure_positive,
-                    self.n_codes,
-                )
-            finally:
+        held = self._scratch_lock.acquire(blocking=False)
+        try:
+            return top_rows(
+                self.matrix,
+                self.table,
+                self._indptr64,
+                self.idf,
+                rows,
+                id_order,
+                k,
+                allowed,
+                self._scratch if held else np.zeros(self.n_docs),
+                self.variant == "lucene",
+                self.sure_positive,
+                self.n_codes,
+            )
+        finally:
+            if held:
                 self._scratch_lock.release()
-        scratch = np.zeros(self.n_docs)
-        return top_rows(
-            self.matrix,
-            self.table,
-            self._indptr64,
-            self.idf,
-            rows,
-            id_order,
-            k,
-            allowed,
-            scratch,
-            self.variant == "lucene",
-            self.sure_positive,
-            self.n_codes,
-        )
 
 
 class ReferenceBM25:

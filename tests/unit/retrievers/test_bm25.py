@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import compiled_or_numpy
 from rank_bm25 import BM25Okapi
+from support.fused_top import check_fused_top
 from support.random_cases import random_corpus
 
 from retrieval_bench.config.text import TextConfig
@@ -199,29 +200,8 @@ def test_fused_top_equals_scores_then_tie_break(seed: int, scoring_path: str) ->
     for query in queries:
         mask = rng.random(len(corpus)) < 0.3 if rng.random() < 0.5 else None
         for k in (0, 1, 7, 100, 1000):
-            _check_fused_top(sparse, query, k, tie, mask, scoring_path)
+            check_fused_top(sparse, query, k, tie, mask, scoring_path)
     assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
-
-
-def _check_fused_top(
-    sparse: SparseBM25,
-    query: list[str],
-    k: int,
-    tie: Any,
-    mask: np.ndarray | None,
-    scoring_path: str,
-) -> None:
-    """SparseBM25.top for one query equals scores + TieBreak.top over the allowed matched
-    passages: passages, order, scores and the two flags (the numpy path has no fused top)."""
-    fused = sparse.top(query, k, tie.id_order, mask)
-    if fused is None:  # the numpy path: the caller uses scores + TieBreak.top
-        assert scoring_path == "numpy"
-        return
-    scores, matched = sparse.scores(query)
-    allowed = matched if mask is None else matched[mask[matched]]
-    indices, top = tie.top(allowed, scores[allowed], k)
-    assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
-    assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
 
 
 def test_kernel_refuses_rows_outside_the_matrix(scoring_path: str) -> None:
@@ -249,6 +229,28 @@ def test_kernel_refuses_rows_outside_the_matrix(scoring_path: str) -> None:
         call(m.data, table, [1], n_docs=1)
 
 
+def test_a_second_caller_gets_a_scratch_vector_of_its_own(scoring_path: str) -> None:
+    """While one caller holds the index's scratch vector (another thread mid-query), a second
+    one sums into fresh zeros: the same top as alone, and the held vector is not touched."""
+    from retrieval_bench.tiebreak import TieBreak
+
+    corpus = random_corpus(5, n_docs=200)
+    sparse = SparseBM25(corpus, BM25Config())
+    tie = TieBreak([f"p{i:03d}" for i in range(len(corpus))])
+    query = ["w0", "w3", "w7"]
+    alone = sparse.top(query, 10, tie.id_order)
+    with sparse._scratch_lock:
+        sparse._scratch[:] = 7.0  # what a caller mid-sum would hold
+        beside = sparse.top(query, 10, tie.id_order)
+        assert (sparse._scratch == 7.0).all()
+    sparse._scratch[:] = 0.0
+    if alone is None:
+        assert scoring_path == "numpy" and beside is None
+        return
+    assert beside is not None
+    assert np.array_equal(alone[0], beside[0]) and np.array_equal(alone[1], beside[1])
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fused_top_on_a_large_zipf_corpus(seed: int, scoring_path: str) -> None:
     """Over more passages than the kernel's blocks times k, where its unmasked floor comes
@@ -267,7 +269,7 @@ def test_fused_top_on_a_large_zipf_corpus(seed: int, scoring_path: str) -> None:
         query = [f"w{i}" for i in rng.integers(0, 400, size=rng.integers(1, 8))]
         mask = rng.random(len(corpus)) < 0.5 if rng.random() < 0.3 else None
         for k in (1, 5, 10, 50, 100):
-            _check_fused_top(sparse, query, k, tie, mask, scoring_path)
+            check_fused_top(sparse, query, k, tie, mask, scoring_path)
     assert not sparse._scratch.any(), "the kernel leaves its scratch vector zeroed"
 
 
@@ -320,7 +322,7 @@ def test_an_index_without_codes_scores_the_same(
         np.testing.assert_array_equal(sparse.scores(query)[0], reference.get_scores(query))
         mask = rng.random(len(corpus)) < 0.3 if rng.random() < 0.5 else None
         for k in (1, 10, 1000):
-            _check_fused_top(sparse, query, k, tie, mask, scoring_path)
+            check_fused_top(sparse, query, k, tie, mask, scoring_path)
 
 
 @pytest.mark.parametrize("common", [False, True])
@@ -351,4 +353,4 @@ def test_scores_over_several_tiles_of_passages(common: bool, scoring_path: str) 
         expected = [i for i, f in enumerate(reference.doc_freqs) if terms & f.keys()]
         assert matched.tolist() == expected
         for mask in (None, rng.random(n) < 0.5):
-            _check_fused_top(sparse, query, 100, tie, mask, scoring_path)
+            check_fused_top(sparse, query, 100, tie, mask, scoring_path)

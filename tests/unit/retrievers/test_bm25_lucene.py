@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
 
 import numpy as np
 import pytest
 from conftest import compiled_or_numpy
+from support.fused_top import check_fused_top
 from support.random_cases import random_corpus
 
 from retrieval_bench.config.bm25 import BM25Config
@@ -136,7 +136,7 @@ def test_a_long_query_with_repeats_is_one_clause_per_term_in_first_occurrence_or
         scores, matched = sparse.scores(query)
         assert matched.tolist() == sorted(expected)
         assert scores[matched].tolist() == [float(expected[d]) for d in matched.tolist()]
-        _check(sparse, query, 10, tie, None, scoring_path)
+        check_fused_top(sparse, query, 10, tie, None, scoring_path)
 
 
 @pytest.mark.parametrize("max_codes", [0, None])
@@ -158,22 +158,8 @@ def test_the_fused_top_is_exact_on_float32_ties(
         query = [f"w{i}" for i in rng.integers(0, 120, size=rng.integers(1, 6))]
         mask = rng.random(len(corpus)) < 0.4 if rng.random() < 0.4 else None
         for k in (1, 10, 100):
-            _check(sparse, query, k, tie, mask, scoring_path)
+            check_fused_top(sparse, query, k, tie, mask, scoring_path)
     assert not sparse._scratch.any()
-
-
-def _check(
-    sparse: SparseBM25, query: list[str], k: int, tie: Any, mask: Any, scoring_path: str
-) -> None:
-    fused = sparse.top(query, k, tie.id_order, mask)
-    if fused is None:
-        assert scoring_path == "numpy"
-        return
-    scores, matched = sparse.scores(query)
-    allowed = matched if mask is None else matched[mask[matched]]
-    indices, top = tie.top(allowed, scores[allowed], k)
-    assert np.array_equal(fused[0], indices) and np.array_equal(fused[1], top)
-    assert (fused[2], fused[3]) == (len(matched) > 0, len(allowed) > 0)
 
 
 def test_a_denominator_near_one_marks_matches_instead_of_reading_scores() -> None:
