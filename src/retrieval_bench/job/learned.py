@@ -85,6 +85,13 @@ def strategy_of(candidate: Candidate) -> Strategy:
     return Strategy(candidate.name, candidate.arms, candidate.combine, candidate.exclude)
 
 
+def query_key(query: EvalQuery) -> str:
+    """A query's identity across datasets, its id and its text hashed: whether a saved router
+    was trained on a query (a BEIR set's ids "0", "1", ... recur in every other set, so an id
+    alone would call another set's query seen)."""
+    return hashlib.sha256(f"{query.query_id}\n{query.query}".encode()).hexdigest()[:16]
+
+
 def queries_digest(qids: Sequence[str]) -> str:
     """A hash of a set of query ids (sorted), to tell whether a saved router saw a query."""
     digest = hashlib.sha256()
@@ -273,8 +280,7 @@ class LearnedRouting:
         if self.model is not None:
             choice[complete] = self.model.choose(x[complete])
             how = dict.fromkeys(qids, "saved router")
-            trained = set(self.model.trained_on.get("query_ids") or ())
-            outcome.seen = len(trained & set(judgements.qrels)) if trained else None
+            outcome.seen = self._seen(judgements)
         else:
             how = self._learn(
                 x, complete, qids, compared, judgements, labels, doc_of, dataset, choice, outcome
@@ -314,6 +320,17 @@ class LearnedRouting:
                 self.fallback.name,
             )
         return selected, outcome
+
+    def _seen(self, judgements: Judgements) -> int | None:
+        """How many of this job's labelled queries the saved router was trained on, by id and
+        text (query_key); None where it did not record them."""
+        assert self.model is not None
+        keys = self.model.trained_on.get("query_keys")
+        if keys is None:
+            return None
+        trained = set(keys)
+        labelled = [self.searched[q].query for q in judgements.qrels if q in self.searched]
+        return sum(query_key(query) in trained for query in labelled)
 
     def _learn(
         self,
@@ -405,6 +422,7 @@ class LearnedRouting:
                 "queries": len(train),
                 "query_ids": list(train),
                 "query_ids_sha256": queries_digest(train),
+                "query_keys": sorted(query_key(self.searched[q].query) for q in train),
                 "types": dict(sorted(Counter(train_types).items())),
             },
         )

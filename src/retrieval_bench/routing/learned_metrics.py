@@ -145,7 +145,9 @@ def learned_metrics(
             "reference": model.candidates[model.reference].name,
             "choice": model.choice.to_json(),
             "inner_score": model.inner_score,
-            "trained_on": {k: v for k, v in model.trained_on.items() if k != "query_ids"},
+            "trained_on": {
+                k: v for k, v in model.trained_on.items() if k not in ("query_ids", "query_keys")
+            },
             "sklearn": model.sklearn,
         },
         "importances": _importances(model, outcome.features),

@@ -125,6 +125,25 @@ def test_the_saved_router_routes_another_job_as_it_routes_the_features(
         assert record.rule == "learned: saved router"
 
 
+def test_a_saved_router_counts_as_seen_only_the_queries_it_was_trained_on(
+    learned: Any, tmp_path: Path
+) -> None:
+    """Another set that reuses the ids (a BEIR set's "0", "1", ... recur in every other set):
+    a query is in the router's training set when its id and its text are, so the changed
+    queries' figures are held out, not reported in-sample."""
+    _, folder = learned
+    dataset = write_synthetic(tmp_path / "data", per_type=10)
+    evalset = Path(dataset[2].split("=", 1)[1])
+    lines = [json.loads(line) for line in evalset.read_text(encoding="utf-8").splitlines()]
+    other = [{**q, "query": q["query"] + " 价格"} if i % 2 else q for i, q in enumerate(lines)]
+    evalset.write_text("\n".join(json.dumps(q) for q in other) + "\n", encoding="utf-8")
+    model = f"router.model={folder / names.ROUTER_MODEL}"
+    cfg = compose_config([*dataset, f"cache_dir={tmp_path / 'cache'}", *FAST, model])
+    result = run_job(cfg, arms={"dense": ScriptedArm("dense", answer=deep_first)})
+    # trained on 19 (q003 had no features); the 10 odd ones changed, the 10 even ones did not
+    assert result.metrics["learned_router"]["seen"] == 10
+
+
 def test_a_saved_router_of_another_job_is_refused_naming_what_differs(
     learned: Any, tmp_path: Path
 ) -> None:
