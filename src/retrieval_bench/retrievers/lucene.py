@@ -117,17 +117,11 @@ class LuceneArmSpec(LuceneArmConfig):
         analyzer, k1, b, text = self.settings(ctx)
         tokenize: Callable[[str], list[str]]
         if analyzer == "pretokenized":
-            from retrieval_bench.text.token_cache import tokenize_corpus
-            from retrieval_bench.text.tokenizer import cached_tokenizer, lexicon_of
+            from retrieval_bench.retrievers.bm25 import jieba_tokens
 
-            tokenizer = cached_tokenizer(text, *lexicon_of(ctx.entities))
-            tokens = tokenize_corpus(
-                ctx.texts,
-                tokenizer.tokenize,
-                tokenizer.identity(),
-                ctx.cache_dir / "tokens",
-                text.resolved_workers(),
-            )
+            # The BM25 arm's own tokens (its tokenizer, checked against jieba where
+            # text.impl=fast, and its token cache entry), so both engines index the same terms.
+            tokenizer, tokens, _ = jieba_tokens(ctx, text)
             token_lists = tokens.token_lists()
             documents = [" ".join(t) for t in token_lists]
             resplit = sum(1 for t in token_lists for token in t if _resplit(token))

@@ -228,3 +228,35 @@ def test_tokens_lucenes_whitespace_analyzer_would_cut_are_found() -> None:
 
     assert not _resplit("蜈支洲岛") and not _resplit("a\u00a0b")  # Java: no-break is no break
     assert _resplit("a b") and _resplit("a\u3000b") and _resplit("x" * 256)
+
+
+def test_the_pretokenized_arm_indexes_the_bm25_arms_checked_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pretokenized Lucene arm takes its tokens where the BM25 arm does (bm25.jieba_tokens):
+    a fast cut that differs from jieba on the corpus is refused under text.impl=fast_strict
+    before any JVM starts, as the BM25 arm refuses it, never indexed by one engine only."""
+    from retrieval_bench.plugins import instantiate_plugin
+    from retrieval_bench.text.segment import engine
+    from retrieval_bench.text.segment.parity import TokenParityError
+    from retrieval_bench.text.tokenizer import cached_tokenizer, lexicon_of
+
+    ctx = _context(["text.impl=fast_strict"], tmp_path)
+    tokenizer = cached_tokenizer(ctx.cfg.text, *lexicon_of(ctx.entities))
+    if tokenizer.impl != engine.FAST_NAME:
+        pytest.skip("the compiled segmenter is not built here")
+    fast = tokenizer._fast
+    assert fast is not None
+    real = fast.tokens
+    monkeypatch.setattr(fast, "tokens", lambda *args: real(*args)[:-1])  # a stand-in for a bug
+
+    def no_jvm(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the JVM started")
+
+    from retrieval_bench.retrievers import lucene as lucene_module
+
+    monkeypatch.setattr(lucene_module, "run_anserini", no_jvm)
+    for name in ("bm25_lucene", "lucene"):
+        spec = instantiate_plugin(f"arms.{name}", ctx.cfg.arms[name], "ArmSpec", ["build"])
+        with pytest.raises(TokenParityError, match=r"text\.impl"):
+            spec.build(name, ctx)
