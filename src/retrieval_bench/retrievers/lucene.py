@@ -417,8 +417,9 @@ def _empty(k: int, reason: str | None) -> Ranked:
 
 def _first_depth(k: int, mask: np.ndarray | None, n: int) -> int:
     """The first depth a query is searched to: k and a margin for ties, more where a filter
-    lets only a share of the corpus through (then about k of them are expected in the list)."""
-    if mask is None:
-        return k + 16
-    share = max(int(mask.sum()), 1) / max(n, 1)
-    return int(k / share * 1.25) + 16
+    lets only a share of the corpus through (then about k of them are expected in the list),
+    rounded up to a power of two: each distinct depth is a SearchCollection run of its own (a
+    JVM start, seconds), and queries filtered to shares of the corpus that differ a little
+    would otherwise each get one (a search at most twice as deep costs Lucene far less)."""
+    wanted = k + 16 if mask is None else int(k / (max(int(mask.sum()), 1) / max(n, 1)) * 1.25) + 16
+    return 1 << (wanted - 1).bit_length()

@@ -99,15 +99,26 @@ def test_the_lucene_arm_and_the_lucene_variant_agree_on_travel(travel: Any) -> N
 
 @pytest.mark.slow
 def test_filters_are_exact_however_deep_the_allowed_passages_sit(travel: Any) -> None:
-    """Masks that let through a few passages (deep in Lucene's list) or most of them: the
-    arm searches deeper where its list may not hold the allowed top k, and agrees exactly."""
+    """Masks that let through a few passages or most of them, and masks that shut out a
+    query's best 48 passages (what it allows sits deep in Lucene's list): the arm searches
+    deeper where its list may not hold the allowed top k, and agrees exactly. Queries whose
+    first depths differ a little share one SearchCollection run (depths are powers of two)."""
     ctx, ours, lucene = travel
     rng = np.random.default_rng(0)
     n = len(ctx.ids)
-    masks = [rng.random(n) < rng.choice([0.02, 0.3, 0.9]) for _ in ctx.queries]
-    before = lucene.retriever.deepened
+    masks = []
+    for i, query in enumerate(ctx.queries):
+        if i % 3:
+            masks.append(rng.random(n) < rng.choice([0.02, 0.3, 0.9]))
+            continue
+        scores, _ = ours.retriever.scorer.scores(ours.retriever.tokenize(query.query))
+        mask = np.ones(n, dtype=bool)
+        mask[np.argsort(-scores, kind="stable")[:48]] = False
+        masks.append(mask)
+    before, runs = lucene.retriever.deepened, len(lucene.retriever.searches)
     _agree(ctx, ours, lucene, 10, masks)
     assert lucene.retriever.deepened > before, "some query needed a deeper search"
+    assert len(lucene.retriever.searches) - runs <= 6, lucene.retriever.searches[runs:]
 
 
 @pytest.mark.slow
