@@ -97,6 +97,8 @@ def test_choose_departs_from_the_reference_only_beyond_the_margin() -> None:
     predicted = np.array([[0.0, 0.05, -0.1], [0.0, 0.2, 0.3], [0.0, -0.1, -0.2]])
     assert choose(predicted, reference=0, margin=0.0).tolist() == [1, 2, 0]
     assert choose(predicted, reference=0, margin=0.1).tolist() == [0, 2, 0]
+    # A gain equal to the margin does not exceed it: the reference stays.
+    assert choose(np.array([[0.0, 0.25, 0.0]]), reference=2, margin=0.25).tolist() == [2]
     assert reference_of(np.array([[1.0, 0.0], [0.0, 1.0]])) == 0  # a tie: the first
 
 
@@ -136,13 +138,18 @@ def test_without_a_signal_the_search_keeps_the_reference() -> None:
 def test_cross_fit_routes_each_fold_without_its_own_labels() -> None:
     x, u, types = learnable(90)
     fold = np.arange(90) % 3
-    grid, margins = {"ridge": [1.0]}, [0.0]
+    grid, margins = {"ridge": [1.0, 1000.0]}, [0.0, 0.3]
     first = cross_fit(x, u, types, fold, grid, margins, 3, 0)
+    # Fold 1's labels changed so much that, were they read, they would move the reference
+    # (candidate 2 best on all queries) and the search (a gain everywhere, for candidate 2).
     scrambled = u.copy()
-    scrambled[fold == 1] = np.random.default_rng(9).random(size=(30, 3))
+    scrambled[fold == 1] = [0.0, 0.0, 10.0]
+    assert reference_of(scrambled) == 2 != reference_of(u)
     second = cross_fit(x, scrambled, types, fold, grid, margins, 3, 0)
     # Fold 1's choices come from folds 0 and 2, whose labels did not change.
     assert first.choices[fold == 1].tolist() == second.choices[fold == 1].tolist()
+    for key in ("reference", "choice", "inner_score"):
+        assert first.folds[1][key] == second.folds[1][key], key
     assert [f["test"] for f in first.folds] == [30, 30, 30]
     assert (first.choices >= 0).all()
     held_out = u[np.arange(90), first.choices].mean()
