@@ -67,7 +67,7 @@ from retrieval_bench.text.tokenizer import normalise
 
 # Rank-biased overlap's persistence: the top 10 carry ~86% of the weight.
 RBO_P = 0.9
-# How deep the score and overlap statistics look by default (router.feature_depth).
+# How deep the score and overlap statistics look: k of the module docstring (no setting).
 DEFAULT_DEPTH = 5
 
 QUERY_FEATURES = (

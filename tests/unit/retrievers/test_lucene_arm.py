@@ -4,7 +4,7 @@ decimals Anserini's run file prints (a float printed the way Java's `%f` prints 
 filters too. Plus the arm's bad input: no Java, no jar, a half-built index, a wrong jar hash.
 
 The JVM tests are slow and share one index per dataset (module fixtures); the SciFact table is
-in tests/app/test_lucene_scifact.py.
+in tests/integration/test_lucene_scifact.py.
 """
 
 from __future__ import annotations
