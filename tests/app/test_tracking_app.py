@@ -18,7 +18,7 @@ from support.slurm import slurm, submitted
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.jobdir.read import find_job_dirs
 from retrieval_bench.tracking import names as tn
-from retrieval_bench.tracking.content import comparison_figures, job_metrics
+from retrieval_bench.tracking.content import comparison_figures, job_artifacts, job_metrics
 
 pytestmark = pytest.mark.slow
 __all__ = ["slurm"]  # the cluster fixture (support.slurm), for the SLURM test below
@@ -76,6 +76,12 @@ def _check_sweep(uri: str, experiment: str, sweep: Path) -> None:
         folder = jobs.pop(child.data.tags[tn.FOLDER])
         metrics = json.loads((folder / "metrics.json").read_text())
         assert child.data.metrics == job_metrics(metrics)
+        # Every file, though they upload side by side.
+        uploaded = {f.path for f in store.client.list_artifacts(child.info.run_id)}
+        assert uploaded == {a.logged_as.split("/")[0] for a in job_artifacts(folder)}
+        assert {f.path for f in store.client.list_artifacts(child.info.run_id, "trec")} == {
+            f"trec/{p.name}" for p in (folder / "trec").iterdir()
+        }
     assert jobs == {}
 
 

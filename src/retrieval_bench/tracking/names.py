@@ -14,6 +14,7 @@ import re
 KEY = "rb.key"  # the folder's stable key (tracking.folders.folder_key)
 KIND = "rb.kind"  # job, sweep, month or tune (tracking.folders)
 COMPLETE = "rb.complete"  # "true" once everything of the folder is logged
+DIGEST = "rb.digest"  # what was logged (tracking.store.content_digest), set with COMPLETE
 RELPATH = "rb.relpath"  # a child's folder relative to its parent's (restoring a month)
 FOLDER = "rb.folder"  # where the folder was when it was logged
 # Job tags: what produced the numbers.

@@ -5,6 +5,11 @@ against the project root; a local store keeps its artifacts beside it); `log` fi
 key (`rb.key`) or creates it, logs what is missing or changed, and marks it complete last, so a
 run interrupted half-way is completed by the next `log` of the same folder and never doubled.
 
+A run costs few round trips to a server, since a sweep waits for its last job's run and every
+request waits its turn on a loaded machine: the run is created with its identifying tags, its
+values go in one `log_batch` while its files upload beside it (`_UPLOADS` at a time), and the
+digest and the completion mark go together in one last `log_batch`.
+
 Failures are of two kinds: the tracker refused something it will always refuse (a deleted
 experiment, an invalid name: `TrackerRefused`, a ConfigError naming the key, exit 2), or it did
 not answer (`TrackerDown`: a warning, the folders stay on disk for `run.track sync`).
@@ -19,6 +24,8 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +34,16 @@ from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.paths import resolve_path
 from retrieval_bench.tracking import names as tn
-from retrieval_bench.tracking.content import RunContent
+from retrieval_bench.tracking.content import Artifact, RunContent
 
 # Requests to a tracking server: few retries, a short back-off (MLflow's defaults retry for
 # minutes, which would hold a sweep's end for that long when the server is gone).
 _HTTP_RETRIES = "2"
 _HTTP_BACKOFF = "1"
+# Requests in flight at once while a run's values and files go to a server: each request mostly
+# waits (for the server, for a turn on the CPU), so a run's dozen files cost a few waits, not a
+# dozen. A local store (sqlite, a folder) is written in this process: one at a time.
+_UPLOADS = 4
 # MLflow's error codes that mean "this request will never succeed" (anything else: down/slow).
 _REFUSED = (
     "INVALID_PARAMETER_VALUE",
@@ -116,6 +127,8 @@ class TrackingStore:
 
         self.uri = resolved_uri(uri)
         self.client = MlflowClient(tracking_uri=self.uri)
+        # A server: requests go side by side (`_UPLOADS`); a local store: one at a time.
+        self.remote = self.uri.startswith(("http://", "https://"))
         self._experiments: dict[str, str] = {}
         self._all_ids: list[str] | None = None
         self._run_experiment: dict[str, str] = {}
@@ -186,80 +199,106 @@ class TrackingStore:
                 if not token:
                     return out
 
+    def find_or_create(self, content: RunContent, experiment_id: str) -> LoggedRun:
+        """The folder's run, created (incomplete, running) when there is none, nothing logged on
+        it: a sweep's parent as the sweep starts, which `log` fills and completes when it ends."""
+        run = self.find(content.key)
+        if run is not None:
+            return LoggedRun(run.info.run_id, run.info.experiment_id, created=False, skipped=True)
+        with self._calls(f"logging {content.key}"):
+            run = self._create(content, experiment_id, parent_id=None)
+        return LoggedRun(run.info.run_id, run.info.experiment_id, created=True, skipped=False)
+
     def log(
         self, content: RunContent, experiment_id: str, parent_id: str | None = None
     ) -> LoggedRun:
         """Find the folder's run by its key or create it, then log what it lacks; `rb.complete`
         last. A run already complete with the same content is left as it is."""
+        return self._log(content, self.find(content.key), experiment_id, parent_id)
+
+    def log_children(
+        self, contents: Sequence[RunContent], parent: LoggedRun
+    ) -> dict[str, LoggedRun]:
+        """Many small runs under one parent (a tuning's trials), by key: found again among the
+        parent's children in one search (not one search each), and logged side by side to a
+        server, in the parent's experiment."""
+        children = self.runs(parent.experiment_id, f"tags.`{tn.PARENT_RUN_ID}` = '{parent.run_id}'")
+        found = {run.data.tags.get(tn.KEY): run for run in reversed(children)}  # oldest wins
+        with ThreadPoolExecutor(_UPLOADS if self.remote else 1, "rb-track") as pool:
+            logged = {
+                c.key: pool.submit(
+                    self._log, c, found.get(key_hash(c.key)), parent.experiment_id, parent.run_id
+                )
+                for c in contents
+            }
+            try:
+                return {key: each.result() for key, each in logged.items()}
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+
+    def _log(
+        self, content: RunContent, run: Any | None, experiment_id: str, parent_id: str | None
+    ) -> LoggedRun:
+        """`log` of a run already looked for (`run`: None when there is none yet)."""
+        from mlflow.entities import RunTag
+
         digest = content_digest(content)
-        run = self.find(content.key)
         created = run is None
         with self._calls(f"logging {content.key}"):
             if run is None:
-                tags = {
-                    tn.KEY: key_hash(content.key),
-                    tn.FOLDER: content.key,
-                    tn.KIND: content.kind,
-                    tn.COMPLETE: "false",
-                }
-                if parent_id:
-                    tags[tn.PARENT_RUN_ID] = parent_id
-                run = self.client.create_run(experiment_id, tags=tags, run_name=content.name)
+                run = self._create(content, experiment_id, parent_id)
             run_id = run.info.run_id
             have = run.data
-            if have.tags.get(tn.COMPLETE) == "true" and have.tags.get("rb.digest") == digest:
+            complete = have.tags.get(tn.COMPLETE) == "true"
+            if complete and have.tags.get(tn.DIGEST) == digest:
                 if parent_id and have.tags.get(tn.PARENT_RUN_ID) != parent_id:
                     self.client.set_tag(run_id, tn.PARENT_RUN_ID, parent_id)
                 return LoggedRun(run_id, run.info.experiment_id, created, skipped=True)
-            if not created:  # a half-logged run, or one whose folder changed: mark it so first
+            if complete:  # its folder changed since: say so before logging the change
                 self.client.set_tag(run_id, tn.COMPLETE, "false")
-            self._log_values(run_id, content, have, parent_id)
-            self._log_artifacts(run_id, content)
-            self.client.set_tag(run_id, "rb.digest", digest)
-            self.client.set_tag(run_id, tn.COMPLETE, "true")
+            metrics, params, tags = _values(content, have, parent_id)
+            last = [RunTag(tn.DIGEST, digest), RunTag(tn.COMPLETE, "true")]
+            if not content.artifacts and _one_request(metrics, params, [*tags, *last]):
+                # MLflow's stores write a batch's tags after its params and metrics.
+                self.client.log_batch(run_id, metrics, params, [*tags, *last])
+            else:
+                self._send(run_id, content.artifacts, (metrics, params, tags))
+                self.client.log_batch(run_id, tags=last)
             if run.info.status != "FINISHED":
                 self.client.set_terminated(run_id, "FINISHED")
         return LoggedRun(run_id, run.info.experiment_id, created, skipped=False)
 
-    def _log_values(
-        self, run_id: str, content: RunContent, have: Any, parent_id: str | None
-    ) -> None:
-        from mlflow.entities import Metric, Param, RunTag
-
-        params = [Param(k, v) for k, v in content.params.items() if have.params.get(k) is None]
-        changed = sorted(
-            k for k, v in content.params.items() if have.params.get(k) not in (None, v)
-        )
-        tags = dict(content.tags)
-        tags[tn.KIND] = content.kind
+    def _create(self, content: RunContent, experiment_id: str, parent_id: str | None) -> Any:
+        tags = {
+            tn.KEY: key_hash(content.key),
+            tn.FOLDER: content.key,
+            tn.KIND: content.kind,
+            tn.COMPLETE: "false",
+        }
         if parent_id:
             tags[tn.PARENT_RUN_ID] = parent_id
-        if changed:  # MLflow never changes a param: say so where a person looks
-            tags["rb.params_changed"] = ", ".join(changed)[:8000]
-        metrics = [
-            Metric(k, v, content.timestamp_ms, 0)
-            for k, v in content.metrics.items()
-            if have.metrics.get(k) != v
-        ]
-        self.client.log_batch(
-            run_id,
-            metrics=metrics,
-            params=params,
-            tags=[RunTag(k, v) for k, v in tags.items()],
-        )
+        return self.client.create_run(experiment_id, tags=tags, run_name=content.name)
 
-    def _log_artifacts(self, run_id: str, content: RunContent) -> None:
-        with tempfile.TemporaryDirectory(prefix="rb-track-") as tmp:
-            for artifact in content.artifacts:
-                source = artifact.source
-                if artifact.gzip:
-                    source = Path(tmp) / (artifact.name or source.name + ".gz")
-                    with artifact.source.open("rb") as src, gzip.open(source, "wb", 6) as dst:
-                        shutil.copyfileobj(src, dst)
-                elif artifact.name and artifact.name != source.name:
-                    source = Path(tmp) / artifact.name
-                    shutil.copyfile(artifact.source, source)
-                self.client.log_artifact(run_id, str(source), artifact.into or None)
+    def _send(self, run_id: str, artifacts: Sequence[Artifact], values: _Values) -> None:
+        """The run's values and its files, side by side to a server (`_UPLOADS` requests in
+        flight); the first file goes alone, so MLflow looks up the run's artifact store once.
+        The first failure is raised once the requests in flight have ended."""
+        with (
+            tempfile.TemporaryDirectory(prefix="rb-track-") as tmp,
+            ThreadPoolExecutor(_UPLOADS if self.remote else 1, "rb-track") as pool,
+        ):
+            files = [_staged(artifact, Path(tmp)) for artifact in artifacts]
+            sent: list[Future[Any]] = [pool.submit(self.client.log_batch, run_id, *values)]
+            try:
+                if files:
+                    self.client.log_artifact(run_id, *files[0])
+                sent += [pool.submit(self.client.log_artifact, run_id, *f) for f in files[1:]]
+                for each in sent:
+                    each.result()
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
 
     def experiment_of(self, run_id: str) -> str:
         """The experiment a run is in (a child goes where its parent is)."""
@@ -310,6 +349,61 @@ def _why(message: str) -> str:
         if marker in message:
             return said
     return message[:160]
+
+
+_Values = tuple[list[Any], list[Any], list[Any]]  # MLflow's metrics, params and tags
+
+
+def _values(content: RunContent, have: Any, parent_id: str | None) -> _Values:
+    """What of `content` the run (`have`: its data) lacks, as MLflow's metrics, params and tags
+    (the content's own tags always: a tag is replaced, never added twice)."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    params = [Param(k, v) for k, v in content.params.items() if have.params.get(k) is None]
+    changed = sorted(k for k, v in content.params.items() if have.params.get(k) not in (None, v))
+    tags = dict(content.tags)
+    tags[tn.KIND] = content.kind
+    if parent_id:
+        tags[tn.PARENT_RUN_ID] = parent_id
+    if changed:  # MLflow never changes a param: say so where a person looks
+        tags["rb.params_changed"] = ", ".join(changed)[:8000]
+    metrics = [
+        Metric(k, v, content.timestamp_ms, 0)
+        for k, v in content.metrics.items()
+        if have.metrics.get(k) != v
+    ]
+    return metrics, params, [RunTag(k, v) for k, v in tags.items()]
+
+
+def _one_request(metrics: Sequence[Any], params: Sequence[Any], tags: Sequence[Any]) -> bool:
+    """Whether MLflow's client sends this batch as one request (it splits a larger one, and
+    then a tag may arrive before the last metrics)."""
+    from mlflow.utils.validation import (
+        MAX_ENTITIES_PER_BATCH,
+        MAX_METRICS_PER_BATCH,
+        MAX_PARAMS_TAGS_PER_BATCH,
+    )
+
+    return (
+        len(params) <= MAX_PARAMS_TAGS_PER_BATCH
+        and len(tags) <= MAX_PARAMS_TAGS_PER_BATCH
+        and len(metrics) <= MAX_METRICS_PER_BATCH
+        and len(metrics) + len(params) + len(tags) <= MAX_ENTITIES_PER_BATCH
+    )
+
+
+def _staged(artifact: Artifact, tmp: Path) -> tuple[str, str | None]:
+    """A file as MLflow's `log_artifact` takes it (its local path, the run's folder it goes
+    into): compressed into `tmp` when it is uploaded gzipped, copied there when renamed."""
+    source = artifact.source
+    if artifact.gzip:
+        source = tmp / (artifact.name or source.name + ".gz")
+        with artifact.source.open("rb") as src, gzip.open(source, "wb", 6) as dst:
+            shutil.copyfileobj(src, dst)
+    elif artifact.name and artifact.name != source.name:
+        source = tmp / artifact.name
+        shutil.copyfile(artifact.source, source)
+    return str(source), artifact.into or None
 
 
 def key_hash(key: str) -> str:

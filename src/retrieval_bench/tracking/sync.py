@@ -93,10 +93,11 @@ class Syncer:
         return self.record(self.store.log(content, experiment_id, parent_id), path, "job")
 
     def open_sweep(self, path: Path, dataset: str) -> LoggedRun:
-        """A sweep's parent run as the sweep starts (no comparison yet)."""
+        """A sweep's parent run as the sweep starts: found or created, and incomplete until its
+        comparison is logged at the end (`sweep`)."""
         content = sweep_content(path, folder_key(path))
         experiment_id = self.store.experiment_id(self.experiment_for(dataset))
-        return self.record(self.store.log(content, experiment_id), path, "sweep")
+        return self.record(self.store.find_or_create(content, experiment_id), path, "sweep")
 
     def sweep(self, path: Path, kind: str = SWEEP, skip: Iterable[str] = ()) -> LoggedRun:
         """The sweep's parent run with its comparison, then each finished job under it (but

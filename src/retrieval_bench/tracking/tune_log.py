@@ -96,5 +96,4 @@ def log_tuning(
     summary = read_json(folder / TUNE_JSON) or {}
     experiment_id = store.experiment_id(experiment_for(str(summary.get("dataset") or folder.name)))
     parent = store.log(tuning_content(folder, summary), experiment_id)
-    trials = {c.key: store.log(c, experiment_id, parent.run_id) for c in trial_contents(folder)}
-    return parent, trials
+    return parent, store.log_children(trial_contents(folder), parent)

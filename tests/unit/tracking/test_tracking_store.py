@@ -17,7 +17,7 @@ import pytest
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.jobdir.names import UNFINISHED
 from retrieval_bench.tracking import names as tn
-from retrieval_bench.tracking.content import comparison_figures, job_metrics
+from retrieval_bench.tracking.content import comparison_figures, job_artifacts, job_metrics
 from retrieval_bench.tracking.folders import NotTrackable
 from retrieval_bench.tracking.names import metric_name
 from retrieval_bench.tracking.sync import sync_folders
@@ -150,3 +150,59 @@ def test_a_comparison_gives_verdict_tags_and_tier_metrics() -> None:
     tags, metrics = comparison_figures(comparison)
     assert tags == {"verdict/ndcg_at_K/negation/retriever_bm25": "lose"}
     assert metrics == {"tier/ndcg_at_K/all/retriever_bm25": 2.0}
+
+
+def test_a_sweeps_run_is_incomplete_until_its_comparison_is_logged(
+    mini_job: Any, tmp_path: Path
+) -> None:
+    """The live logger opens the sweep's run as the sweep starts; until the sweep's end logs
+    its comparison, the run is neither complete nor finished (a logger killed mid-sweep leaves
+    a run that says so, which the next sync completes)."""
+    from retrieval_bench.tracking.store import TrackingStore
+    from retrieval_bench.tracking.sync import Syncer
+
+    _, job = mini_job
+    sweep = tmp_path / "sweep"
+    shutil.copytree(job, sweep / "0-retriever=hybrid")
+    store = TrackingStore.open(_cfg(tmp_path))
+    syncer = Syncer(store)
+    opened = syncer.open_sweep(sweep, "mini")
+    run = store.client.get_run(opened.run_id)
+    assert run.data.tags[tn.COMPLETE] == "false"
+    assert run.info.status == "RUNNING"
+    assert syncer.open_sweep(sweep, "mini").run_id == opened.run_id  # found again, not doubled
+
+    syncer.sweep(sweep)
+    run = store.client.get_run(opened.run_id)
+    assert run.data.tags[tn.COMPLETE] == "true"
+    assert run.info.status == "FINISHED"
+    [child] = [r for r in _runs(_cfg(tmp_path)) if r.data.tags[tn.KIND] == "job"]
+    assert child.data.tags[tn.PARENT_RUN_ID] == opened.run_id
+
+
+def test_a_run_is_marked_complete_in_one_request_after_its_values_and_files(
+    mini_job: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run logs goes in as few requests as MLflow allows (a sweep waits for its last
+    job's): its values in one batch, its files, then its digest and completion mark together,
+    last."""
+    from mlflow.tracking import MlflowClient
+
+    calls: list[tuple[str, Any]] = []
+    for name in ("log_batch", "log_artifact", "set_tag", "set_terminated"):
+        method = getattr(MlflowClient, name)
+
+        def spied(*args: Any, _method: Any = method, _name: str = name, **kw: Any) -> Any:
+            tags = kw.get("tags") or (args[4] if _name == "log_batch" and len(args) > 4 else [])
+            calls.append((_name, sorted(t.key for t in tags or [])))
+            return _method(*args, **kw)
+
+        monkeypatch.setattr(MlflowClient, name, spied)
+    _, folder = mini_job
+    sync_folders([folder], _cfg(tmp_path))
+    names = [name for name, _ in calls]
+    assert "set_tag" not in names
+    assert names.count("log_batch") == 2
+    assert names[-2:] == ["log_batch", "set_terminated"]
+    assert calls[-2][1] == sorted([tn.COMPLETE, tn.DIGEST])
+    assert names.count("log_artifact") == len(job_artifacts(folder)) > 5

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.tracking import names as tn
@@ -82,3 +85,36 @@ def test_a_tuning_is_one_run_and_each_trial_a_child(tmp_path: Path) -> None:
     again = sync_folders([folder], cfg)
     assert "(unchanged)" in again.lines[0]
     assert len(store.runs(store.experiment_id("travel"))) == 7
+
+
+def test_a_tunings_trials_are_looked_up_once_and_each_logged_in_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 50-trial, 5-fold tuning has 300 trials: a search and two tag requests each, as every
+    run had, made its logging take longer than the tuning itself. One search finds them all
+    among the tuning's children; a trial (no files) is its run, one batch, and its end."""
+    from mlflow.tracking import MlflowClient
+
+    calls: list[str] = []
+    for name in ("search_runs", "create_run", "log_batch", "set_tag", "set_terminated"):
+        method = getattr(MlflowClient, name)
+
+        def counted(*args: Any, _method: Any = method, _name: str = name, **kw: Any) -> Any:
+            calls.append(_name)
+            return _method(*args, **kw)
+
+        monkeypatch.setattr(MlflowClient, name, counted)
+    folder = tmp_path / "tune"
+    _tuning(folder)
+    cfg = TrackingConfig(kind="mlflow", uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    sync_folders([folder], cfg)
+    trials = 6
+    assert calls.count("search_runs") == 2  # the tuning's run by its key, then its children
+    assert calls.count("set_tag") == 0
+    assert calls.count("create_run") == calls.count("set_terminated") == 1 + trials
+    assert calls.count("log_batch") == 2 + trials  # the tuning's values and its completion
+
+    calls.clear()
+    again = sync_folders([folder], cfg)
+    assert sum("(unchanged)" in line for line in again.lines) == 1
+    assert calls == ["search_runs", "search_runs"]  # everything found complete: nothing sent
