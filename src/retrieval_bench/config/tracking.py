@@ -26,7 +26,7 @@ class TrackingConfig:
     """An MLflow tracking URI: a server (http://127.0.0.1:5000), a database
     (sqlite:///mlruns.db, the default: artifacts in mlartifacts/ beside it; never under outputs/,
     whose job folders other commands search) or a file store folder. A relative sqlite or file
-    path resolves against the project root, as cache_dir does."""
+    path resolves against the working directory, as MLflow's own and every output's do."""
     experiment: str = ""
     """The MLflow experiment; empty: the dataset's name."""
     timeout_s: int = 30

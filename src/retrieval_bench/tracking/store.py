@@ -1,9 +1,10 @@
 """The one module that imports MLflow: its `MlflowClient`, never its REST protocol by hand.
 
 `TrackingStore.open` connects to a tracking URI (a relative sqlite or file path resolves
-against the project root; a local store keeps its artifacts beside it); `log` finds a run by its
-key (`rb.key`) or creates it, logs what is missing or changed, and marks it complete last, so a
-run interrupted half-way is completed by the next `log` of the same folder and never doubled.
+against the working directory; a local store keeps its artifacts beside it); `log` finds a run
+by its key (`rb.key`) or creates it, logs what is missing or changed, and marks it complete
+last, so a run interrupted half-way is completed by the next `log` of the same folder and never
+doubled.
 
 A run costs few round trips to a server, since a sweep waits for its last job's run and every
 request waits its turn on a loaded machine: the run is created with its identifying tags, its
@@ -32,7 +33,7 @@ from typing import Any
 
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.errors import BenchError, ConfigError
-from retrieval_bench.paths import resolve_path
+from retrieval_bench.paths import resolve_output
 from retrieval_bench.tracking import names as tn
 from retrieval_bench.tracking.content import Artifact, RunContent
 
@@ -79,18 +80,19 @@ def quiet_environment(timeout_s: int) -> dict[str, str]:
 
 
 def resolved_uri(uri: str) -> str:
-    """A local store's path made absolute (relative paths against the project root, as
-    cache_dir), its folder created; a server's URI as it is."""
+    """A local store's path made absolute, its folder created; a server's URI as it is. The
+    store is written, so a relative path is an output's (`paths.resolve_output`): against the
+    working directory, as MLflow itself reads it, never the package's checkout."""
     if uri.startswith("sqlite:///"):
-        path = resolve_path(uri.removeprefix("sqlite:///"))
+        path = resolve_output(uri.removeprefix("sqlite:///"))
         path.parent.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{path}"
     if uri.startswith("file:"):
-        path = resolve_path(uri.removeprefix("file://").removeprefix("file:"))
+        path = resolve_output(uri.removeprefix("file://").removeprefix("file:"))
         path.mkdir(parents=True, exist_ok=True)
         return path.as_uri()
     if ":" not in uri.split("/")[0]:  # a plain folder: MLflow's file store
-        path = resolve_path(uri)
+        path = resolve_output(uri)
         path.mkdir(parents=True, exist_ok=True)
         return path.as_uri()
     return uri

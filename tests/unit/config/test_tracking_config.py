@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import compose_config
 
@@ -52,3 +54,20 @@ def test_other_tracking_keys_are_checked() -> None:
         TrackingConfig(timeout_s=0).validate()
     with pytest.raises(ConfigError, match=r"tracking\.experiment"):
         TrackingConfig(kind="mlflow", experiment="x" * 501).validate()
+
+
+def test_a_relative_local_store_is_an_output_of_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local store is written, so it resolves as outputs do (docs/output-paths.md): against
+    the working directory only, never into the package's checkout when the folder it names is
+    not there yet."""
+    from retrieval_bench.tracking.store import resolved_uri
+
+    monkeypatch.chdir(tmp_path)
+    assert resolved_uri("sqlite:///mlruns.db") == f"sqlite:///{tmp_path / 'mlruns.db'}"
+    assert resolved_uri("sqlite:///team/runs.db") == f"sqlite:///{tmp_path / 'team' / 'runs.db'}"
+    assert resolved_uri("file:store") == (tmp_path / "store").as_uri()
+    assert resolved_uri("plain") == (tmp_path / "plain").as_uri()
+    assert (tmp_path / "team").is_dir() and (tmp_path / "plain").is_dir()
+    assert resolved_uri("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
