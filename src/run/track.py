@@ -19,6 +19,7 @@ experiment the tracker refuses); 3 internal error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -120,10 +121,15 @@ def _serve(args: argparse.Namespace, cfg: TrackingConfig) -> int:
         print(line, flush=True)
 
     try:
-        return serve(cfg, sys.stdin, say, args.sweep, args.dataset, args.parent_run_id or None)
+        code = serve(cfg, sys.stdin, say, args.sweep, args.dataset, args.parent_run_id or None)
     except ConfigError as exc:
         say(f"refused {exc}")
-        return EXIT_BAD_INPUT
+        code = EXIT_BAD_INPUT
+    # Everything is logged and said, and the job or sweep waits for this process to end: end
+    # it now, not after tearing down the two thousand modules MLflow imported (0.4 s).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

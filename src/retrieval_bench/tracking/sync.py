@@ -99,22 +99,26 @@ class Syncer:
         experiment_id = self.store.experiment_id(self.experiment_for(dataset))
         return self.record(self.store.find_or_create(content, experiment_id), path, "sweep")
 
-    def sweep(self, path: Path, kind: str = SWEEP, skip: Iterable[str] = ()) -> LoggedRun:
+    def sweep(
+        self, path: Path, kind: str = SWEEP, skip: Iterable[str] = (), dataset: str = ""
+    ) -> LoggedRun:
         """The sweep's parent run with its comparison, then each finished job under it (but
-        those whose keys are in `skip`: logged already by this syncer)."""
-        scan = scan_jobs([path])
+        those whose keys are in `skip`: logged already by this syncer, and not read again: the
+        live logger's sweep ends with this, and its last job's folder is large). `dataset`:
+        the experiment's dataset when no job is read."""
+        skipped = set(skip)
+        dirs = find_job_dirs(path)
+        scan = scan_jobs([d for d in dirs if folder_key(d) not in skipped] if dirs else [path])
         for line in scan.skipped_lines():
             self.synced.lines.append(f"not logged: {line}")
-        dataset = scan.jobs[0].dataset if scan.jobs else path.name
+        dataset = scan.jobs[0].dataset if scan.jobs else dataset or path.name
         key = folder_key(path)
         content = month_content(path, key) if kind == MONTH_KIND else sweep_content(path, key)
         experiment_id = self.store.experiment_id(self.experiment_for(dataset))
         parent = self.record(self.store.log(content, experiment_id), path, kind)
-        skipped = set(skip)
         for job in scan.jobs:
-            if folder_key(job.path) not in skipped:
-                relpath = job.path.resolve().relative_to(path.resolve()).as_posix()
-                self.job(job.path, parent_id=parent.run_id, relpath=relpath)
+            relpath = job.path.resolve().relative_to(path.resolve()).as_posix()
+            self.job(job.path, parent_id=parent.run_id, relpath=relpath)
         return parent
 
     def month(self, month_dir: Path) -> list[LoggedRun]:
@@ -207,7 +211,7 @@ def serve(
     if down is None and sweep_dir is not None:
         try:  # the comparison, and any finished job not handed over (e.g. logged by no one)
             handed = {key for key, run in syncer.synced.runs.items() if run.run_id != parent_id}
-            syncer.sweep(sweep_dir, skip=handed)
+            syncer.sweep(sweep_dir, skip=handed, dataset=dataset)
             say("sweep logged")
         except TrackerDown as exc:
             down = str(exc)

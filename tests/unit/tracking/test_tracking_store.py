@@ -153,11 +153,13 @@ def test_a_comparison_gives_verdict_tags_and_tier_metrics() -> None:
 
 
 def test_a_sweeps_run_is_incomplete_until_its_comparison_is_logged(
-    mini_job: Any, tmp_path: Path
+    mini_job: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The live logger opens the sweep's run as the sweep starts; until the sweep's end logs
     its comparison, the run is neither complete nor finished (a logger killed mid-sweep leaves
-    a run that says so, which the next sync completes)."""
+    a run that says so, which the next sync completes). The end does not read again the jobs
+    the logger logged (what the sweep waits for)."""
+    from retrieval_bench.jobdir.read import FinishedJob
     from retrieval_bench.tracking.store import TrackingStore
     from retrieval_bench.tracking.sync import Syncer
 
@@ -172,7 +174,18 @@ def test_a_sweeps_run_is_incomplete_until_its_comparison_is_logged(
     assert run.info.status == "RUNNING"
     assert syncer.open_sweep(sweep, "mini").run_id == opened.run_id  # found again, not doubled
 
-    syncer.sweep(sweep)
+    syncer.job(sweep / "0-retriever=hybrid", opened.run_id, "0-retriever=hybrid")
+    handed = {key for key, logged in syncer.synced.runs.items() if logged.run_id != opened.run_id}
+    loaded: list[Path] = []
+    load = FinishedJob.load
+
+    def counted(cls: type, path: Path, *args: Any, **kw: Any) -> Any:
+        loaded.append(path)
+        return load(path, *args, **kw)
+
+    monkeypatch.setattr(FinishedJob, "load", classmethod(counted))
+    syncer.sweep(sweep, skip=handed, dataset="mini")
+    assert loaded == []
     run = store.client.get_run(opened.run_id)
     assert run.data.tags[tn.COMPLETE] == "true"
     assert run.info.status == "FINISHED"
