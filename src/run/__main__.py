@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -50,6 +50,9 @@ from retrieval_bench.paths import PROJECT_ROOT, resolve_output
 from retrieval_bench.reports.console import job_line, job_summary
 from run.exits import JobFailed, die_with_parent, guarded, log_traceback, stop_signals
 from run.slurm import slurm_fit
+
+if TYPE_CHECKING:
+    from run.tracking import LiveLogger
 
 register_configs()
 # conf/config.yaml's job folders; cached, so each folder is claimed once per job.
@@ -106,7 +109,16 @@ def _task(dict_cfg: DictConfig) -> float | None:
 
 def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
     """One job into its folder, marked UNFINISHED until its last file is written (and with
-    why, when it fails or is interrupted)."""
+    why, when it fails or is interrupted); with tracking, its logger starts with it."""
+    if not cfg.tracking.enabled:
+        return _run_job(cfg, config, None)
+    from run.tracking import own_logger
+
+    with own_logger(cfg.tracking) as logger:
+        return _run_job(cfg, config, logger)
+
+
+def _run_job(cfg: RunConfig, config: dict[str, Any], logger: LiveLogger | None) -> float | None:
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     mark_unfinished(job_dir, RUNNING)
     try:
@@ -140,7 +152,7 @@ def _job(cfg: RunConfig, config: dict[str, Any]) -> float | None:
     if cfg.tracking.enabled:  # the folder is complete: log it off this process
         from run.tracking import log_finished
 
-        warning = log_finished(job_dir, cfg.tracking)
+        warning = log_finished(job_dir, cfg.tracking, logger)
         if warning:
             print(warning, file=sys.stderr, flush=True)
     _check_scored(result.metrics, job_dir)

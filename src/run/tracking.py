@@ -17,10 +17,12 @@ the tracker refuses (a deleted experiment) is a ConfigError naming the key (exit
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,13 @@ class LiveLogger:
                 "tracking.experiment", self.refused.partition(": ")[2] or self.refused
             )
 
+    def abandon(self) -> None:
+        """End a logger that was handed nothing (the work it was started for failed)."""
+        self.proc.kill()
+        self.proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+
     def finish(self) -> str | None:
         """Tell the logger to end (a sweep's: log the comparison and anything left), wait for it,
         and return the warning line when something was not logged (None: all logged)."""
@@ -170,16 +179,43 @@ class LiveLogger:
         )
 
 
-def log_finished(job_dir: Path, cfg: TrackingConfig) -> str | None:
-    """After a job's folder is complete: hand it to this process's sweep logger (the basic
-    launcher), or log it through a logger of its own (a single run, or a job a launcher started
-    elsewhere: a child of the run named by the environment). Returns the warning line for a job
-    it could not log here and now (None: logged, or handed over)."""
+def _sweep_logger() -> LiveLogger | None:
+    """This process's sweep logger (the basic launcher runs a sweep's jobs in its process)."""
     sweep = LiveLogger.current
-    if sweep is not None and sweep.pid == os.getpid():
+    return sweep if sweep is not None and sweep.pid == os.getpid() else None
+
+
+@contextlib.contextmanager
+def own_logger(cfg: TrackingConfig) -> Iterator[LiveLogger | None]:
+    """The logger of a folder this process is about to make (a single job, a job a launcher
+    started elsewhere, a tuning), started now, so that its interpreter and MLflow load while
+    the work runs instead of after it (seconds of CPU a job would wait for); it waits on its
+    input meanwhile. None when tracking is off or this process's sweep logger takes the folder.
+    Ended unheard when the work fails: it has logged nothing."""
+    logger = None
+    if cfg.enabled and _sweep_logger() is None:
+        logger = LiveLogger(cfg, parent_id=os.environ.get(PARENT_ENV) or None)
+    try:
+        yield logger
+    except BaseException:
+        if logger is not None:
+            logger.abandon()
+        raise
+
+
+def log_finished(
+    job_dir: Path, cfg: TrackingConfig, logger: LiveLogger | None = None
+) -> str | None:
+    """After a job's folder is complete: hand it to this process's sweep logger (the basic
+    launcher), or log it through a logger of its own (`logger`, started by `own_logger`; else
+    one started now: a single run, or a job a launcher started elsewhere, a child of the run
+    named by the environment). Returns the warning line for a job it could not log here and
+    now (None: logged, or handed over)."""
+    sweep = _sweep_logger()
+    if sweep is not None:
         sweep.hand_over(job_dir)
         return None
-    logger = LiveLogger(cfg, parent_id=os.environ.get(PARENT_ENV) or None)
+    logger = logger or LiveLogger(cfg, parent_id=os.environ.get(PARENT_ENV) or None)
     logger.hand_over(job_dir)
     return logger.finish()
 

@@ -43,17 +43,20 @@ def _main(argv: Sequence[str] | None) -> int:
         from retrieval_bench.tracking.store import check_reachable
 
         check_reachable(tuner.cfg.tracking)
-    resume = f"the tuning in {folder} stopped; rerun with tune.dir={folder} to resume"
-    with interrupt_leaves(resume):
-        tuning = tuner.run()
-    print(tune_text(tuning.summary))
-    print(f"\noutputs: {', '.join(str(p) for p in tuning.files)}")
-    print(f"run the tuned configuration: python -m run --config-dir {folder} --config-name tuned")
-    if tuner.cfg.tracking.enabled:  # the folder is complete: the study and its trials logged
-        from run.tracking import log_finished
+    from run.tracking import log_finished, own_logger
 
-        warning = log_finished(folder, tuner.cfg.tracking)
-        print(warning or f"tracking: tuning logged to {tuner.cfg.tracking.uri}", flush=True)
+    resume = f"the tuning in {folder} stopped; rerun with tune.dir={folder} to resume"
+    with own_logger(tuner.cfg.tracking) as logger:  # loads while the tuning runs
+        with interrupt_leaves(resume):
+            tuning = tuner.run()
+        print(tune_text(tuning.summary))
+        print(f"\noutputs: {', '.join(str(p) for p in tuning.files)}")
+        print(
+            f"run the tuned configuration: python -m run --config-dir {folder} --config-name tuned"
+        )
+        if logger is not None:  # the folder is complete: the study and its trials logged
+            warning = log_finished(folder, tuner.cfg.tracking, logger)
+            print(warning or f"tracking: tuning logged to {tuner.cfg.tracking.uri}", flush=True)
     return 0
 
 

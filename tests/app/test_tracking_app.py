@@ -19,6 +19,7 @@ from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.jobdir.read import find_job_dirs
 from retrieval_bench.tracking import names as tn
 from retrieval_bench.tracking.content import comparison_figures, job_artifacts, job_metrics
+from run.tracking import log_finished
 
 pytestmark = pytest.mark.slow
 __all__ = ["slurm"]  # the cluster fixture (support.slurm), for the SLURM test below
@@ -228,3 +229,28 @@ def test_a_month_on_an_empty_disk_gates_from_the_tracker_as_from_its_folders(
                      "tracking.experiment=empty", "benchmark.baseline_from=tracking"])  # fmt: skip
     assert alone.returncode == 0, alone.stderr
     assert "gate 2026-03: no baseline, nothing gated (no earlier finished month" in alone.stdout
+
+
+def test_a_jobs_own_logger_loads_while_the_job_runs_and_ends_unheard_when_it_fails(
+    tmp_path: Path, mini_job: Any
+) -> None:
+    """A single job's (or a tuning's) logger starts with the work, so MLflow loads while the
+    work runs, not after it; when the work fails it is ended, having logged nothing; when the
+    work ends, it logs the folder."""
+    from run.tracking import own_logger
+
+    cfg = TrackingConfig(kind="mlflow", uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with pytest.raises(RuntimeError, match="the job failed"), own_logger(cfg) as logger:
+        assert logger is not None and logger.proc.poll() is None  # started, waiting
+        raise RuntimeError("the job failed")
+    assert logger.proc.returncode is not None
+    assert not (tmp_path / "mlflow.db").exists()  # it logged nothing
+
+    _, folder = mini_job
+    with own_logger(cfg) as logger:
+        assert logger is not None
+        assert log_finished(folder, cfg, logger) is None
+    [run] = _runs(cfg.uri, "mini")
+    assert run.data.tags[tn.FOLDER] == str(folder.resolve())
+    with own_logger(TrackingConfig()) as none:
+        assert none is None  # tracking=none: no process
