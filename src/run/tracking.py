@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,7 @@ class TrackingCallback(Callback):
             return
         from retrieval_bench.errors import EXIT_BAD_INPUT, ConfigError
 
+        start = time.perf_counter()
         try:
             warning = logger.finish()
         except ConfigError as exc:
@@ -264,8 +266,10 @@ class TrackingCallback(Callback):
             raise SystemExit(EXIT_BAD_INPUT) from exc
         if warning:
             print(warning, file=sys.stderr, flush=True)
-        else:
-            print(f"tracking: sweep logged to {logger.cfg.uri}", flush=True)
+        else:  # what of the logging the sweep waited for: the rest ran beside its jobs
+            waited = time.perf_counter() - start
+            said = f"tracking: sweep logged to {logger.cfg.uri} ({waited:.1f} s after its end)"
+            print(said, flush=True)
 
 
 def _dataset_name(config: DictConfig) -> str:
