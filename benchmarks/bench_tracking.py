@@ -3,9 +3,12 @@ tracking=mlflow, side by side, alternating, in one run.
 
     .venv/bin/python benchmarks/bench_tracking.py           # travel, a real server
     .venv/bin/python benchmarks/bench_tracking.py --quick   # the mini fixture, sqlite
+    .venv/bin/python benchmarks/bench_tracking.py --tune    # a tuning (experiment=tune_fusion)
 
 Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
-its own, with a warm embedding cache (one untimed sweep first); the two sides alternate
+its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a
+tuning instead (`python -m run.tune experiment=tune_fusion`: 30 trials in each of 6 Optuna
+studies, every trial a child run of the tuning's); the two sides alternate
 `--repeat` times so a drift of the machine's speed hits both alike. The tracked side logs to a
 real `mlflow server` on 127.0.0.1 (sqlite backend, local artifact root; started here, on a free
 port) or, with `--store sqlite`, to a sqlite file. Reported: each side's wall time (median and
@@ -37,25 +40,30 @@ sys.path.insert(0, str(ROOT / "tests"))
 TARGET = 1.05
 
 
-def sweep(args: list[str], folder: Path) -> tuple[float, float, float]:
-    """The sweep's wall seconds, the CPU seconds of its whole process tree (the sweep, its jobs
-    and its logger; a tracking server's own work is not counted), and the seconds it waited for
-    its logger after its end (0 untracked)."""
+def sweep(args: list[str], folder: Path, tune: bool = False) -> tuple[float, float, float]:
+    """The sweep's (or tuning's) wall seconds, the CPU seconds of its whole process tree (the
+    sweep, its jobs and its logger; a tracking server's own work is not counted), and the seconds
+    it waited for its logger after its end (0 untracked)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = (
+        ["run.tune", *args, f"tune.dir={folder}"]
+        if tune
+        else ["run", "-m", *args, f"hydra.sweep.dir={folder}"]
+    )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "run", "-m", *args, f"hydra.sweep.dir={folder}"],
+        [sys.executable, "-m", *command],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
-        sys.exit(f"python -m run -m {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+        sys.exit(f"python -m {' '.join(command)} failed:\n{proc.stderr[-3000:]}")
     if "warning:" in proc.stderr:
         sys.exit(f"the tracked sweep was not fully logged:\n{proc.stderr[-3000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    waited = re.search(r"tracking: sweep logged to \S+ \((\d+\.\d) s after its end\)", proc.stdout)
+    waited = re.search(r"logged to \S+ \((\d+\.\d) s after its end\)", proc.stdout)
     return seconds, cpu, float(waited[1]) if waited else 0.0
 
 
@@ -90,17 +98,53 @@ def check_logged(uri: str, experiment: str, folders: list[Path]) -> str:
     return f"{len(parents)} parents, {len(children)} children of ~{values} metrics each, exact"
 
 
+def check_tunings_logged(uri: str, experiment: str, folders: list[Path]) -> str:
+    """One run per tracked tuning holding its scores, and every finished trial of its studies
+    a child of it with its objective."""
+    from retrieval_bench.config.tracking import TrackingConfig
+    from retrieval_bench.jobdir.files import read_json
+    from retrieval_bench.tracking import names as tn
+    from retrieval_bench.tracking.store import TrackingStore
+    from retrieval_bench.tracking.tune_log import trial_contents, tuning_content
+    from retrieval_bench.tune.names import TUNE_JSON
+
+    store = TrackingStore.open(TrackingConfig(kind="mlflow", uri=uri))
+    exp = store.client.get_experiment_by_name(experiment)
+    runs = store.runs(exp.experiment_id) if exp is not None else []
+    parents = {r.data.tags.get(tn.FOLDER): r for r in runs if r.data.tags.get(tn.KIND) == "tune"}
+    trials = {r.data.tags[tn.FOLDER]: r for r in runs if r.data.tags.get(tn.KIND) == "trial"}
+    if sorted(parents) != sorted(str(f.resolve()) for f in folders):
+        sys.exit(f"tuning runs {sorted(parents)} are not the tunings {folders}")
+    expected = 0
+    for folder in folders:
+        parent = parents[str(folder.resolve())]
+        if parent.data.metrics != tuning_content(folder, read_json(folder / TUNE_JSON)).metrics:
+            sys.exit(f"{folder}: the tuning's run differs from its tune.json")
+        for content in trial_contents(folder):
+            expected += 1
+            run = trials.get(content.key)
+            if run is None or run.data.metrics != content.metrics:
+                sys.exit(f"{content.key}: not logged as it is in the study")
+            if run.data.tags.get(tn.PARENT_RUN_ID) != parent.info.run_id:
+                sys.exit(f"{content.key}: not a child of its tuning's run")
+    if len(trials) != expected:
+        sys.exit(f"{len(trials)} trial runs for {expected} trials")
+    return f"{len(parents)} tunings, {expected} trials as their children, exact"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="the mini fixture, a sqlite store")
     parser.add_argument("--repeat", type=int, default=3, help="sweeps per side (alternating)")
     parser.add_argument("--store", choices=["server", "sqlite"], default="")
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
+    parser.add_argument("--tune", action="store_true", help="a tuning on each side, not a sweep")
     args = parser.parse_args()
     store = args.store or ("sqlite" if args.quick else "server")
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
         work = args.workdir or Path(tmp)
-        base = ["retriever=bm25,dense,hybrid", f"cache_dir={work / 'cache'}"]
+        what = ["experiment=tune_fusion"] if args.tune else ["retriever=bm25,dense,hybrid"]
+        base = [*what, f"cache_dir={work / 'cache'}"]
         if args.quick:
             base += [
                 "dataset.name=mini",
@@ -118,8 +162,8 @@ def main() -> int:
             uri = f"sqlite:///{work / 'mlflow.db'}"
         tracked = [*base, "tracking=mlflow", f"tracking.uri={uri}", "tracking.experiment=bench"]
         try:
-            sweep(base, work / "warm-none")  # the embedding cache, the interpreter's files
-            sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow")
+            sweep(base, work / "warm-none", args.tune)  # the embedding cache, the interpreter's
+            sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow", args.tune)
             times: dict[str, list[float]] = {"none": [], "mlflow": []}
             cpu: dict[str, list[float]] = {"none": [], "mlflow": []}
             waits: list[float] = []
@@ -127,14 +171,15 @@ def main() -> int:
             for i in range(args.repeat):
                 for side, folder, given in (("none", work / f"none-{i}", base),
                                             ("mlflow", work / f"mlflow-{i}", tracked)):  # fmt: skip
-                    wall, used, waited = sweep(given, folder)
+                    wall, used, waited = sweep(given, folder, args.tune)
                     times[side].append(wall)
                     cpu[side].append(used)
                 waits.append(waited)
                 folders.append(work / f"mlflow-{i}")
                 said = [f"{s} {times[s][-1]:.2f} s ({cpu[s][-1]:.1f} CPU s)" for s in cpu]
                 print(f"round {i + 1}: {', '.join(said)}; waited {waited:.1f} s", flush=True)
-            logged = check_logged(uri, "bench", folders)
+            check = check_tunings_logged if args.tune else check_logged
+            logged = check(uri, "bench", folders)
         finally:
             if server is not None:
                 server.stop()
@@ -142,12 +187,13 @@ def main() -> int:
     ratio = mlflow / none
     cpu_none, cpu_mlflow = statistics.median(cpu["none"]), statistics.median(cpu["mlflow"])
     dataset = "mini" if args.quick else "travel"
+    work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
     print(f"logged: {logged}")
     print(
-        f"RESULT tracking: {dataset} 3-job sweep, {store} store, median of {args.repeat}: "
+        f"RESULT tracking: {dataset} {work_done}, {store} store, median of {args.repeat}: "
         f"CPU s of the process tree none {cpu_none:.1f}, mlflow {cpu_mlflow:.1f} "
         f"(+{cpu_mlflow - cpu_none:.1f}); wall none {none:.2f} s, mlflow {mlflow:.2f} s, "
-        f"ratio {ratio:.3f} (target <= {TARGET}); the tracked sweep waited "
+        f"ratio {ratio:.3f} (target <= {TARGET}); the tracked {work_done.split()[-1]} waited "
         f"{statistics.median(waits):.1f} s for its logger after its end"
     )
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,8 +56,14 @@ def _main(argv: Sequence[str] | None) -> int:
             f"run the tuned configuration: python -m run --config-dir {folder} --config-name tuned"
         )
         if logger is not None:  # the folder is complete: the study and its trials logged
+            start = time.perf_counter()
             warning = log_finished(folder, tuner.cfg.tracking, logger)
-            print(warning or f"tracking: tuning logged to {tuner.cfg.tracking.uri}", flush=True)
+            waited = time.perf_counter() - start
+            uri = tuner.cfg.tracking.uri
+            print(
+                warning or f"tracking: tuning logged to {uri} ({waited:.1f} s after its end)",
+                flush=True,
+            )
     return 0
 
 
