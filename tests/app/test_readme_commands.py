@@ -2,7 +2,7 @@
 
 How commands are read from a page, which are excluded, how placeholders are filled and the fresh
 copy of the repository they run in: `tests/support/doc_commands.py`, which the docs site's
-pages share (`tests/docs/test_commands_*.py`).
+pages share (`tests/docs/test_commands.py`).
 """
 
 from __future__ import annotations

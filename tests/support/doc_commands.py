@@ -1,6 +1,6 @@
 """Every shell command in a fenced block of the README and of the docs site runs as written, so
 neither can drift: the machinery the tests that run them share (`tests/app/test_readme_commands.py`
-for README.md, `tests/docs/test_commands_*.py` for docs/, one module per section so the two
+for README.md, `tests/docs/test_commands.py` for docs/, one test class per page so the two
 workers share them).
 
 The commands are read from the pages at collection time, so a command added later is run
@@ -205,13 +205,11 @@ def commands_of(page: Path) -> list[DocCommand]:
     return commands
 
 
-def docs_pages(section: str | None) -> list[Path]:
-    """The docs pages of one section's folder (`how-to`), or (None) those in no section's
-    folder (docs/*.md), in name order; the hooks' folder holds no pages."""
+def docs_pages(section: str | None = None) -> list[Path]:
+    """The docs pages of one section's folder (`how-to`), or (None) every page of the site, in
+    path order; the hooks' folder holds no pages."""
     docs = ROOT / "docs"
-    if section is None:
-        return sorted(docs.glob("*.md"))
-    return sorted((docs / section).rglob("*.md"))
+    return sorted((docs / section).rglob("*.md") if section else docs.rglob("*.md"))
 
 
 def runnable(commands: list[DocCommand]) -> list[DocCommand]:

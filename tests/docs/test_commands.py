@@ -1,7 +1,7 @@
-"""Every command in the code blocks of docs/*.md and docs/reference/ runs as written, page by page,
+"""Every command in the code blocks of the docs site (docs/**/*.md) runs as written, page by page,
 each page in a fresh copy of the repository (`tests/support/doc_commands.py`: which blocks hold
-commands, placeholders, exclusions). One module per docs section and one test class per page, so the
-two workers share the pages."""
+commands, placeholders, exclusions). One test class per page (`TestCommandsOf_how_to_tune_md`),
+so the two workers share the pages and `-k how_to` picks a section."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from support.doc_commands import (
     page_classes,
 )
 
-PAGES = [*docs_pages(None), *docs_pages("reference")]
+PAGES = docs_pages()
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
