@@ -116,6 +116,12 @@ def test_a_two_round_plan_is_drawn_filled_and_estimated(
         snapshot,
         tmp_path / "after-1.jsonl",
     )
+    # An estimate after round 1 alone: valid, its weight renormalised, and said.
+    capsys.readouterr()
+    early = ["estimate", str(plan_dir), "--labels", str(after1), "--out", str(tmp_path)]
+    assert label_main(early) == 0
+    assert "1 of 2 planned rounds drawn" in capsys.readouterr().out
+    assert json.loads((tmp_path / "estimate.json").read_text(encoding="utf-8"))["weights"] == [1.0]
     assert label_main(["next", str(plan_dir), "--labels", str(after1)]) == 0
     plan = read_plan(plan_dir)
     second = plan["rounds"][1]
