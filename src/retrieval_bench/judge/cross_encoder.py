@@ -75,7 +75,16 @@ class CrossEncoderJudge(ScoreJudge):
         }
 
     def cache_key(self, pair: Pair) -> list[str]:
-        return [pair.query, pair.passage, "cross-encoder score", self.reranker.resolved.fingerprint]
+        """The pair, the model's files and the tokens a pair is cut to: a pair longer than the
+        cut scores differently at another `max_length`, so its score is another answer."""
+        cut = f"max_length={self.reranker.max_length}"
+        return [
+            pair.query,
+            pair.passage,
+            "cross-encoder score",
+            self.reranker.resolved.fingerprint,
+            cut,
+        ]
 
     def judge(self, pairs: Sequence[Pair], done: Done) -> None:
         for start in range(0, len(pairs), CHUNK):

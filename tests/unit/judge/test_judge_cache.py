@@ -51,3 +51,21 @@ def test_two_cross_encoders_share_a_cache_but_not_their_scores(tmp_path: Path) -
         judge = CrossEncoderJudge(str(folder), thresholds=[0.0])
         keys.append(JudgeCache.key(judge.cache_key(PAIRS[0])))
     assert keys[0] != keys[1]
+
+
+@pytest.mark.slow  # loads FlagEmbedding (torch) and a cross-encoder from its files
+def test_a_cross_encoders_cut_is_part_of_its_cache_key(tmp_path: Path) -> None:
+    """The same model cutting pairs at 16 or at 32 tokens gives a long pair two scores: the
+    cache must not serve one cut's score as the other's."""
+    from support.random_models import build_random_cross_encoder
+
+    from retrieval_bench.judge.cross_encoder import CrossEncoderJudge
+
+    build_random_cross_encoder(tmp_path / "ce", seed=1)
+    keys = [
+        JudgeCache.key(
+            CrossEncoderJudge(str(tmp_path / "ce"), [0.0], max_length=length).cache_key(PAIRS[0])
+        )
+        for length in (16, 32, 32)
+    ]
+    assert keys[0] != keys[1] and keys[1] == keys[2]
