@@ -31,15 +31,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from retrieval_bench.config.judge import JUDGES, JudgeSettings
 from retrieval_bench.data.judgments import DEFAULT_GRADES
 from retrieval_bench.errors import EXIT_OK, ConfigError
 from retrieval_bench.judge.base import Judge, cli_key
-from retrieval_bench.judge.build import JUDGE_KINDS, JudgeSpec, build_judge, check_thresholds
+from retrieval_bench.judge.build import build_judge, check_thresholds, judge_spec
 from retrieval_bench.judge.cache import JudgeCache
-from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.files import CALIBRATION_JSON, JUDGMENTS
 from run.exits import guarded
 from run.options import grades_option
+from run.typed_options import add_fields, read_fields
 
 DEFAULT_CALIBRATION_DIR = Path("outputs/calibration")
 
@@ -70,93 +71,54 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def add_judge_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """The flags that describe a judge (`judge_of` reads them): its kind and model, the grade
-    scale, the answers' cache, and each kind's own settings."""
-    add = parser.add_argument
-    add("--judge", choices=JUDGE_KINDS, required=required, help="the kind of judge")
-    add(
-        "--model",
-        required=required,
-        help="openai: the model's name; cross_encoder: its folder; similarity: use or a folder",
+    """The flags that describe a judge (`judge_of` reads them): one per field of
+    `config.judge.JudgeSettings`, the type the monthly job's `benchmark.judge` node is too
+    (`--judge` its kind, `--url`, `--timeout-s`, ...), the answers' cache, and a calibration
+    whose thresholds to use."""
+    add_fields(
+        parser,
+        JudgeSettings,
+        required=("kind", "model") if required else (),
+        choices={"kind": JUDGES},
+        converters={"grades": grades_option},
     )
-    add("--grades", type=grades_option, default=DEFAULT_GRADES, help="0,1 (default) or 0,1,2,3")
-    add("--cache-dir", type=Path, default=Path("outputs/cache"), help="answers cached here")
-    chat = parser.add_argument_group("--judge openai").add_argument
-    chat("--url", help="the API's base (http://HOST:PORT/v1) or its /chat/completions URL")
-    chat("--relevant-from", type=int, default=2, help="on 0,1: relevant from this 0-3 grade")
-    chat("--prompt-en", type=Path, help="an English prompt file instead of the shipped one")
-    chat("--prompt-zh", type=Path, help="a Chinese prompt file instead of the shipped one")
-    chat("--concurrency", type=int, default=8, help="requests in flight")
-    chat("--timeout-s", type=float, default=60.0, help="seconds per attempt")
-    chat("--retries", type=int, default=2, help="further attempts after a failure that may pass")
-    chat("--retry-backoff-s", type=float, default=0.5, help="first wait, doubled each retry")
-    chat("--max-tokens", type=int, default=100, help="the answer's length limit")
-    chat("--api-key-env", default="OPENAI_API_KEY", help="the variable holding an API key")
-    chat("--usd-per-mtok-in", type=float, help="price per million prompt tokens (cost field)")
-    chat("--usd-per-mtok-out", type=float, help="price per million completion tokens")
-    ce = parser.add_argument_group("--judge cross_encoder or similarity").add_argument
-    ce("--thresholds", help="score thresholds, one per grade above 0, ascending: T1[,T2,...]")
-    ce("--calibration", type=Path, help="a calibration.json whose thresholds to use")
-    ce("--batch-size", type=int, default=32)
-    ce(
-        "--max-length",
-        type=int,
-        help="tokens a pair is cut to (default 512, or the model's own limit where lower)",
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path("outputs/cache"), help="answers cached here"
     )
-    ce("--device", action="append", dest="devices", help="cpu (default), cuda:N; repeatable")
+    parser.add_argument(
+        "--calibration", type=Path, help="a calibration.json whose thresholds to use"
+    )
 
 
-def _thresholds(args: argparse.Namespace, scale: Sequence[int]) -> list[float] | None:
-    """The cross-encoder's thresholds from --thresholds or --calibration (None: none given)."""
-    if args.thresholds is not None and args.calibration is not None:
+def _thresholds(args: argparse.Namespace, settings: JudgeSettings) -> list[float]:
+    """The thresholds of --thresholds or of --calibration's file (empty: none given)."""
+    if settings.thresholds and args.calibration is not None:
         raise ConfigError("--thresholds", "give --thresholds or --calibration, not both")
-    if args.calibration is not None:
-        path = (
-            args.calibration / CALIBRATION_JSON if args.calibration.is_dir() else args.calibration
-        )
-        try:
-            values = json.loads(path.read_text(encoding="utf-8"))["judge"]["thresholds"]
-            values = [float(v) for v in values]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(
-                "--calibration", f"{path}: not a cross-encoder's calibration.json ({exc!r})"
-            ) from None
-        check_thresholds(values, scale, "--calibration", cli_key)
-        return values
-    if args.thresholds is None:
-        return None
+    if args.calibration is None:
+        return list(settings.thresholds)
+    path = args.calibration / CALIBRATION_JSON if args.calibration.is_dir() else args.calibration
     try:
-        return [float(part) for part in args.thresholds.split(",") if part.strip()]
-    except ValueError:
-        raise ConfigError("--thresholds", f"{args.thresholds!r}: not numbers") from None
+        values = json.loads(path.read_text(encoding="utf-8"))["judge"]["thresholds"]
+        values = [float(v) for v in values]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            "--calibration", f"{path}: not a cross-encoder's calibration.json ({exc!r})"
+        ) from None
+    check_thresholds(values, tuple(settings.grades), "--calibration", cli_key)
+    return values
+
+
+def judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """The judge's settings the flags give (`add_judge_options`)."""
+    settings = read_fields(args, JudgeSettings)
+    settings.grades = list(settings.grades)
+    settings.thresholds = _thresholds(args, settings)
+    return settings
 
 
 def judge_of(args: argparse.Namespace, scale: Sequence[int], need_thresholds: bool) -> Judge:
     """The judge the flags describe."""
-    chat = ChatSettings(
-        url=args.url or "",
-        model=args.model,
-        concurrency=args.concurrency,
-        timeout_s=args.timeout_s,
-        retries=args.retries,
-        retry_backoff_s=args.retry_backoff_s,
-        max_tokens=args.max_tokens,
-        api_key_env=args.api_key_env,
-        usd_per_mtok_in=args.usd_per_mtok_in,
-        usd_per_mtok_out=args.usd_per_mtok_out,
-    )
-    spec = JudgeSpec(
-        kind=args.judge,
-        chat=chat,
-        relevant_from=args.relevant_from,
-        prompt_en=args.prompt_en,
-        prompt_zh=args.prompt_zh,
-        thresholds=_thresholds(args, scale),
-        batch_size=args.batch_size,
-        max_length=args.max_length,
-        devices=args.devices or ["cpu"],
-    )
-    return build_judge(spec, scale, need_thresholds)
+    return build_judge(judge_spec(judge_settings(args)), scale, need_thresholds)
 
 
 def _sample(text: str) -> int | None:

@@ -165,7 +165,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from retrieval_bench.active.simulate import Settings, simulate
     from retrieval_bench.judge.cache import JudgeCache
 
-    if args.judge is None or args.model is None:
+    if args.kind in (None, "none") or not args.model:
         raise ConfigError("--judge", "simulate needs a judge: --judge KIND --model MODEL")
     if args.draws < 1 or args.second_draws < 1 or args.draws % args.second_draws:
         raise ConfigError(

@@ -27,9 +27,8 @@ from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.judge.base import Judge, config_key
-from retrieval_bench.judge.build import JudgeSpec, build_judge
+from retrieval_bench.judge.build import build_judge, judge_spec
 from retrieval_bench.judge.cache import JudgeCache
-from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.files import JUDGMENTS, MONTH_JUDGE_DIR
 from retrieval_bench.judge.judging import judge_pool
 from retrieval_bench.labels.pool import pool_folders
@@ -43,23 +42,9 @@ KEY = config_key("benchmark.judge")
 def month_judge(settings: BenchmarkJudgeConfig) -> Judge:
     """The judge `benchmark.judge` describes (a bad setting exits 2 naming its key); built
     before any job runs."""
-    chat = ChatSettings(
-        url=settings.url,
-        model=settings.model,
-        concurrency=settings.concurrency,
-        timeout_s=settings.timeout_s,
-        retries=settings.retries,
-        api_key_env=settings.api_key_env,
+    return build_judge(
+        judge_spec(settings), tuple(settings.grades), need_thresholds=True, key=KEY
     )
-    spec = JudgeSpec(
-        kind=settings.kind,
-        chat=chat,
-        relevant_from=settings.relevant_from,
-        prompt_en=settings.prompt_en or None,
-        prompt_zh=settings.prompt_zh or None,
-        thresholds=list(settings.thresholds) or None,
-    )
-    return build_judge(spec, tuple(settings.grades), need_thresholds=True, key=KEY)
 
 
 def judge_month(

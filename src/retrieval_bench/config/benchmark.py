@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_bench.config.judge import JUDGES, JudgeSettings
 from retrieval_bench.errors import ConfigError
 
 MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
@@ -35,54 +36,22 @@ class GateConfig:
     the gate report, allowed or not; one not allowed fails the gate."""
 
 
-JUDGE_KINDS = ("none", "openai", "cross_encoder")
-
-
 @dataclass
-class BenchmarkJudgeConfig:
+class BenchmarkJudgeConfig(JudgeSettings):
     """`benchmark.judge`: grade the month's new pool entries with a model judge before the
-    month is compared and gated (`python -m run.judge`'s settings, under the same names; kind
-    `none`: off). The gate then scores both months against people's labels plus the judge's,
-    and says which checks rest on the judge's labels."""
+    month is compared and gated (`python -m run.judge`'s settings: the same type,
+    `config.judge.JudgeSettings`; kind `none`: off). The gate then scores both months against
+    people's labels plus the judge's, and says which checks rest on the judge's labels."""
 
-    kind: str = field(default="none", metadata={"choices": JUDGE_KINDS})
-    """The judge (`none`, `openai`: a chat model behind an OpenAI-compatible API,
-    `cross_encoder`: a cross-encoder cut at thresholds); `none`: off."""
-    model: str = ""
-    """openai: the model's name; cross_encoder: its folder."""
     depth: int = 0
     """Pool the top `depth` of every job's stage; 0: the month's top_k."""
-    grades: list[int] = field(default_factory=lambda: [0, 1])
-    """The evaluation set's grade scale: [0, 1] or [0, 1, 2, 3]."""
-    url: str = ""
-    """openai: the API's base (http://HOST:PORT/v1) or its /chat/completions URL."""
-    relevant_from: int = 2
-    """openai, on a 0/1 grade scale: the 0-3 grade of the model's answer from which a pair is
-    relevant."""
-    prompt_en: str = ""
-    """openai: an English prompt file instead of the shipped one."""
-    prompt_zh: str = ""
-    """openai: a Chinese prompt file instead of the shipped one."""
-    concurrency: int = 8
-    """openai: requests in flight at once."""
-    timeout_s: float = 60.0
-    """openai: seconds each attempt may take."""
-    retries: int = 2
-    """openai: further attempts after a failure that may pass (a timeout, a 429, a 5xx)."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """openai: the environment variable holding the API key (never the key itself)."""
-    thresholds: list[float] = field(default_factory=list)
-    """cross_encoder: one per grade above 0 (`python -m run.judge --calibrate` chooses them)."""
-
-    @property
-    def enabled(self) -> bool:
-        return self.kind != "none"
 
     def validate(self) -> None:
-        if self.kind not in JUDGE_KINDS:
+        kinds = ("none", *JUDGES)
+        if self.kind not in kinds:
             raise ConfigError(
                 "benchmark.judge.kind",
-                f"unknown judge {self.kind!r}; choose one of {', '.join(JUDGE_KINDS)}",
+                f"unknown judge {self.kind!r}; choose one of {', '.join(kinds)}",
             )
         if self.depth < 0:
             raise ConfigError("benchmark.judge.depth", f"must be >= 0, got {self.depth}")

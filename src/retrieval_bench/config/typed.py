@@ -121,3 +121,10 @@ def node_of(target: str, settings: object) -> dict[str, Any]:
     """A shipped plug-in's config node: its class and every keyword argument with its default
     (what `--cfg job` shows, and what an outside plug-in copies)."""
     return {"_target_": target, **dataclasses.asdict(settings)}  # type: ignore[call-overload]
+
+
+def field_flag(f: dataclasses.Field[Any]) -> str:
+    """The command-line flag of a settings field: `--timeout-s` for timeout_s, or the flag its
+    metadata names (`metadata={"flag": "--judge"}`), for a tool whose flags are a dataclass's
+    fields (`run.typed_options`)."""
+    return str(f.metadata.get("flag", "--" + f.name.replace("_", "-")))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from retrieval_bench.config.judge import judge_flag
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.judge.prompt import JUDGE_SCALE
 
@@ -46,7 +47,8 @@ Key = Callable[[str], str]
 
 
 def cli_key(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    """The command-line flag of a judge setting (config.judge.judge_flag: `--judge` for kind)."""
+    return judge_flag(name)
 
 
 def config_key(prefix: str) -> Key:

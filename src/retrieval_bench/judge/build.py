@@ -7,14 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from retrieval_bench.config.judge import JUDGES, SCORE_JUDGES, JudgeSettings
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.judge.base import Judge, Key, cli_key, scale_mapping
 from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.prompt import load_prompt
-
-JUDGE_KINDS = ("openai", "cross_encoder", "similarity")
-# The judges whose grades are a score cut at thresholds (`judge.base.ScoreJudge`).
-SCORE_JUDGES = ("cross_encoder", "similarity")
 
 
 @dataclass
@@ -39,6 +36,34 @@ class JudgeSpec:
         return self.chat.model
 
 
+def judge_spec(settings: JudgeSettings) -> JudgeSpec:
+    """The judge `settings` describe (a `benchmark.judge` node or `run.judge`'s flags, one
+    type), as `build_judge` takes it: the one place a setting is read into the judge."""
+    chat = ChatSettings(
+        url=settings.url,
+        model=settings.model,
+        concurrency=settings.concurrency,
+        timeout_s=settings.timeout_s,
+        retries=settings.retries,
+        retry_backoff_s=settings.retry_backoff_s,
+        max_tokens=settings.max_tokens,
+        api_key_env=settings.api_key_env,
+        usd_per_mtok_in=settings.usd_per_mtok_in,
+        usd_per_mtok_out=settings.usd_per_mtok_out,
+    )
+    return JudgeSpec(
+        kind=settings.kind,
+        chat=chat,
+        relevant_from=settings.relevant_from,
+        prompt_en=settings.prompt_en or None,
+        prompt_zh=settings.prompt_zh or None,
+        thresholds=list(settings.thresholds) or None,
+        batch_size=settings.batch_size,
+        max_length=settings.max_length,
+        devices=list(settings.devices),
+    )
+
+
 def check_thresholds(values: Sequence[float], scale: Sequence[int], flag: str, key: Key) -> None:
     """One threshold per grade above 0 of a 0..M scale, ascending."""
     top = max(scale)
@@ -57,8 +82,8 @@ def build_judge(
 ) -> Judge:
     """The judge `spec` describes. A cross-encoder without thresholds is refused when
     `need_thresholds` (judging; calibration chooses them)."""
-    if spec.kind not in JUDGE_KINDS:
-        raise ConfigError(key("judge"), f"unknown judge {spec.kind!r}: {' or '.join(JUDGE_KINDS)}")
+    if spec.kind not in JUDGES:
+        raise ConfigError(key("kind"), f"unknown judge {spec.kind!r}: {' or '.join(JUDGES)}")
     if not spec.model.strip():
         raise ConfigError(key("model"), f"the {spec.kind} judge needs a model")
     if spec.kind == "openai":
