@@ -332,7 +332,7 @@ def test_ctrl_c_in_a_job_exits_130_and_leaves_it_marked(tmp_path: Path) -> None:
         app.run_job = run_job
     """
     code, _, err = _patched_app(patch, [*mini_overrides(tmp_path), f"hydra.run.dir={job_dir}"])
-    assert code == 130
+    assert code == 130, err
     assert err == f"interrupted; job folder {job_dir} is unfinished (marked UNFINISHED)\n"
     assert (job_dir / UNFINISHED_MARKER).read_text().startswith("interrupted (")
     # run.compare names it instead of skipping it silently.
@@ -396,7 +396,7 @@ def test_ctrl_c_in_the_monthly_job_exits_130_with_one_line(tmp_path: Path) -> No
         f"hydra.run.dir={tmp_path / 'driver'}",
     ]
     code, _, err = _patched_app(patch, args)
-    assert code == 130
+    assert code == 130, err
     month = tmp_path / "bench" / "2026-09"
     assert err == (
         f"interrupted; benchmark {month} is unfinished: rerun the same command to resume\n"

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conftest import FIXTURE
+from conftest import FIXTURE, ROOT
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -56,36 +56,40 @@ def malformed_corpus(tmp_path: Path) -> Path:
 
 
 def beir_sample(target: Path, source: Path | None, passages: int = 200, queries: int = 50) -> Path:
-    """A small BEIR folder at `target`: from the BEIR folder `source`, its first `queries`
-    queries of qrels/test.tsv with their judged passages, and the corpus's first passages up
-    to `passages` in all; without a source, the mini fixture in BEIR layout. For a command
-    written for any BEIR folder that a test runs as written, in seconds."""
+    """A small BEIR folder at `target`: from the BEIR folder `source` (without one, the shipped
+    travel set: corpus/travel and evalsets/travel.jsonl), its first `queries` queries that have
+    judgments with their judged passages, and the corpus's first passages up to `passages` in
+    all (at least 100 whenever the set has them, so a page's `top_k=100` runs as written). For
+    a command written for any BEIR folder that a test runs as written, in seconds."""
     (target / "qrels").mkdir(parents=True)
     if source is None:
         from retrieval_bench.data.loader import load_native
 
-        mini = load_native("mini", FIXTURE / "corpus" / "mini", FIXTURE / "evalsets" / "mini.jsonl")
-        corpus = [{"_id": p.id, "title": p.title, "text": p.text} for p in mini.passages]
-        asked = [
+        travel = load_native(
+            "travel", ROOT / "corpus" / "travel", ROOT / "evalsets" / "travel.jsonl"
+        )
+        records = [{"_id": p.id, "title": p.title, "text": p.text} for p in travel.passages]
+        all_queries = [
             {"_id": q.query_id, "text": q.query, "metadata": {"query_type": q.query_type}}
-            for q in mini.queries
-            if q.relevance
+            for q in travel.queries
         ]
-        qrels = [(q.query_id, pid, g) for q in mini.queries for pid, g in q.relevance.items()]
+        judged = [(q.query_id, pid, g) for q in travel.queries for pid, g in q.relevance.items()]
     else:
         rows = (source / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]
         judged = [(q, d, int(g)) for q, d, g in (row.split("\t") for row in rows)]
-        chosen = list(dict.fromkeys(q for q, _, _ in judged))[:queries]
-        qrels = [row for row in judged if row[0] in chosen]
-        wanted = {d for _, d, _ in qrels}
         lines = (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
-        corpus, others = [], passages - len(wanted)
-        for record in map(json.loads, lines):
-            if str(record["_id"]) in wanted or others > 0:
-                others -= str(record["_id"]) not in wanted
-                corpus.append(record)
+        records = [json.loads(line) for line in lines]
         lines = (source / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-        asked = [q for q in map(json.loads, lines) if str(q["_id"]) in chosen]
+        all_queries = [json.loads(line) for line in lines]
+    chosen = list(dict.fromkeys(q for q, _, _ in judged))[:queries]
+    qrels = [row for row in judged if row[0] in chosen]
+    wanted = {d for _, d, _ in qrels}
+    corpus, others = [], passages - len(wanted)
+    for record in records:
+        if str(record["_id"]) in wanted or others > 0:
+            others -= str(record["_id"]) not in wanted
+            corpus.append(record)
+    asked = [q for q in all_queries if str(q["_id"]) in chosen]
     write_jsonl(target / "corpus.jsonl", corpus)
     write_jsonl(target / "queries.jsonl", asked)
     tsv = "".join(f"{q}\t{d}\t{g}\n" for q, d, g in qrels)

@@ -197,9 +197,7 @@ def commands_of(page: Path) -> list[DocCommand]:
             assert not path.startswith("/") and ".." not in path.split("/"), (
                 f"{name}:{first_line - 2}: a file block's path must lie inside the repository"
             )
-            commands.append(
-                DocCommand(name, first_line, "\n".join(body) + "\n", WRITE_FILE, path)
-            )
+            commands.append(DocCommand(name, first_line, "\n".join(body) + "\n", WRITE_FILE, path))
         else:
             commands += commands_of_block(name, first_line, language, body)
     return commands
@@ -382,14 +380,14 @@ def _latest_sweep(ws: Workspace) -> str:
 
 def _beir_sample_dir(name: str) -> Callable[[Workspace], str]:
     """A BEIR placeholder (<BEIR_DIR>, <CMRC_DIR>): a BEIR folder of 200 passages of
-    ../shared/benchmarks/<name> with the first 50 test queries that judge them (the mini
-    fixture in BEIR layout where it is absent), built once: the command runs as written, in
+    ../shared/benchmarks/<name> with the first 50 test queries that judge them (the shipped
+    travel set in BEIR layout where it is absent), built once: the command runs as written, in
     seconds rather than the minutes of encoding the whole set (the pages give those times)."""
 
     def folder(ws: Workspace) -> str:
         shared = ws.tmp / "shared" / "benchmarks" / name
         source = shared if shared.is_dir() else None
-        target = ws.tmp / "beir" / (name if source else f"mini-{name}")
+        target = ws.tmp / "beir" / (name if source else f"travel-as-{name}")
         if not target.is_dir():
             beir_sample(target, source)
         return os.path.relpath(target, ws.repo)
