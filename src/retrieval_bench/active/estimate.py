@@ -5,8 +5,10 @@ interval (`stats.active_ppi`).
 
 Round t's estimate treats the queries known before it (labelled before the plan, or chosen by
 an earlier round) as labelled with certainty (pi = 1) and its own chosen queries with the
-probabilities it drew them with; the rounds' estimates are combined with the plan's weights
-(each round's share of the budget, fixed when the plan was made). A query type is a domain of
+probabilities it drew them with; the rounds' estimates are combined with the weights the latest
+round recorded when it was drawn (each round's predicted variance, inverted:
+`stats.active_ppi.planned_weights`), or, where none was recorded (no calibration yet, or one
+round), the rounds' shares of the budget, fixed when the plan was made. A query type is a domain of
 the population: the same estimate over its queries alone (Poisson sampling restricted to a
 domain is Poisson sampling of the domain). The prediction of round t is the one the plan
 recorded when it drew the round, so it cannot depend on the round's own labels.
@@ -75,6 +77,17 @@ def _round_design(
     return sampled, pi
 
 
+def plan_weights(plan: Mapping[str, Any]) -> list[float]:
+    """The drawn rounds' weights: those the latest round recorded when it was drawn (module
+    docstring), else the planned budget shares of the drawn rounds, renormalised."""
+    drawn = len(plan["rounds"])
+    recorded = plan["rounds"][-1].get("weights")
+    if recorded is not None:
+        return [float(w) for w in recorded]
+    shares = [float(w) for w in plan["weights"][:drawn]]
+    return [w / sum(shares) for w in shares]
+
+
 def outside_labels(plan: Mapping[str, Any], ctx: PlanContext) -> dict[str, int]:
     """query id -> people's labels of pairs that were open when the plan was made, on queries no
     round chose (the estimate ignores them)."""
@@ -112,14 +125,12 @@ def estimate_plan(folder: Path, labels: Path, confidence: float = 0.95) -> dict[
         )
     drawn = len(plan["rounds"])
     planned = len(plan["round_budgets"])
-    weights = [float(w) for w in plan["weights"][:drawn]]
+    weights = plan_weights(plan)
     if drawn < planned:
         warnings.append(
-            f"{drawn} of {planned} planned rounds drawn: their weights are renormalised; the "
+            f"{drawn} of {planned} planned rounds drawn: the drawn rounds' weights sum to 1; the "
             "estimate is unbiased if stopping early did not depend on what came back"
         )
-        total = sum(weights)
-        weights = [w / total for w in weights]
     queries = list(ctx.compared.query_ids)
     types = list(ctx.compared.query_types)
     systems = list(ctx.systems)

@@ -12,18 +12,21 @@ per-query metric needs all of them. Queries whose pairs people had all labelled 
 are known (pi = 1, no cost); so are, in later rounds, the queries earlier rounds chose.
 
 The budget is split over the rounds when the plan is made (`first_share` to round 1, the rest
-evenly), and those shares are the weights the rounds' estimates are combined with, fixed before
-any label came back. With more than one round, round 1 is a uniform pilot: what it returns
-calibrates the judge and fits the predictor, and its own estimate (tuned on its labels, the
-classical regression estimate) is well behaved however the later rounds are drawn. Round t + 1 is
-drawn (`python -m run.label next`) only after every pair earlier rounds sent out has people's
-grade in the snapshot given, and it uses what came back: the judge's calibration
-(`calibration`) on every pair people labelled that the judge graded, and the coefficients of its
-estimate's predictor (lam, c per quantity), fitted on the queries labelled so far and recorded
-with the round, so the round's estimate is exactly unbiased given the earlier ones. A
-single-round plan uses the strategy at once (a calibration in the snapshot, from `run.judge
---calibrate` imported, makes `active` and `uncertainty` possible; without one `active` falls back
-to `disagreement` and `uncertainty` to `uniform`), with its coefficients tuned on its own labels.
+evenly). The rounds' estimates are combined with weights each later round sets when it is drawn,
+before its labels come back: the inverse of each drawn round's variance for the paired
+difference as the judge's calibration predicts it (`stats.active_ppi.planned_weights`; the
+budget shares where no calibration exists yet), recorded with the round. With more than one
+round, round 1 is a uniform pilot: what it returns calibrates the judge and fits the predictor,
+and its own estimate (tuned on its labels, the classical regression estimate) is well behaved
+however the later rounds are drawn. Round t + 1 is drawn (`python -m run.label next`) only after
+every pair earlier rounds sent out has people's grade in the snapshot given, and it uses what
+came back: the judge's calibration (`calibration`) on every pair people labelled that the judge
+graded, and the coefficients of its estimate's predictor (lam, c per quantity), fitted on the
+queries labelled so far and recorded with the round, so the round's estimate is exactly unbiased
+given the earlier ones. A single-round plan uses the strategy at once (a calibration in the
+snapshot, from `run.judge --calibrate` imported, makes `active` and `uncertainty` possible;
+without one `active` falls back to `disagreement` and `uncertainty` to `uniform`), with its
+coefficients tuned on its own labels.
 
 Each round records, in `plan.json`: its candidates' probabilities, the chosen queries, the
 prediction its estimate will use (each system's per-query value: the calibrated judge's
@@ -65,7 +68,7 @@ from retrieval_bench.errors import ConfigError
 from retrieval_bench.io.atomic import atomic_write_json
 from retrieval_bench.jobdir import names
 from retrieval_bench.labels.pool import POOL_FIELDS, pool_records, write_pool_records
-from retrieval_bench.stats.active_ppi import fitted_coefficients
+from retrieval_bench.stats.active_ppi import fitted_coefficients, planned_weights
 
 VERSION = 1
 # A calibration needs this many labelled pairs the judge graded, with both kinds among them.
@@ -201,6 +204,16 @@ def draw_round(
         prediction = _judged_prediction(ctx)
     people = quantities(ctx.systems, _people_values(ctx))
     predicted = quantities(ctx.systems, prediction) if prediction is not None else None
+    # The predictor's coefficients by least squares on the queries known now (none: the judge's
+    # expectation as it is), and the difference under labels drawn from the calibration: what
+    # `active` weighs by and the rounds' weights are predicted from.
+    lam, c = 1.0, 0.0
+    diff_drawn = None
+    if calibrated is not None and predicted is not None:
+        if known.any():
+            fit = fitted_coefficients(predicted[DIFFERENCE], people[DIFFERENCE], known)
+            lam, c = float(fit[0]), float(fit[1])
+        diff_drawn = np.einsum("s,msn->mn", contrast, drawn)
     if used == UNIFORM:
         weights = None
     elif used == DISAGREEMENT:
@@ -208,16 +221,18 @@ def draw_round(
     elif used == UNCERTAINTY:
         weights = uncertainty_weights(ctx.compared.pair_query, pair_p, n)
     else:
-        assert predicted is not None
-        # The predictor's coefficients by least squares on the queries known now (none: the
-        # judge's expectation as it is), the error predicted around it.
-        lam, c = 1.0, 0.0
-        if known.any():
-            fit = fitted_coefficients(predicted[DIFFERENCE], people[DIFFERENCE], known)
-            lam, c = float(fit[0]), float(fit[1])
-        diff_drawn = np.einsum("s,msn->mn", contrast, drawn)
+        assert predicted is not None and diff_drawn is not None
         weights = active_weights(diff_drawn, lam, c, predicted[DIFFERENCE])
     pi, pi_design = round_design(weights, candidates, budget, settings.floor)
+    # The rounds' weights in the estimate, set now, before this round's labels come back: the
+    # inverse of each round's variance for the difference as the calibration predicts it
+    # (stats.active_ppi.planned_weights); None (the budget shares) without a calibration.
+    round_weights = None
+    if round_number > 1 and diff_drawn is not None and predicted is not None:
+        squared_error = ((diff_drawn - (lam * predicted[DIFFERENCE] + c)) ** 2).mean(axis=0)
+        shares = settings.round_budgets()[:round_number]
+        designs = [_design(ctx.compared.query_ids, r["pi"]) for r in earlier] + [pi]
+        round_weights = planned_weights(squared_error, designs, shares)
     # Rounds after the first: each estimate's coefficients, fitted now on the queries known
     # before the round with the round's own design weights, so they are fixed before its labels
     # come back (stats.active_ppi.fitted_coefficients).
@@ -247,9 +262,16 @@ def draw_round(
         if prediction is None
         else {s: prediction[i].tolist() for i, s in enumerate(ctx.systems)},
         "issued_after": [r["round"] for r in earlier],
+        "weights": round_weights,
     }
     record["sha256"] = _round_hash(record)
     return record
+
+
+def _design(queries: Sequence[str], pi: dict[str, float]) -> np.ndarray:
+    """A drawn round's probabilities over the population, 1 where the query was not its
+    candidate (known before it)."""
+    return np.array([pi.get(q, 1.0) for q in queries])
 
 
 def _people_values(ctx: PlanContext) -> np.ndarray:

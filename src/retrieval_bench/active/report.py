@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_bench.active.files import SIMULATION_JSON, SIMULATION_MD
-from retrieval_bench.active.simulate import DIFFERENCE, PEOPLE, UNIFORM, labels_needed
+from retrieval_bench.active.simulate import DIFFERENCE, ONE_ROUND, UNIFORM, labels_needed
 from retrieval_bench.io.atomic import atomic_write_json, atomic_write_text
 from retrieval_bench.io.strict_json import strict_json
 
@@ -73,15 +73,15 @@ def simulation_markdown(result: Mapping[str, Any]) -> str:
         "",
         "## Queries needed for uniform-without-judge's width",
         "",
-        "Each curve of width against queries labelled, interpolated log-log between the "
-        "simulated budgets (n/a: outside them); saving: 1 - needed / uniform's.",
+        f"The reference: `{ONE_ROUND}`, one round of uniform sampling estimated by people's "
+        "labels alone (the sample mean), at each budget. Each curve of width against queries "
+        "labelled, interpolated log-log between the simulated budgets (n/a: outside them); "
+        "saving: 1 - needed / the reference's queries.",
         "",
-        "| budget | uniform people width | strategy | estimator | queries needed | saving |",
+        "| budget | reference width | strategy | estimator | queries needed | saving |",
         "|---|---|---|---|---|---|",
     ]
     for r in labels_needed(dict(result)):
-        if r["strategy"] == UNIFORM and r["estimator"] == PEOPLE:
-            continue
         needed = "n/a" if r["needed"] is None else f"{r['needed']:.1f}"
         lines.append(
             f"| {r['budget']} | {r['reference_width']:.4f} | {r['strategy']} | {r['estimator']} "

@@ -14,7 +14,10 @@ where a plan asks. Each draw runs a whole plan of two rounds, as `active.plan` d
    weights under that calibration; round 1's queries count as labelled with certainty. Its
    estimate uses the coefficients fitted in step 2, fixed before its labels come back, so it is
    exactly unbiased given round 1 (`difference_estimate`).
-4. The rounds' estimates combined with their budget shares as weights (`combine_rounds`).
+4. The rounds' estimates combined (`combine_rounds`) with weights set when round 2 is drawn,
+   before its labels: the inverse of each round's variance as the calibration of step 2
+   predicts it for the paired difference (`stats.active_ppi.planned_weights`), as `run.label
+   next` records them.
 
 The prediction of round 1 is the metric under the judge's own grades where it has any (none
 otherwise: its "with the judge" estimate is then the people-only one).
@@ -31,7 +34,8 @@ mean bias, the queries labelled, and (the difference) how often its verdict, the
 excluding 0 for one system or "tie", agrees with the full-label verdict (the same normal
 interval over every query). `labels_needed` interpolates each curve of width against queries
 labelled (log-log) to the number of queries that reaches the width uniform sampling without the
-judge reaches at a budget.
+judge reaches at a budget: the reference, `ONE_ROUND`, is one round of uniform sampling
+estimated by people's labels alone (the sample mean), simulated beside the plans at each budget.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from retrieval_bench.stats.active_ppi import (
     combine_rounds,
     difference_estimate,
     fitted_coefficients,
+    planned_weights,
     tuned_estimate,
 )
 from retrieval_bench.stats.ppi import classical_mean
@@ -70,6 +75,9 @@ PEOPLE, PPI = "people", "ppi"
 ESTIMATORS = (PEOPLE, PPI)
 DIFFERENCE = "difference"
 TIE = "tie"
+# The reference: one round of uniform Poisson sampling, people's labels only (the plain random
+# sample's mean), what labelling without a judge or a plan does.
+ONE_ROUND = "uniform-one-round"
 
 
 @dataclass(frozen=True)
@@ -156,7 +164,7 @@ def simulate(case: Case, settings: Settings) -> dict[str, Any]:
     )
     dis = disagreement(case.compared, case.metric, case.k, case.contrast)
     tallies: dict[tuple[str, str, str, int], _Tally] = {}
-    weights = [settings.first_share, 1 - settings.first_share]
+    shares = [settings.first_share, 1 - settings.first_share]
     with progress(
         "simulating label plans", len(settings.budgets) * settings.first_rounds, "first round"
     ) as bar:
@@ -177,6 +185,9 @@ def simulate(case: Case, settings: Settings) -> dict[str, Any]:
                 active = active_weights(
                     diff_draws, float(ols[0]), float(ols[1]), predictions[DIFFERENCE]
                 )
+                squared_error = (
+                    (diff_draws - (ols[0] * predictions[DIFFERENCE] + ols[1])) ** 2
+                ).mean(axis=0)
                 rest = ~s1
                 for strategy in settings.strategies:
                     strategy_weights = {
@@ -189,6 +200,7 @@ def simulate(case: Case, settings: Settings) -> dict[str, Any]:
                         strategy_weights, rest, budget - first_budget, settings.floor
                     )
                     s2 = s1 | poisson_draws(np.where(rest, pi2, 0.0), rng, settings.second_draws)
+                    weights = planned_weights(squared_error, [pi1, pi2], shares)
                     labelled = s2.sum(axis=1)
                     for quantity, y in quantities.items():
                         for estimator in ESTIMATORS:
@@ -205,6 +217,7 @@ def simulate(case: Case, settings: Settings) -> dict[str, Any]:
                             tally.variances.append(var)
                             tally.labelled.append(labelled)
                 bar.update(1)
+            _one_round(case, quantities, budget, settings, tallies)
     from scipy.stats import norm  # imported here: scipy.stats costs most of an app's start
 
     z = float(norm.ppf(1 - (1 - settings.confidence) / 2))
@@ -258,6 +271,27 @@ def simulate(case: Case, settings: Settings) -> dict[str, Any]:
     }
 
 
+def _one_round(
+    case: Case,
+    quantities: dict[str, np.ndarray],
+    budget: int,
+    settings: Settings,
+    tallies: dict[tuple[str, str, str, int], _Tally],
+) -> None:
+    """The reference (`ONE_ROUND`): `settings.draws` single rounds of uniform Poisson sampling
+    at the budget, each estimated by people's labels alone (the sample mean, with the finite
+    population correction), on its own generator."""
+    n = case.compared.n
+    pi = np.full(n, budget / n)
+    sampled = poisson_draws(pi, np.random.default_rng([settings.seed, budget]), settings.draws)
+    for quantity, y in quantities.items():
+        mean, var = tuned_estimate(np.zeros(n), y, sampled, pi, use_prediction=False)
+        tally = tallies.setdefault((ONE_ROUND, PEOPLE, quantity, budget), _Tally())
+        tally.means.append(mean)
+        tally.variances.append(var)
+        tally.labelled.append(sampled.sum(axis=1))
+
+
 def _first_round(
     case: Case,
     quantities: dict[str, np.ndarray],
@@ -298,8 +332,9 @@ def _calibrated(
 
 def labels_needed(result: dict[str, Any], quantity: str = DIFFERENCE) -> list[dict[str, Any]]:
     """For each budget b, the queries each (strategy, estimator) needs to reach the width that
-    uniform sampling without the judge reaches at b: log-log interpolation of its width against
-    the queries it labelled, over the simulated budgets (None outside their range)."""
+    uniform sampling without the judge reaches at b (one round, `ONE_ROUND`, where simulated;
+    else the two-round uniform plan's people estimate): log-log interpolation of its width
+    against the queries it labelled, over the simulated budgets (None outside their range)."""
     rows = [r for r in result["rows"] if r["quantity"] == quantity]
     curves: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for r in rows:
@@ -307,12 +342,15 @@ def labels_needed(result: dict[str, Any], quantity: str = DIFFERENCE) -> list[di
             curves.setdefault((r["strategy"], r["estimator"]), []).append(
                 (r["labelled"], r["width"])
             )
+    baseline = ONE_ROUND if any(r["strategy"] == ONE_ROUND for r in rows) else UNIFORM
     reference = {
-        r["budget"]: r for r in rows if r["strategy"] == UNIFORM and r["estimator"] == PEOPLE
+        r["budget"]: r for r in rows if r["strategy"] == baseline and r["estimator"] == PEOPLE
     }
     out = []
     for budget, ref in sorted(reference.items()):
         for (strategy, estimator), points in sorted(curves.items()):
+            if (strategy, estimator) == (baseline, PEOPLE):
+                continue
             needed = _interpolate(sorted(points), ref["width"])
             out.append(
                 {

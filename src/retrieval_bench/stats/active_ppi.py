@@ -43,6 +43,16 @@ uniform pilot, tuned on its own labels) to O(1/n). Their sum with weights fixed 
 errors are martingale differences (each has mean 0 given what came before) they are
 uncorrelated: V = sum w_t^2 V_t.
 
+The weights (`planned_weights`): a round drawn where the judge's error is predicted large
+(`active`) can be far more precise than the uniform pilot, and the budget shares would then
+waste it. So when a later round is drawn, the weights are set to the inverse of each round's
+variance as the calibrated judge predicts it, sum_i (1 - pi_t,i)/pi_t,i E[(y_i - g_i)^2] over the
+round's candidates (E over labels drawn from the calibration), before that round's labels come
+back: the last round's estimate keeps its exact unbiasedness given the earlier ones, and since
+the weights depend on earlier rounds only through the judge's calibration, the combination is
+unbiased to the same order as the pilot (the simulation measures the coverage). A judge whose
+predictions are wrong makes the weights less efficient, never the estimate invalid.
+
 Every function takes `sampled` with leading axes (draws of a simulation) before the unit axis,
 so one call evaluates a thousand draws; `pi` is per unit, or per draw and unit.
 """
@@ -202,6 +212,31 @@ def combine_rounds(
     mean = sum(wt * np.asarray(m, dtype=np.float64) for wt, m in zip(w, means, strict=True))
     var = sum(wt**2 * np.asarray(v, dtype=np.float64) for wt, v in zip(w, variances, strict=True))
     return np.asarray(mean), np.asarray(var)
+
+
+def planned_weights(
+    squared_error: ArrayLike, designs: Sequence[ArrayLike], fallback: Sequence[float]
+) -> list[float]:
+    """Each round's weight, proportional to the inverse of its predicted variance
+    sum_i (1 - pi_t,i)/pi_t,i e_i (module docstring): `squared_error` (N,) the predicted
+    E[(y_i - g_i)^2], `designs` each round's probabilities (N,), 1 where the unit was not its
+    candidate. `fallback` (the budget shares, renormalised) where a round's predicted variance
+    is not positive and finite (nothing predicted to vary)."""
+    e = np.asarray(squared_error, dtype=np.float64)
+    predicted = []
+    for pi in designs:
+        p = np.asarray(pi, dtype=np.float64)
+        if p.shape != e.shape or np.any((p <= 0) | (p > 1)):
+            raise ValueError("each round's probabilities: one per unit, within (0, 1]")
+        predicted.append(float(((1 - p) / p * e).sum()))
+    v = np.array(predicted)
+    if len(v) != len(fallback) or len(v) == 0:
+        raise ValueError(f"{len(fallback)} fallback weights for {len(v)} rounds")
+    if not np.all(np.isfinite(v) & (v > 0)):
+        total = float(sum(fallback))
+        return [float(w) / total for w in fallback]
+    inverse = 1 / v
+    return (inverse / inverse.sum()).tolist()
 
 
 def as_estimate(mean: float, var: float, confidence: float, labelled: int, units: int) -> Estimate:

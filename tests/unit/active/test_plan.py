@@ -168,9 +168,13 @@ def test_a_two_round_plan_is_drawn_filled_and_estimated(
     s2 = np.array([q in known1 or q in set(second["chosen"]) for q in queries])
     m2 = c2 + (np.where(s2, y - c2, 0) / pi2).sum() / n
     v2 = ((1 - pi2) / pi2**2 * np.where(s2, y - c2, 0) ** 2).sum() / n**2
+    # The weights round 2 recorded when it was drawn: each round's predicted variance, inverted.
+    w1, w2 = second["weights"]
+    assert w1 + w2 == pytest.approx(1.0) and 0 < w1 < 1
+    assert record["weights"] == [w1, w2]
     people = rows[("all", "difference", "people")]
-    assert people["mean"] == pytest.approx(0.3 * m1 + 0.7 * m2, abs=1e-9)
-    assert people["se"] == pytest.approx(np.sqrt(0.09 * v1 + 0.49 * v2), abs=1e-9)
+    assert people["mean"] == pytest.approx(w1 * m1 + w2 * m2, abs=1e-9)
+    assert people["se"] == pytest.approx(np.sqrt(w1**2 * v1 + w2**2 * v2), abs=1e-9)
     active = rows[("all", "difference", "active")]
     assert active["uses_judge"] and active["n"] == len(known1 | set(second["chosen"]))
     assert active["verdict"] in (a, b, "tie")
@@ -283,7 +287,8 @@ def test_the_simulation_command_writes_its_table(
         assert (out / "simulation.md").read_text(encoding="utf-8") in printed
         assert result["settings"]["draws"] == 60 and not result["judge"]["shuffled"]
         rows = [r for r in result["rows"] if r["quantity"] == "difference"]
-        assert len(rows) == 2 * 4 * 2  # budgets x strategies x estimators
+        # budgets x (strategies x estimators + the one-round uniform reference)
+        assert len(rows) == 2 * (4 * 2 + 1)
         assert all(r["draws"] == 60 and 0 <= r["coverage"] <= 1 for r in rows)
         assert {r["budget"] for r in result["labels_needed"]} == {30, 60}
         # The control: the judge's verdicts shuffled over the pairs.

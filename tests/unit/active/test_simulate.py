@@ -11,6 +11,7 @@ from retrieval_bench.active.calibration import cells, score_ranks
 from retrieval_bench.active.compared import Compared
 from retrieval_bench.active.simulate import (
     DIFFERENCE,
+    ONE_ROUND,
     Case,
     Settings,
     _interpolate,
@@ -58,7 +59,7 @@ def test_every_strategy_is_measured_and_covers() -> None:
     rows = result["rows"]
     assert {(r["strategy"], r["estimator"]) for r in rows} == {
         (s, e) for s in STRATEGIES for e in ("people", "ppi")
-    }
+    } | {(ONE_ROUND, "people")}
     assert {r["quantity"] for r in rows} == {DIFFERENCE, "a", "b"}
     difference = [r for r in rows if r["quantity"] == DIFFERENCE]
     for r in difference:
@@ -68,6 +69,10 @@ def test_every_strategy_is_measured_and_covers() -> None:
         assert 0 <= r["agreement"] <= 1
     width = {(r["strategy"], r["estimator"], r["budget"]): r["width"] for r in difference}
     assert width[("active", "ppi", 60)] < width[("uniform", "people", 60)]
+    # The reference, one uniform round: as wide as the two-round uniform plan, within noise.
+    assert width[(ONE_ROUND, "people", 60)] == pytest.approx(
+        width[("uniform", "people", 60)], rel=0.1
+    )
     assert result["truth"][DIFFERENCE] == pytest.approx(float(case.quantities()[DIFFERENCE].mean()))
 
 
