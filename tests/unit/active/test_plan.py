@@ -66,7 +66,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         cfg = compose_config(
             [
                 "retriever=bm25",
-                f"bm25.b={b}",
+                f"arms.bm25.b={b}",
                 f"dataset.evalset={evalset}",
                 f"cache_dir={tmp / 'cache'}",
                 "top_k=6",

@@ -136,7 +136,7 @@ def test_stage_config_refused_naming_the_key(
 
 def test_an_unknown_reranker_preset_is_refused_naming_the_options(tmp_path: Path) -> None:
     with pytest.raises(HydraException, match="cross_encoder"):
-        compose_config([*mini_overrides(tmp_path), "reranker.kind=colbert"])
+        compose_config([*mini_overrides(tmp_path), "reranker=colbert"])
 
 
 def test_a_rerank_model_turns_the_stage_on_with_or_without_the_preset(tmp_path: Path) -> None:

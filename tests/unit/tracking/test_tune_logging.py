@@ -31,7 +31,7 @@ def _tuning(folder: Path) -> dict[str, dict[int, float]]:
         values[name] = {}
         for i in range(3):
             trial = study.ask()
-            k = trial.suggest_int("retriever.rrf_k", 10, 100)
+            k = trial.suggest_int("combiners.rrf.k", 10, 100)
             if i == 2:
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 continue
@@ -41,7 +41,7 @@ def _tuning(folder: Path) -> dict[str, dict[int, float]]:
         "metric": "ndcg@6", "stage": "final", "dataset": "travel",
         "settings": {"trials": 3, "folds": 1, "seed": 0},
         "folds": [{"fold": 0, "train_score": 0.61, "test_score": 0.58}],
-        "tuned": {"chosen": ["retriever.rrf_k=42"]},
+        "tuned": {"chosen": ["combiners.rrf.k=42"]},
         "tuned_score": 0.62, "held_out_score": 0.58, "gap": 0.04,
         "baseline": {"score": 0.55},
         "by_type": {"negation": {"tuned": 0.4, "held_out": 0.35}},
@@ -68,7 +68,7 @@ def test_a_tuning_is_one_run_and_each_trial_a_child(tmp_path: Path) -> None:
     assert parent.data.metrics["fold/0/test_score"] == 0.58
     assert parent.data.metrics["by_type/held_out/negation"] == 0.35
     assert parent.data.params["metric"] == "ndcg@6"
-    assert parent.data.tags["rb.tuned"] == "retriever.rrf_k=42"
+    assert parent.data.tags["rb.tuned"] == "combiners.rrf.k=42"
     files = {f.path for f in store.client.list_artifacts(parent.info.run_id)}
     assert files == {TUNE_JSON, TUNE_MD, TUNED_YAML}
     trials = [r for r in runs if r.data.tags[tn.KIND] == "trial"]
@@ -80,7 +80,7 @@ def test_a_tuning_is_one_run_and_each_trial_a_child(tmp_path: Path) -> None:
             assert "objective" not in trial.data.metrics
         else:
             assert trial.data.metrics["objective"] == values[study][number]
-            assert int(trial.data.params["retriever.rrf_k"]) == round(values[study][number] * 100)
+            assert int(trial.data.params["combiners.rrf.k"]) == round(values[study][number] * 100)
 
     again = sync_folders([folder], cfg)
     assert "(unchanged)" in again.lines[0]
