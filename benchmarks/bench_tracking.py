@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "mini"
@@ -42,8 +43,8 @@ TARGET = 1.05
 
 def sweep(args: list[str], folder: Path, tune: bool = False) -> tuple[float, float, float]:
     """The sweep's (or tuning's) wall seconds, the CPU seconds of its whole process tree (the
-    sweep, its jobs and its logger; a tracking server's own work is not counted), and the seconds
-    it waited for its logger after its end (0 untracked)."""
+    sweep, its jobs and its logger; the local tracking server's own work is reported apart),
+    and the seconds it waited for its logger after its end (0 untracked)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = (
         ["run.tune", *args, f"tune.dir={folder}"]
@@ -96,6 +97,25 @@ def check_logged(uri: str, experiment: str, folders: list[Path]) -> str:
                 sys.exit(f"{job}: not a child of its sweep's run")
     values = sum(len(r.data.metrics) for r in children) // len(children)
     return f"{len(parents)} parents, {len(children)} children of ~{values} metrics each, exact"
+
+
+def server_cpu(server: Any) -> float:
+    """CPU seconds the local tracking server (its process and its workers) has used so far: it
+    shares this machine's cores with the sweep, which a remote tracker would not (0 without one;
+    Linux's /proc)."""
+    if server is None or server.proc is None:
+        return 0.0
+    total, todo = 0.0, [server.proc.pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def check_tunings_logged(uri: str, experiment: str, folders: list[Path]) -> str:
@@ -167,11 +187,15 @@ def main() -> int:
             times: dict[str, list[float]] = {"none": [], "mlflow": []}
             cpu: dict[str, list[float]] = {"none": [], "mlflow": []}
             waits: list[float] = []
+            serving: list[float] = []
             folders = []
             for i in range(args.repeat):
                 for side, folder, given in (("none", work / f"none-{i}", base),
                                             ("mlflow", work / f"mlflow-{i}", tracked)):  # fmt: skip
+                    served = server_cpu(server)
                     wall, used, waited = sweep(given, folder, args.tune)
+                    if side == "mlflow":
+                        serving.append(server_cpu(server) - served)
                     times[side].append(wall)
                     cpu[side].append(used)
                 waits.append(waited)
@@ -195,6 +219,7 @@ def main() -> int:
         f"(+{cpu_mlflow - cpu_none:.1f}); wall none {none:.2f} s, mlflow {mlflow:.2f} s, "
         f"ratio {ratio:.3f} (target <= {TARGET}); the tracked {work_done.split()[-1]} waited "
         f"{statistics.median(waits):.1f} s for its logger after its end"
+        + (f"; the server's own CPU {statistics.median(serving):.1f} s" if server else "")
     )
     return 0
 

@@ -37,3 +37,22 @@ def test_scan_names_every_skipped_folder_and_why(tmp_path: Path) -> None:
     with pytest.raises(JobFolderError) as info:
         compare_dirs([tmp_path], CompareConfig())
     assert str(info.value) == "no finished job to compare; " + "; ".join(scan.skipped_lines())
+
+
+def test_yaml_is_read_as_pythons_safe_loader_reads_it(tmp_path: Path) -> None:
+    """`read_yaml` parses with libyaml where the wheel has it: every YAML file the project ships
+    and a job's Hydra records (OmegaConf's own dump, with its quoting and interpolations) read
+    exactly as PyYAML's pure-Python safe loader reads them."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from retrieval_bench.config import RunConfig
+    from retrieval_bench.jobdir.files import read_yaml
+
+    root = Path(__file__).resolve().parents[3]
+    hydra_record = tmp_path / "config.yaml"
+    hydra_record.write_text(OmegaConf.to_yaml(OmegaConf.structured(RunConfig())), "utf-8")
+    files = [*sorted((root / "conf").rglob("*.yaml")), hydra_record]
+    assert len(files) > 20
+    for path in files:
+        assert read_yaml(path) == yaml.safe_load(path.read_text("utf-8")), path
