@@ -41,10 +41,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 TARGET = 1.05
 
 
-def sweep(args: list[str], folder: Path, tune: bool = False) -> tuple[float, float, float]:
+def sweep(
+    args: list[str], folder: Path, tune: bool = False, burn: tuple[float, float] | None = None
+) -> tuple[float, float, float]:
     """The sweep's (or tuning's) wall seconds, the CPU seconds of its whole process tree (the
     sweep, its jobs and its logger; the local tracking server's own work is reported apart),
-    and the seconds it waited for its logger after its end (0 untracked)."""
+    and the seconds it waited for its logger after its end (0 untracked). `burn` (CPU seconds,
+    delay): a plain CPU-bound process beside the sweep, started that many seconds in (`--burn`)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = (
         ["run.tune", *args, f"tune.dir={folder}"]
@@ -52,12 +55,19 @@ def sweep(args: list[str], folder: Path, tune: bool = False) -> tuple[float, flo
         else ["run", "-m", *args, f"hydra.sweep.dir={folder}"]
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    burner = None
+    if burn is not None:
+        spin = "import time\ntime.sleep({1})\nt = time.process_time()\n"
+        spin += "while time.process_time() - t < {0}: pass"
+        burner = subprocess.Popen([sys.executable, "-c", spin.format(*burn)])
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", *command],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     seconds = time.perf_counter() - start
+    if burner is not None:
+        burner.wait()
     if proc.returncode != 0:
         sys.exit(f"python -m {' '.join(command)} failed:\n{proc.stderr[-3000:]}")
     if "warning:" in proc.stderr:
@@ -159,8 +169,21 @@ def main() -> int:
     parser.add_argument("--store", choices=["server", "sqlite"], default="")
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
     parser.add_argument("--tune", action="store_true", help="a tuning on each side, not a sweep")
+    parser.add_argument(
+        "--burn",
+        metavar="SECONDS@DELAY",
+        help="a control, no tracking: the second side is the untracked sweep beside a plain "
+        "CPU-bound process of SECONDS CPU started DELAY s in (what that much other work on the "
+        "sweep's cores costs by itself; e.g. 2.6@2)",
+    )
     args = parser.parse_args()
-    store = args.store or ("sqlite" if args.quick else "server")
+    burn = (
+        (float(args.burn.split("@")[0]), float(args.burn.partition("@")[2] or 0))
+        if args.burn
+        else None
+    )
+    other = "burn" if burn else "mlflow"
+    store = "no" if burn else args.store or ("sqlite" if args.quick else "server")
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
         work = args.workdir or Path(tmp)
         what = ["experiment=tune_fusion"] if args.tune else ["retriever=bm25,dense,hybrid"]
@@ -183,17 +206,21 @@ def main() -> int:
         tracked = [*base, "tracking=mlflow", f"tracking.uri={uri}", "tracking.experiment=bench"]
         try:
             sweep(base, work / "warm-none", args.tune)  # the embedding cache, the interpreter's
-            sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow", args.tune)
-            times: dict[str, list[float]] = {"none": [], "mlflow": []}
-            cpu: dict[str, list[float]] = {"none": [], "mlflow": []}
+            if burn is None:
+                sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow", args.tune)
+            else:
+                tracked = base
+            times: dict[str, list[float]] = {"none": [], other: []}
+            cpu: dict[str, list[float]] = {"none": [], other: []}
             waits: list[float] = []
             serving: list[float] = []
             folders = []
             for i in range(args.repeat):
                 for side, folder, given in (("none", work / f"none-{i}", base),
-                                            ("mlflow", work / f"mlflow-{i}", tracked)):  # fmt: skip
+                                            (other, work / f"{other}-{i}", tracked)):  # fmt: skip
                     served = server_cpu(server)
-                    wall, used, waited = sweep(given, folder, args.tune)
+                    beside = burn if side == "burn" else None
+                    wall, used, waited = sweep(given, folder, args.tune, beside)
                     if side == "mlflow":
                         serving.append(server_cpu(server) - served)
                     times[side].append(wall)
@@ -203,20 +230,20 @@ def main() -> int:
                 said = [f"{s} {times[s][-1]:.2f} s ({cpu[s][-1]:.1f} CPU s)" for s in cpu]
                 print(f"round {i + 1}: {', '.join(said)}; waited {waited:.1f} s", flush=True)
             check = check_tunings_logged if args.tune else check_logged
-            logged = check(uri, "bench", folders)
+            logged = f"nothing (--burn {args.burn})" if burn else check(uri, "bench", folders)
         finally:
             if server is not None:
                 server.stop()
-    none, mlflow = statistics.median(times["none"]), statistics.median(times["mlflow"])
+    none, mlflow = statistics.median(times["none"]), statistics.median(times[other])
     ratio = mlflow / none
-    cpu_none, cpu_mlflow = statistics.median(cpu["none"]), statistics.median(cpu["mlflow"])
+    cpu_none, cpu_mlflow = statistics.median(cpu["none"]), statistics.median(cpu[other])
     dataset = "mini" if args.quick else "travel"
     work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
     print(f"logged: {logged}")
     print(
         f"RESULT tracking: {dataset} {work_done}, {store} store, median of {args.repeat}: "
-        f"CPU s of the process tree none {cpu_none:.1f}, mlflow {cpu_mlflow:.1f} "
-        f"(+{cpu_mlflow - cpu_none:.1f}); wall none {none:.2f} s, mlflow {mlflow:.2f} s, "
+        f"CPU s of the process tree none {cpu_none:.1f}, {other} {cpu_mlflow:.1f} "
+        f"(+{cpu_mlflow - cpu_none:.1f}); wall none {none:.2f} s, {other} {mlflow:.2f} s, "
         f"ratio {ratio:.3f} (target <= {TARGET}); the tracked {work_done.split()[-1]} waited "
         f"{statistics.median(waits):.1f} s for its logger after its end"
         + (f"; the server's own CPU {statistics.median(serving):.1f} s" if server else "")
