@@ -228,6 +228,23 @@ def _rewrite_argv() -> int:
     from hydra._internal.utils import get_args_parser
 
     args, _ = get_args_parser().parse_known_args(sys.argv[1:])
+    modes = [
+        flag
+        for flag, given in (
+            ("--run", args.run),
+            ("--multirun", args.multirun),
+            (f"--cfg {args.cfg}", args.cfg),
+            (f"--info {args.info}", args.info is not None),
+            ("--shell-completion", args.shell_completion),
+        )
+        if given
+    ]
+    if len(modes) > 1:  # Hydra raises a bare ValueError for it, which would read as our bug
+        raise BenchError(
+            f"{' and '.join(modes)} cannot go together: give one of --run, --multirun (-m), "
+            "--cfg, --info and --shell-completion (`--cfg job` shows one job's config: drop "
+            "-m, or pick one value per swept key)"
+        )
     given = list(args.overrides or [])
     notices = rewrite_overrides(given)[1]
     to_environment(notices)

@@ -178,6 +178,23 @@ def test_hydras_usage_exit_1_becomes_2(
     assert "package 'nope' not found in config" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["-m", "retriever=bm25,dense", "--cfg", "job"], "--multirun and --cfg job cannot go"),
+        (["--cfg", "job", "--info", "config"], "--cfg job and --info config cannot go"),
+    ],
+)
+def test_two_of_hydras_modes_together_exit_2_naming_both(
+    argv: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hydra refuses them with a bare ValueError, which read as this project's bug (exit 3)."""
+    monkeypatch.setattr(sys, "argv", ["run", *argv])
+    assert app.main() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and says in err and "internal error" not in err
+
+
 def _metrics(scored: int) -> dict[str, Any]:
     counts = {"scored": scored, "excluded": {"unreviewed": 2, "no_answer": 1}}
     return {"stages": {"bm25": {"counts": dict(counts)}, "final": {"counts": dict(counts)}}}
