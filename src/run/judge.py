@@ -35,7 +35,7 @@ from retrieval_bench.config.judge import JUDGES, JudgeSettings
 from retrieval_bench.data.judgments import DEFAULT_GRADES
 from retrieval_bench.errors import EXIT_OK, ConfigError
 from retrieval_bench.judge.base import Judge, cli_key
-from retrieval_bench.judge.build import build_judge, check_thresholds, judge_spec
+from retrieval_bench.judge.build import build_judge, check_thresholds
 from retrieval_bench.judge.cache import JudgeCache
 from retrieval_bench.judge.files import CALIBRATION_JSON, JUDGMENTS
 from run.exits import guarded
@@ -118,7 +118,7 @@ def judge_settings(args: argparse.Namespace) -> JudgeSettings:
 
 def judge_of(args: argparse.Namespace, scale: Sequence[int], need_thresholds: bool) -> Judge:
     """The judge the flags describe."""
-    return build_judge(judge_spec(judge_settings(args)), scale, need_thresholds)
+    return build_judge(judge_settings(args), scale, need_thresholds)
 
 
 def _sample(text: str) -> int | None:

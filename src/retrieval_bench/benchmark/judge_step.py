@@ -27,7 +27,7 @@ from retrieval_bench.io.strict_json import jsonl_text
 from retrieval_bench.jobdir import names
 from retrieval_bench.jobdir.read import FinishedJob
 from retrieval_bench.judge.base import Judge, config_key
-from retrieval_bench.judge.build import build_judge, judge_spec
+from retrieval_bench.judge.build import build_judge
 from retrieval_bench.judge.cache import JudgeCache
 from retrieval_bench.judge.files import JUDGMENTS, MONTH_JUDGE_DIR
 from retrieval_bench.judge.judging import judge_pool
@@ -43,7 +43,7 @@ def month_judge(settings: BenchmarkJudgeConfig) -> Judge:
     """The judge `benchmark.judge` describes (a bad setting exits 2 naming its key); built
     before any job runs."""
     return build_judge(
-        judge_spec(settings), tuple(settings.grades), need_thresholds=True, key=KEY
+        settings, tuple(settings.grades), need_thresholds=True, key=KEY
     )
 
 

@@ -2,7 +2,7 @@
 (`BenchmarkJudgeConfig` adds the pool depth) and `python -m run.judge`'s command line, whose
 flags are generated from these fields (`run.typed_options`): `--url` is `url`, `--timeout-s`
 is `timeout_s`; a field names another flag in its metadata (`kind` is `--judge`, `devices` the
-repeatable `--device`). `judge.build.judge_spec` reads them, once, for both.
+repeatable `--device`). `judge.build.build_judge` reads them, once, for both.
 
 Only plain typed fields; imports nothing heavy."""
 

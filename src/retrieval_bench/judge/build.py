@@ -5,7 +5,6 @@ caller spells it (`key`: `--url`, or `benchmark.judge.url`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from retrieval_bench.config.judge import JUDGES, SCORE_JUDGES, JudgeSettings
 from retrieval_bench.errors import ConfigError
@@ -14,32 +13,9 @@ from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.prompt import load_prompt
 
 
-@dataclass
-class JudgeSpec:
-    """Every setting of either judge; those of the other kind must stay unset. `chat` holds
-    the endpoint's settings (its `url` empty for a cross-encoder)."""
-
-    kind: str
-    chat: ChatSettings
-    relevant_from: int = 2
-    prompt_en: str | None = None
-    prompt_zh: str | None = None
-    thresholds: list[float] | None = None
-    batch_size: int = 32
-    # The tokens a cross-encoder's pair is cut to; None: 512, or the model's own limit where
-    # that is lower (judge.cross_encoder).
-    max_length: int | None = None
-    devices: list[str] = field(default_factory=lambda: ["cpu"])
-
-    @property
-    def model(self) -> str:
-        return self.chat.model
-
-
-def judge_spec(settings: JudgeSettings) -> JudgeSpec:
-    """The judge `settings` describe (a `benchmark.judge` node or `run.judge`'s flags, one
-    type), as `build_judge` takes it: the one place a setting is read into the judge."""
-    chat = ChatSettings(
+def chat_settings(settings: JudgeSettings) -> ChatSettings:
+    """The chat judge's endpoint settings (its `url` empty for a scored judge)."""
+    return ChatSettings(
         url=settings.url,
         model=settings.model,
         concurrency=settings.concurrency,
@@ -50,17 +26,6 @@ def judge_spec(settings: JudgeSettings) -> JudgeSpec:
         api_key_env=settings.api_key_env,
         usd_per_mtok_in=settings.usd_per_mtok_in,
         usd_per_mtok_out=settings.usd_per_mtok_out,
-    )
-    return JudgeSpec(
-        kind=settings.kind,
-        chat=chat,
-        relevant_from=settings.relevant_from,
-        prompt_en=settings.prompt_en or None,
-        prompt_zh=settings.prompt_zh or None,
-        thresholds=list(settings.thresholds) or None,
-        batch_size=settings.batch_size,
-        max_length=settings.max_length,
-        devices=list(settings.devices),
     )
 
 
@@ -78,10 +43,12 @@ def check_thresholds(values: Sequence[float], scale: Sequence[int], flag: str, k
 
 
 def build_judge(
-    spec: JudgeSpec, scale: Sequence[int], need_thresholds: bool, key: Key = cli_key
+    spec: JudgeSettings, scale: Sequence[int], need_thresholds: bool, key: Key = cli_key
 ) -> Judge:
-    """The judge `spec` describes. A cross-encoder without thresholds is refused when
-    `need_thresholds` (judging; calibration chooses them)."""
+    """The judge `spec` describes (a `benchmark.judge` node or `run.judge`'s flags, one type):
+    the one place a setting is read into the judge. A scored judge without thresholds is
+    refused when `need_thresholds` (judging; calibration chooses them)."""
+    thresholds = list(spec.thresholds) or None
     if spec.kind not in JUDGES:
         raise ConfigError(key("kind"), f"unknown judge {spec.kind!r}: {' or '.join(JUDGES)}")
     if not spec.model.strip():
@@ -89,25 +56,25 @@ def build_judge(
     if spec.kind == "openai":
         from retrieval_bench.judge.chat import ChatJudge
 
-        if spec.thresholds is not None:
+        if thresholds is not None:
             raise ConfigError(
                 key("thresholds"), f"applies to the {' and '.join(SCORE_JUDGES)} judges only"
             )
-        if not spec.chat.url:
+        if not spec.url:
             raise ConfigError(key("url"), "the openai judge needs its endpoint's URL")
         to_scale = scale_mapping(scale, spec.relevant_from, key)
         prompts = {
-            "en": load_prompt("en", spec.prompt_en, key("prompt_en")),
-            "zh": load_prompt("zh", spec.prompt_zh, key("prompt_zh")),
+            "en": load_prompt("en", spec.prompt_en or None, key("prompt_en")),
+            "zh": load_prompt("zh", spec.prompt_zh or None, key("prompt_zh")),
         }
-        return ChatJudge(spec.chat, prompts, to_scale, key)
-    if spec.chat.url:
+        return ChatJudge(chat_settings(spec), prompts, to_scale, key)
+    if spec.url:
         raise ConfigError(key("url"), "applies to the openai judge only")
     for name in ("prompt_en", "prompt_zh"):
         if getattr(spec, name):
             raise ConfigError(key(name), "applies to the openai judge only")
-    if spec.thresholds is not None:
-        check_thresholds(spec.thresholds, scale, key("thresholds"), key)
+    if thresholds is not None:
+        check_thresholds(thresholds, scale, key("thresholds"), key)
     elif need_thresholds:
         raise ConfigError(
             key("thresholds"),
@@ -124,10 +91,10 @@ def build_judge(
         judge_class, own = CrossEncoderJudge, {"length_key": key("max_length")}
     return judge_class(
         spec.model,
-        spec.thresholds,
+        thresholds,
         batch_size=spec.batch_size,
         max_length=spec.max_length,
-        devices=spec.devices,
+        devices=list(spec.devices),
         model_key=key("model"),
         **own,
     )

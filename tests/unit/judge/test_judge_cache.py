@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from support.judge_server import chat_model
 
+from retrieval_bench.config.judge import JudgeSettings
 from retrieval_bench.judge.base import Pair
-from retrieval_bench.judge.build import JudgeSpec, build_judge
+from retrieval_bench.judge.build import build_judge
 from retrieval_bench.judge.cache import JudgeCache
-from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.judging import judge_pairs
 
 PAIRS = [
@@ -27,7 +27,7 @@ def test_two_chat_models_share_a_cache_but_not_their_answers(tmp_path: Path) -> 
     cached = []
     with chat_model() as (url, received):
         for model in ("model-a", "model-b", "model-a", "model-b"):
-            spec = JudgeSpec("openai", ChatSettings(url=url, model=model, concurrency=1))
+            spec = JudgeSettings(kind="openai", url=url, model=model, concurrency=1)
             verdicts = judge_pairs(PAIRS, build_judge(spec, (0, 1, 2, 3), False), cache)
             cached.append([v.cached for v in verdicts])
         asked = [body["model"] for body in received]

@@ -14,12 +14,12 @@ from support.datasets import read_jsonl
 from support.judging import TRAVEL_CORPUS, with_people_zeros
 
 from retrieval_bench.config.encoder import EncoderConfig
+from retrieval_bench.config.judge import JudgeSettings
 from retrieval_bench.encoders import build_encoder
 from retrieval_bench.errors import ConfigError
 from retrieval_bench.judge.base import Pair, Verdict
-from retrieval_bench.judge.build import JudgeSpec, build_judge
+from retrieval_bench.judge.build import build_judge
 from retrieval_bench.judge.cache import JudgeCache
-from retrieval_bench.judge.chat import ChatSettings
 from retrieval_bench.judge.judging import judge_pairs
 from retrieval_bench.judge.similarity import SimilarityJudge
 from run.judge import main as judge_main
@@ -31,10 +31,8 @@ PAIRS = [
 ]
 
 
-def _spec(thresholds: list[float] | None) -> JudgeSpec:
-    return JudgeSpec(
-        kind="similarity", chat=ChatSettings(url="", model="use"), thresholds=thresholds
-    )
+def _spec(thresholds: list[float] | None) -> JudgeSettings:
+    return JudgeSettings(kind="similarity", model="use", thresholds=thresholds or [])
 
 
 @pytest.mark.slow  # loads USE from its wheel
@@ -74,7 +72,7 @@ def test_bad_settings_are_refused_naming_the_flag() -> None:
         build_judge(_spec([0.5, 0.2]), (0, 1, 2), need_thresholds=True)
     with pytest.raises(ConfigError, match="--model"):
         build_judge(
-            JudgeSpec(kind="similarity", chat=ChatSettings(url="", model="/no/such/model")),
+            JudgeSettings(kind="similarity", model="/no/such/model"),
             (0, 1),
             need_thresholds=False,
         )
