@@ -64,8 +64,9 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data
 
 
-# PyYAML's safe loader on libyaml's parser where the wheel has it: the same documents, ~8x faster
-# (a job's .hydra/config.yaml: 14 ms in pure Python, a sweep's comparison and logger read dozens).
+# PyYAML's safe loader on libyaml's parser where the wheel has it: the same documents, 8x faster
+# (a job's .hydra/config.yaml: 13 ms in pure Python; a sweep's comparison and logger read dozens;
+# BENCHMARKS.md, Tracking).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
