@@ -162,6 +162,18 @@ def check_tunings_logged(uri: str, experiment: str, folders: list[Path]) -> str:
     return f"{len(parents)} tunings, {expected} trials as their children, exact"
 
 
+def burn_spec(text: str) -> tuple[float, float]:
+    """`--burn`'s value: CPU seconds, and the delay before them (default 0)."""
+    seconds, _, delay = text.partition("@")
+    try:
+        spec = (float(seconds), float(delay or 0))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: SECONDS@DELAY, e.g. 2.6@2") from None
+    if spec[0] <= 0 or spec[1] < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: SECONDS > 0 and DELAY >= 0")
+    return spec
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="the mini fixture, a sqlite store")
@@ -172,16 +184,13 @@ def main() -> int:
     parser.add_argument(
         "--burn",
         metavar="SECONDS@DELAY",
+        type=burn_spec,
         help="a control, no tracking: the second side is the untracked sweep beside a plain "
         "CPU-bound process of SECONDS CPU started DELAY s in (what that much other work on the "
         "sweep's cores costs by itself; e.g. 2.6@2)",
     )
     args = parser.parse_args()
-    burn = (
-        (float(args.burn.split("@")[0]), float(args.burn.partition("@")[2] or 0))
-        if args.burn
-        else None
-    )
+    burn = args.burn
     other = "burn" if burn else "mlflow"
     store = "no" if burn else args.store or ("sqlite" if args.quick else "server")
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
@@ -230,7 +239,9 @@ def main() -> int:
                 said = [f"{s} {times[s][-1]:.2f} s ({cpu[s][-1]:.1f} CPU s)" for s in cpu]
                 print(f"round {i + 1}: {', '.join(said)}; waited {waited:.1f} s", flush=True)
             check = check_tunings_logged if args.tune else check_logged
-            logged = f"nothing (--burn {args.burn})" if burn else check(uri, "bench", folders)
+            logged = (
+                f"nothing (--burn {burn[0]}@{burn[1]})" if burn else check(uri, "bench", folders)
+            )
         finally:
             if server is not None:
                 server.stop()
