@@ -255,8 +255,12 @@ def main() -> int:
         f"RESULT tracking: {dataset} {work_done}, {store} store, median of {args.repeat}: "
         f"CPU s of the process tree none {cpu_none:.1f}, {other} {cpu_mlflow:.1f} "
         f"(+{cpu_mlflow - cpu_none:.1f}); wall none {none:.2f} s, {other} {mlflow:.2f} s, "
-        f"ratio {ratio:.3f} (target <= {TARGET}); the tracked {work_done.split()[-1]} waited "
-        f"{statistics.median(waits):.1f} s for its logger after its end"
+        + (
+            f"ratio {ratio:.3f} (a control: plain CPU work beside the sweep, no tracking)"
+            if burn
+            else f"ratio {ratio:.3f} (target <= {TARGET}); the tracked {work_done.split()[-1]} "
+            f"waited {statistics.median(waits):.1f} s for its logger after its end"
+        )
         + (f"; the server's own CPU {statistics.median(serving):.1f} s" if server else "")
     )
     return 0
