@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--sweep", type=Path)
     serve.add_argument("--dataset", default="")
     serve.add_argument("--parent-run-id", default="")
+    serve.add_argument("--new-folder", action="store_true")
     for each in (sync, ls, serve):
         each.add_argument("--uri", help="MLflow tracking URI (default: the folders' tracking.uri)")
         each.add_argument("--experiment", default="", help="default: each dataset's name")
@@ -121,7 +122,15 @@ def _serve(args: argparse.Namespace, cfg: TrackingConfig) -> int:
         print(line, flush=True)
 
     try:
-        code = serve(cfg, sys.stdin, say, args.sweep, args.dataset, args.parent_run_id or None)
+        code = serve(
+            cfg,
+            sys.stdin,
+            say,
+            args.sweep,
+            args.dataset,
+            args.parent_run_id or None,
+            args.new_folder,
+        )
     except ConfigError as exc:
         say(f"refused {exc}")
         code = EXIT_BAD_INPUT

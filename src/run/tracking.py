@@ -51,6 +51,7 @@ class LiveLogger:
         sweep_dir: Path | None = None,
         dataset: str = "",
         parent_id: str | None = None,
+        new_folder: bool = False,
     ) -> None:
         self.cfg = cfg
         self.sweep_dir = sweep_dir
@@ -68,6 +69,7 @@ class LiveLogger:
         ]  # fmt: skip
         if sweep_dir is not None:
             cmd += ["--sweep", str(sweep_dir), "--dataset", dataset]
+            cmd += ["--new-folder"] if new_folder else []
         if parent_id:
             cmd += ["--parent-run-id", parent_id]
         env = {**os.environ, **quiet_environment(cfg.timeout_s)}
@@ -243,8 +245,13 @@ class TrackingCallback(Callback):
         try:
             cfg.validate()
             check_reachable(cfg)
+            # A folder that holds nothing yet holds no job logged before (what its logger then
+            # need not search for).
+            new_folder = not sweep_dir.is_dir() or not any(sweep_dir.iterdir())
             sweep_dir.mkdir(parents=True, exist_ok=True)
-            logger = LiveLogger(cfg, sweep_dir=sweep_dir, dataset=_dataset_name(config))
+            logger = LiveLogger(
+                cfg, sweep_dir=sweep_dir, dataset=_dataset_name(config), new_folder=new_folder
+            )
             LiveLogger.current = logger
             if str(config.hydra.launcher.get("_target_", "")) not in _IN_PROCESS:
                 logger.wait_parent()

@@ -9,7 +9,7 @@ doubled.
 A run costs few round trips to a server, since a sweep waits for its last job's run and every
 request waits its turn on a loaded machine: the run is created with its identifying tags, its
 values go in one `log_batch` while its files upload beside it (`_UPLOADS` at a time), and the
-digest and the completion mark go together in one last `log_batch`.
+digest and the completion mark go together in one last `log_batch`, beside the run's end.
 
 Failures are of two kinds: the tracker refused something it will always refuse (a deleted
 experiment, an invalid name: `TrackerRefused`, a ConfigError naming the key, exit 2), or it did
@@ -25,9 +25,10 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,8 @@ class LoggedRun:
     experiment_id: str
     created: bool
     skipped: bool  # already complete with the same content: nothing was sent
+    # The MLflow run as `find_or_create` left it, for `log_onto` (no second search).
+    run: Any = field(default=None, repr=False, compare=False)
 
 
 class TrackingStore:
@@ -205,18 +208,19 @@ class TrackingStore:
         """The folder's run, created (incomplete, running) when there is none, nothing logged on
         it: a sweep's parent as the sweep starts, which `log` fills and completes when it ends."""
         run = self.find(content.key)
-        if run is not None:
-            return LoggedRun(run.info.run_id, run.info.experiment_id, created=False, skipped=True)
-        with self._calls(f"logging {content.key}"):
-            run = self._create(content, experiment_id, parent_id=None)
-        return LoggedRun(run.info.run_id, run.info.experiment_id, created=True, skipped=False)
+        created = run is None
+        if run is None:
+            with self._calls(f"logging {content.key}"):
+                run = self._create(content, experiment_id, parent_id=None)
+        info = run.info
+        return LoggedRun(info.run_id, info.experiment_id, created, skipped=not created, run=run)
 
     def log(
         self, content: RunContent, experiment_id: str, parent_id: str | None = None
     ) -> LoggedRun:
         """Find the folder's run by its key or create it, then log what it lacks; `rb.complete`
         last. A run already complete with the same content is left as it is."""
-        return self._log(content, self.find(content.key), experiment_id, parent_id)
+        return self.log_onto(content, self.find(content.key), experiment_id, parent_id)
 
     def log_children(
         self, contents: Sequence[RunContent], parent: LoggedRun
@@ -229,7 +233,11 @@ class TrackingStore:
         with ThreadPoolExecutor(_UPLOADS if self.remote else 1, "rb-track") as pool:
             logged = {
                 c.key: pool.submit(
-                    self._log, c, found.get(key_hash(c.key)), parent.experiment_id, parent.run_id
+                    self.log_onto,
+                    c,
+                    found.get(key_hash(c.key)),
+                    parent.experiment_id,
+                    parent.run_id,
                 )
                 for c in contents
             }
@@ -239,10 +247,13 @@ class TrackingStore:
                 pool.shutdown(cancel_futures=True)
                 raise
 
-    def _log(
+    def log_onto(
         self, content: RunContent, run: Any | None, experiment_id: str, parent_id: str | None
     ) -> LoggedRun:
-        """`log` of a run already looked for (`run`: None when there is none yet)."""
+        """`log` where the caller knows the folder's run without a search: `run` as it last saw
+        it (`LoggedRun.run`: a sweep's parent, opened by this process as the sweep started), or
+        None when the folder can have none yet (a job of a sweep folder that was new when this
+        process created the sweep's run)."""
         from mlflow.entities import RunTag
 
         digest = content_digest(content)
@@ -253,23 +264,40 @@ class TrackingStore:
             run_id = run.info.run_id
             have = run.data
             complete = have.tags.get(tn.COMPLETE) == "true"
+            finished = run.info.status == "FINISHED"
             if complete and have.tags.get(tn.DIGEST) == digest:
                 if parent_id and have.tags.get(tn.PARENT_RUN_ID) != parent_id:
                     self.client.set_tag(run_id, tn.PARENT_RUN_ID, parent_id)
+                if not finished:  # its completion mark went in, its end did not
+                    self.client.set_terminated(run_id, "FINISHED")
                 return LoggedRun(run_id, run.info.experiment_id, created, skipped=True)
             if complete:  # its folder changed since: say so before logging the change
                 self.client.set_tag(run_id, tn.COMPLETE, "false")
             metrics, params, tags = _values(content, have, parent_id)
             last = [RunTag(tn.DIGEST, digest), RunTag(tn.COMPLETE, "true")]
+            ends: list[Callable[[], Any]]
             if not content.artifacts and _one_request(metrics, params, [*tags, *last]):
                 # MLflow's stores write a batch's tags after its params and metrics.
-                self.client.log_batch(run_id, metrics, params, [*tags, *last])
+                ends = [partial(self.client.log_batch, run_id, metrics, params, [*tags, *last])]
             else:
                 self._send(run_id, content.artifacts, (metrics, params, tags))
-                self.client.log_batch(run_id, tags=last)
-            if run.info.status != "FINISHED":
-                self.client.set_terminated(run_id, "FINISHED")
+                ends = [partial(self.client.log_batch, run_id, tags=last)]
+            if not finished:
+                ends.append(partial(self.client.set_terminated, run_id, "FINISHED"))
+            self._side_by_side(ends)
         return LoggedRun(run_id, run.info.experiment_id, created, skipped=False)
+
+    def _side_by_side(self, calls: Sequence[Callable[[], Any]]) -> None:
+        """Independent requests, side by side to a server (one wait, not one each), in order
+        to a local store. The completion mark and the run's end are such: each is checked on
+        its own by the next `log` (a run complete but not ended is ended then)."""
+        if not self.remote or len(calls) < 2:
+            for call in calls:
+                call()
+            return
+        with ThreadPoolExecutor(len(calls), "rb-track") as pool:
+            for each in [pool.submit(call) for call in calls]:
+                each.result()
 
     def _create(self, content: RunContent, experiment_id: str, parent_id: str | None) -> Any:
         tags = {

@@ -60,6 +60,11 @@ class Syncer:
         self.experiment = experiment
         self._defaults: dict[str, Any] | None = None
         self.synced = Synced()
+        # Sweeps opened by `open_sweep` (folder key -> their run, not searched for again at the
+        # end), and the runs it created for a sweep folder that was new: a job handed to this
+        # logger under one of them has no run yet.
+        self._opened: dict[str, LoggedRun] = {}
+        self._new_parents: set[str] = set()
 
     def experiment_for(self, dataset: str) -> str:
         return self.experiment or dataset
@@ -78,8 +83,14 @@ class Syncer:
             self.synced.lines.append(f"  and its {len(trials)} trials as children")
 
     def job(
-        self, path: Path, parent_id: str | None = None, relpath: str | None = None
+        self,
+        path: Path,
+        parent_id: str | None = None,
+        relpath: str | None = None,
+        handed: bool = False,
     ) -> LoggedRun:
+        """`handed`: the process that ran the job handed it to this (live) logger, which is then
+        the only one to log it."""
         job = FinishedJob.load(path)
         if self._defaults is None:
             self._defaults = default_config()
@@ -90,14 +101,26 @@ class Syncer:
             experiment_id = self.store.experiment_of(parent_id)
         else:
             experiment_id = self.store.experiment_id(self.experiment_for(job.dataset))
-        return self.record(self.store.log(content, experiment_id, parent_id), path, "job")
+        if handed and parent_id in self._new_parents:
+            logged = self.store.log_onto(content, None, experiment_id, parent_id)
+        else:
+            logged = self.store.log(content, experiment_id, parent_id)
+        return self.record(logged, path, "job")
 
-    def open_sweep(self, path: Path, dataset: str) -> LoggedRun:
+    def open_sweep(self, path: Path, dataset: str, new_folder: bool = False) -> LoggedRun:
         """A sweep's parent run as the sweep starts: found or created, and incomplete until its
-        comparison is logged at the end (`sweep`)."""
-        content = sweep_content(path, folder_key(path))
+        comparison is logged at the end (`sweep`). `new_folder`: the sweep's folder held no job
+        when the sweep started; if its run is created now, no job under it was logged before (a
+        run's key is its folder's path), so the jobs handed to this logger are created without
+        a search each (jobs that other processes ran log themselves, and are searched for)."""
+        key = folder_key(path)
+        content = sweep_content(path, key)
         experiment_id = self.store.experiment_id(self.experiment_for(dataset))
-        return self.record(self.store.find_or_create(content, experiment_id), path, "sweep")
+        opened = self.store.find_or_create(content, experiment_id)
+        self._opened[key] = opened
+        if opened.created and new_folder:
+            self._new_parents.add(opened.run_id)
+        return self.record(opened, path, "sweep")
 
     def sweep(
         self, path: Path, kind: str = SWEEP, skip: Iterable[str] = (), dataset: str = ""
@@ -115,7 +138,12 @@ class Syncer:
         key = folder_key(path)
         content = month_content(path, key) if kind == MONTH_KIND else sweep_content(path, key)
         experiment_id = self.store.experiment_id(self.experiment_for(dataset))
-        parent = self.record(self.store.log(content, experiment_id), path, kind)
+        opened = self._opened.pop(key, None)
+        if opened is not None:  # as `open_sweep` left it: this process's logging adds children only
+            logged = self.store.log_onto(content, opened.run, experiment_id, None)
+        else:
+            logged = self.store.log(content, experiment_id)
+        parent = self.record(logged, path, kind)
         for job in scan.jobs:
             relpath = job.path.resolve().relative_to(path.resolve()).as_posix()
             self.job(job.path, parent_id=parent.run_id, relpath=relpath)
@@ -159,10 +187,12 @@ def serve(
     sweep_dir: Path | None = None,
     dataset: str = "",
     parent_id: str | None = None,
+    new_folder: bool = False,
 ) -> int:
-    """A live logger (`run.tracking.LiveLogger`). With `sweep_dir`: create the sweep's parent
-    run and say `parent <run id>` first. Then log each `job <folder>` line (a child of the
-    parent run, or of `parent_id`) and say `logged <folder>`, or `failed <folder>`; say
+    """A live logger (`run.tracking.LiveLogger`). With `sweep_dir` (`new_folder`: it held no
+    job when the sweep started): create the sweep's parent run and say `parent <run id>`
+    first. Then log each `job <folder>` line (a child of the parent run, or of `parent_id`)
+    and say `logged <folder>`, or `failed <folder>`; say
     `down <why>` once when the tracker stops answering (what is left is then not tried: the
     closing warning names `run.track sync`). On `end` (or end of input) a sweep's logger logs
     the comparison and any finished job under the sweep not logged yet. Exit status: 0 all
@@ -174,7 +204,7 @@ def serve(
     try:
         syncer = Syncer(TrackingStore.open(cfg), cfg.experiment)
         if sweep_dir is not None:
-            parent_id = syncer.open_sweep(sweep_dir, dataset).run_id
+            parent_id = syncer.open_sweep(sweep_dir, dataset, new_folder).run_id
             say(f"parent {parent_id}")
     except TrackerRefused as exc:
         say(f"refused {exc}")
@@ -196,7 +226,8 @@ def serve(
             folder = classify(Path(arg))
             if folder.kind == JOB:
                 relpath = _relpath(folder.path, sweep_dir) if sweep_dir is not None else None
-                syncer.job(folder.path, parent_id or syncer.logged_parent(folder.path), relpath)
+                parent = parent_id or syncer.logged_parent(folder.path)
+                syncer.job(folder.path, parent, relpath, handed=True)
             else:
                 syncer.folder(folder)
             say(f"logged {arg}")

@@ -219,3 +219,77 @@ def test_a_run_is_marked_complete_in_one_request_after_its_values_and_files(
     assert names[-2:] == ["log_batch", "set_terminated"]
     assert calls[-2][1] == sorted([tn.COMPLETE, tn.DIGEST])
     assert names.count("log_artifact") == len(job_artifacts(folder)) > 5
+
+
+def _count_searches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from mlflow.tracking import MlflowClient
+
+    searched: list[str] = []
+    search = MlflowClient.search_runs
+
+    def counted(self: Any, *args: Any, **kw: Any) -> Any:
+        searched.append(str(kw.get("filter_string", "")))
+        return search(self, *args, **kw)
+
+    monkeypatch.setattr(MlflowClient, "search_runs", counted)
+    return searched
+
+
+def test_a_new_sweep_folders_handed_jobs_are_logged_without_a_search_each(
+    mini_job: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep folder that held no job when its run was created can have no job run logged
+    before (a run's key is its folder): the jobs handed to its logger are created without
+    looking, and its end logs onto the run it opened. A job another process ran (and logged
+    itself) is searched for at the end and not doubled; nor is anything by a second sync, or
+    by a sweep opened again (its run found, not created: its jobs are searched for)."""
+    from retrieval_bench.tracking.store import TrackingStore
+    from retrieval_bench.tracking.sync import Syncer
+
+    _, job = mini_job
+    sweep = tmp_path / "sweep"
+    handed, elsewhere = sweep / "0-retriever=hybrid", sweep / "1-retriever=hybrid"
+    shutil.copytree(job, handed)
+    shutil.copytree(job, elsewhere)
+    store = TrackingStore.open(_cfg(tmp_path))
+    searched = _count_searches(monkeypatch)
+    syncer = Syncer(store)
+    opened = syncer.open_sweep(sweep, "mini", new_folder=True)
+    assert opened.created and len(searched) == 1  # the sweep's own key
+    Syncer(store).job(elsewhere, opened.run_id, elsewhere.name)  # its own process's logger
+    assert len(searched) == 2
+    assert syncer.job(handed, opened.run_id, handed.name, handed=True).created
+    assert len(searched) == 2
+    syncer.sweep(sweep, skip={str(handed.resolve())}, dataset="mini")
+    assert len(searched) == 3  # the job it was not handed: found, not doubled
+    parent = store.client.get_run(opened.run_id)
+    assert parent.data.tags[tn.COMPLETE] == "true" and parent.info.status == "FINISHED"
+    runs = _runs(_cfg(tmp_path))
+    assert sorted(r.data.tags[tn.KIND] for r in runs) == ["job", "job", "sweep"]
+    assert {r.data.tags.get(tn.PARENT_RUN_ID) for r in runs} == {None, opened.run_id}
+
+    again = sync_folders([sweep], _cfg(tmp_path))
+    assert [line.rsplit("(", 1)[1] for line in again.lines] == ["unchanged)"] * 3
+    reopened = Syncer(store)
+    assert not reopened.open_sweep(sweep, "mini", new_folder=True).created
+    reopened.job(handed, opened.run_id, handed.name, handed=True)
+    assert len(_runs(_cfg(tmp_path))) == 3
+
+
+def test_a_run_complete_but_not_ended_is_ended_by_the_next_sync(
+    mini_job: Any, tmp_path: Path
+) -> None:
+    """The completion mark and the run's end go side by side to a server; should only the mark
+    arrive, the next sync ends the run and sends nothing else."""
+    from retrieval_bench.tracking.store import TrackingStore
+
+    _, folder = mini_job
+    sync_folders([folder], _cfg(tmp_path))
+    [run] = _runs(_cfg(tmp_path))
+    store = TrackingStore.open(_cfg(tmp_path))
+    store.client.update_run(run.info.run_id, status="RUNNING")
+    again = sync_folders([folder], _cfg(tmp_path))
+    assert again.lines[0].endswith("(unchanged)")
+    ended = store.client.get_run(run.info.run_id)
+    assert ended.info.status == "FINISHED"
+    assert ended.data.metrics == run.data.metrics
