@@ -247,6 +247,10 @@ def main() -> int:
                 server.stop()
     none, mlflow = statistics.median(times["none"]), statistics.median(times[other])
     ratio = mlflow / none
+    # Each round's two sweeps ran one after the other: their ratio is blind to a drift of the
+    # machine's speed over the rounds (which the ratio of the medians is not).
+    pairs = sorted(t / n for t, n in zip(times[other], times["none"], strict=True))
+    quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0]] * 3
     cpu_none, cpu_mlflow = statistics.median(cpu["none"]), statistics.median(cpu[other])
     dataset = "mini" if args.quick else "travel"
     work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
@@ -255,6 +259,8 @@ def main() -> int:
         f"RESULT tracking: {dataset} {work_done}, {store} store, median of {args.repeat}: "
         f"CPU s of the process tree none {cpu_none:.1f}, {other} {cpu_mlflow:.1f} "
         f"(+{cpu_mlflow - cpu_none:.1f}); wall none {none:.2f} s, {other} {mlflow:.2f} s, "
+        f"per round {other} / none: median {quartiles[1]:.3f} (quartiles {quartiles[0]:.3f} to "
+        f"{quartiles[2]:.3f}), "
         + (
             f"ratio {ratio:.3f} (a control: plain CPU work beside the sweep, no tracking)"
             if burn

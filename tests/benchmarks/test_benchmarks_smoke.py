@@ -54,7 +54,8 @@ def test_scale_benchmark_quick() -> None:
 def test_tracking_benchmark_quick() -> None:
     out = run_benchmark("bench_tracking.py", "--quick", "--repeat", "1")
     assert "logged: 1 parents, 3 children of" in out and ", exact" in out, out
-    assert re.search(r"wall none \S+ s, mlflow \S+ s, ratio \S+ \(target <= 1.05\); the "
+    assert re.search(r"wall none \S+ s, mlflow \S+ s, per round mlflow / none: median "
+                     r"(\S+) \(quartiles \1 to \1\), ratio \1 \(target <= 1.05\); the "
                      r"tracked sweep waited \d+\.\d s for its logger after its end$",
                      result_line(out, "tracking")), out  # fmt: skip
 
