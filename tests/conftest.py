@@ -11,8 +11,11 @@ import functools
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -291,6 +294,31 @@ def no_log_handler_left(request: pytest.FixtureRequest) -> Iterator[None]:
             f"{request.node.nodeid} left {left} on the root logger: run the app in process "
             "under the app_logging fixture",
             pytrace=False,
+        )
+
+
+@pytest.fixture(autouse=True)
+def signals_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Puts back SIGINT's and SIGTERM's handlers and the main thread's signal mask when a test
+    changed them, and warns naming it: a signal left ignored or blocked is inherited by every
+    process a later test on the same worker starts, whose Ctrl-C then never arrives (two Ctrl-C
+    tests of tests/app/test_exits.py failed so once in CI, their own SIGINT lost)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a handler
+        return
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    changed = []
+    for sig, handler in handlers.items():
+        if signal.getsignal(sig) != handler and handler is not None:
+            signal.signal(sig, handler)
+            changed.append(signal.Signals(sig).name)
+    if signal.pthread_sigmask(signal.SIG_SETMASK, mask) != mask:
+        changed.append("the signal mask")
+    if changed:
+        warnings.warn(
+            f"{request.node.nodeid} left {', '.join(changed)} changed; put back", stacklevel=1
         )
 
 

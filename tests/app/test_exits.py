@@ -238,6 +238,17 @@ def test_score_and_compare_map_internal_errors_and_interrupts(
 
 # -- end to end, one subprocess per entry point -----------------------------------------------
 def _python(*args: str, cwd: Path = ROOT, umask: int | None = None) -> subprocess.Popen[str]:
+    """A fresh `python` as a shell starts one: SIGINT and SIGTERM at their defaults and not
+    blocked, whatever this worker's state (a signal ignored or blocked here is inherited, and a
+    Ctrl-C test's own SIGINT would then never arrive)."""
+
+    def started_as_from_a_shell() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        if umask is not None:
+            os.umask(umask)
+
     return subprocess.Popen(
         [sys.executable, *args],
         cwd=cwd,
@@ -245,7 +256,7 @@ def _python(*args: str, cwd: Path = ROOT, umask: int | None = None) -> subproces
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=None if umask is None else (lambda: os.umask(umask)),
+        preexec_fn=started_as_from_a_shell,
     )
 
 

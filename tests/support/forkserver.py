@@ -251,6 +251,7 @@ def _run_command(
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update({**set_by_imports, **request["env"]})
