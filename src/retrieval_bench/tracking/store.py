@@ -250,10 +250,11 @@ class TrackingStore:
     def log_onto(
         self, content: RunContent, run: Any | None, experiment_id: str, parent_id: str | None
     ) -> LoggedRun:
-        """`log` where the caller knows the folder's run without a search: `run` as it last saw
-        it (`LoggedRun.run`: a sweep's parent, opened by this process as the sweep started), or
-        None when the folder can have none yet (a job of a sweep folder that was new when this
-        process created the sweep's run)."""
+        """`log` where the caller knows the folder's run already: `run` as it last saw it (found
+        among a parent's children by `log_children`'s one search, or `LoggedRun.run`: a sweep's
+        parent, opened by this process as the sweep started), or None when the folder has none
+        (not found, or a job of a sweep folder that was new when this process created the
+        sweep's run)."""
         from mlflow.entities import RunTag
 
         digest = content_digest(content)
