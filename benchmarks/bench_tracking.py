@@ -4,6 +4,7 @@ tracking=mlflow, side by side, alternating, in one run.
     .venv/bin/python benchmarks/bench_tracking.py           # travel, a real server
     .venv/bin/python benchmarks/bench_tracking.py --quick   # the mini fixture, sqlite
     .venv/bin/python benchmarks/bench_tracking.py --tune    # a tuning (experiment=tune_fusion)
+    .venv/bin/python benchmarks/bench_tracking.py --server-start   # the server's own start-up
 
 Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
 its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a
@@ -23,6 +24,7 @@ time bought is for the logging actually done.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import re
@@ -162,6 +164,41 @@ def check_tunings_logged(uri: str, experiment: str, folders: list[Path]) -> str:
     return f"{len(parents)} tunings, {expected} trials as their children, exact"
 
 
+def requests_logged(server: Any) -> collections.Counter[str]:
+    """The requests the local server has answered so far, by endpoint (its access log; files
+    counted as one endpoint), so a sweep's requests are the difference before and after it."""
+    if server is None:
+        return collections.Counter()
+    text = (server.folder / "server.log").read_text(errors="replace")
+    found = re.findall(r'"(?:GET|POST|PUT|PATCH) (/api/[^ ?]+)', text)
+    return collections.Counter(re.sub(r"/artifacts/.*", "/artifacts", path) for path in found)
+
+
+def server_start(seconds: float = 10.0) -> int:
+    """What a `mlflow server` costs to start, with MLflow's job runner (as `mlflow server`
+    starts by default) and without it (as the tests, this script and docs/how-to/tracking.md
+    start it): the CPU of its process tree when `/health` first answers, and what it uses in
+    the `seconds` after, idle."""
+    from support.mlflow_server import MlflowServer
+
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
+        for job_runner in (True, False):
+            server = MlflowServer(Path(tmp) / f"runner-{job_runner}", job_runner=job_runner)
+            start = time.perf_counter()
+            server.start()
+            answered, at = server_cpu(server), time.perf_counter() - start
+            time.sleep(seconds)
+            after = server_cpu(server) - answered
+            server.stop()
+            print(
+                f"RESULT server start: job runner {'on' if job_runner else 'off'}: answered in "
+                f"{at:.1f} s having used {answered:.1f} CPU s; {after:.1f} CPU s in the "
+                f"{seconds:.0f} s after, idle",
+                flush=True,
+            )
+    return 0
+
+
 def burn_spec(text: str) -> tuple[float, float]:
     """`--burn`'s value: CPU seconds, and the delay before them (default 0)."""
     seconds, _, delay = text.partition("@")
@@ -182,6 +219,11 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
     parser.add_argument("--tune", action="store_true", help="a tuning on each side, not a sweep")
     parser.add_argument(
+        "--server-start",
+        action="store_true",
+        help="only what a local mlflow server costs to start, with and without its job runner",
+    )
+    parser.add_argument(
         "--burn",
         metavar="SECONDS@DELAY",
         type=burn_spec,
@@ -190,6 +232,8 @@ def main() -> int:
         "sweep's cores costs by itself; e.g. 2.6@2)",
     )
     args = parser.parse_args()
+    if args.server_start:
+        return server_start()
     burn = args.burn
     other = "burn" if burn else "mlflow"
     store = "no" if burn else args.store or ("sqlite" if args.quick else "server")
@@ -223,15 +267,17 @@ def main() -> int:
             cpu: dict[str, list[float]] = {"none": [], other: []}
             waits: list[float] = []
             serving: list[float] = []
+            requests: list[collections.Counter[str]] = []
             folders = []
             for i in range(args.repeat):
                 for side, folder, given in (("none", work / f"none-{i}", base),
                                             (other, work / f"{other}-{i}", tracked)):  # fmt: skip
-                    served = server_cpu(server)
+                    served, answered = server_cpu(server), requests_logged(server)
                     beside = burn if side == "burn" else None
                     wall, used, waited = sweep(given, folder, args.tune, beside)
                     if side == "mlflow":
                         serving.append(server_cpu(server) - served)
+                        requests.append(requests_logged(server) - answered)
                     times[side].append(wall)
                     cpu[side].append(used)
                 waits.append(waited)
@@ -268,8 +314,22 @@ def main() -> int:
             f"waited {statistics.median(waits):.1f} s for its logger after its end"
         )
         + (f"; the server's own CPU {statistics.median(serving):.1f} s" if server else "")
+        + (
+            f"; requests per tracked {work_done.split()[-1]} {_requests(requests)}"
+            if server
+            else ""
+        )
     )
     return 0
+
+
+def _requests(counts: list[collections.Counter[str]]) -> str:
+    """The median number of requests, and of each endpoint's, over the tracked sweeps."""
+    total = statistics.median(sum(c.values()) for c in counts)
+    endpoints = sorted({e for c in counts for e in c})
+    each = {e.rsplit("/", 1)[-1]: statistics.median(c[e] for c in counts) for e in endpoints}
+    said = ", ".join(f"{name} {n:g}" for name, n in sorted(each.items(), key=lambda x: -x[1]))
+    return f"{total:g} ({said})"
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ from hydra.experimental.callback import Callback
 
 # A tracking server, as docs/how-to/tracking.md starts one: no telemetry, and no job runner
 # (MLflow 3 starts one for its GenAI features, which nothing here uses: seven more processes
-# that import MLflow, about 18 CPU s more than the server alone, 13 of them after it answers).
+# that import MLflow, 16-18 CPU s more than the server alone, 12-13 of them after it answers:
+# benchmarks/bench_tracking.py --server-start).
 SERVER_ENVIRONMENT = {
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "DO_NOT_TRACK": "true",
@@ -38,8 +39,11 @@ def free_port() -> int:
 
 
 class MlflowServer:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, job_runner: bool = False) -> None:
+        """`job_runner`: start MLflow's job runner too, as a plain `mlflow server` does
+        (benchmarks/bench_tracking.py --server-start measures what it costs)."""
         self.folder = folder
+        self.job_runner = job_runner
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.pid_file = folder / "server.pid"
@@ -49,6 +53,8 @@ class MlflowServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         log = (self.folder / "server.log").open("ab")
         env = {**os.environ, **SERVER_ENVIRONMENT}
+        if self.job_runner:
+            env.pop("MLFLOW_SERVER_ENABLE_JOB_EXECUTION")
         self.proc = subprocess.Popen(
             self.command(),
             stdout=log,
