@@ -213,6 +213,7 @@ class TrackingStore:
             with self._calls(f"logging {content.key}"):
                 run = self._create(content, experiment_id, parent_id=None)
         info = run.info
+        self._run_experiment[info.run_id] = str(info.experiment_id)  # its jobs go there too
         return LoggedRun(info.run_id, info.experiment_id, created, skipped=not created, run=run)
 
     def log(
@@ -281,7 +282,7 @@ class TrackingStore:
                 # MLflow's stores write a batch's tags after its params and metrics.
                 ends = [partial(self.client.log_batch, run_id, metrics, params, [*tags, *last])]
             else:
-                self._send(run_id, content.artifacts, (metrics, params, tags))
+                self._send(run, content.artifacts, (metrics, params, tags))
                 ends = [partial(self.client.log_batch, run_id, tags=last)]
             if not finished:
                 ends.append(partial(self.client.set_terminated, run_id, "FINISHED"))
@@ -311,20 +312,23 @@ class TrackingStore:
             tags[tn.PARENT_RUN_ID] = parent_id
         return self.client.create_run(experiment_id, tags=tags, run_name=content.name)
 
-    def _send(self, run_id: str, artifacts: Sequence[Artifact], values: _Values) -> None:
+    def _send(self, run: Any, artifacts: Sequence[Artifact], values: _Values) -> None:
         """The run's values and its files, side by side to a server (`_UPLOADS` requests in
-        flight); the first file goes alone, so MLflow looks up the run's artifact store once.
-        The first failure is raised once the requests in flight have ended."""
+        flight), into the artifact store the run already names (`info.artifact_uri`: MLflow's
+        `log_artifact` would ask the tracker for the run again first). The first failure is
+        raised once the requests in flight have ended."""
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+        run_id = run.info.run_id
+        repository = get_artifact_repository(run.info.artifact_uri, tracking_uri=self.uri)
         with (
             tempfile.TemporaryDirectory(prefix="rb-track-") as tmp,
             ThreadPoolExecutor(_UPLOADS if self.remote else 1, "rb-track") as pool,
         ):
             files = [_staged(artifact, Path(tmp)) for artifact in artifacts]
             sent: list[Future[Any]] = [pool.submit(self.client.log_batch, run_id, *values)]
+            sent += [pool.submit(repository.log_artifact, *f) for f in files]
             try:
-                if files:
-                    self.client.log_artifact(run_id, *files[0])
-                sent += [pool.submit(self.client.log_artifact, run_id, *f) for f in files[1:]]
                 for each in sent:
                     each.result()
             except BaseException:

@@ -197,24 +197,32 @@ def test_a_run_is_marked_complete_in_one_request_after_its_values_and_files(
     mini_job: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a run logs goes in as few requests as MLflow allows (a sweep waits for its last
-    job's): its values in one batch, its files, then its digest and completion mark together,
+    job's): its values in one batch, its files (straight into the artifact store the created
+    run names: the run is not asked for again), then its digest and completion mark together,
     last."""
+    from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
     from mlflow.tracking import MlflowClient
 
     calls: list[tuple[str, Any]] = []
-    for name in ("log_batch", "log_artifact", "set_tag", "set_terminated"):
-        method = getattr(MlflowClient, name)
+    for owner, name in (
+        (MlflowClient, "log_batch"),
+        (LocalArtifactRepository, "log_artifact"),
+        (MlflowClient, "get_run"),
+        (MlflowClient, "set_tag"),
+        (MlflowClient, "set_terminated"),
+    ):
+        method = getattr(owner, name)
 
         def spied(*args: Any, _method: Any = method, _name: str = name, **kw: Any) -> Any:
             tags = kw.get("tags") or (args[4] if _name == "log_batch" and len(args) > 4 else [])
             calls.append((_name, sorted(t.key for t in tags or [])))
             return _method(*args, **kw)
 
-        monkeypatch.setattr(MlflowClient, name, spied)
+        monkeypatch.setattr(owner, name, spied)
     _, folder = mini_job
     sync_folders([folder], _cfg(tmp_path))
     names = [name for name, _ in calls]
-    assert "set_tag" not in names
+    assert "set_tag" not in names and "get_run" not in names
     assert names.count("log_batch") == 2
     assert names[-2:] == ["log_batch", "set_terminated"]
     assert calls[-2][1] == sorted([tn.COMPLETE, tn.DIGEST])
