@@ -76,7 +76,7 @@ def sweep(
         sys.exit(f"the tracked sweep was not fully logged:\n{proc.stderr[-3000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    waited = re.search(r"logged to \S+ \((\d+\.\d) s after its end\)", proc.stdout)
+    waited = re.search(r"logged to \S+ \((\d+\.\d+) s after its end\)", proc.stdout)
     return seconds, cpu, float(waited[1]) if waited else 0.0
 
 
@@ -283,7 +283,7 @@ def main() -> int:
                 waits.append(waited)
                 folders.append(work / f"mlflow-{i}")
                 said = [f"{s} {times[s][-1]:.2f} s ({cpu[s][-1]:.1f} CPU s)" for s in cpu]
-                print(f"round {i + 1}: {', '.join(said)}; waited {waited:.1f} s", flush=True)
+                print(f"round {i + 1}: {', '.join(said)}; waited {waited:.2f} s", flush=True)
             check = check_tunings_logged if args.tune else check_logged
             logged = (
                 f"nothing (--burn {burn[0]}@{burn[1]})" if burn else check(uri, "bench", folders)
@@ -311,7 +311,7 @@ def main() -> int:
             f"ratio {ratio:.3f} (a control: plain CPU work beside the sweep, no tracking)"
             if burn
             else f"ratio {ratio:.3f} (target <= {TARGET}); the tracked {work_done.split()[-1]} "
-            f"waited {statistics.median(waits):.1f} s for its logger after its end"
+            f"waited {statistics.median(waits):.2f} s for its logger after its end"
         )
         + (f"; the server's own CPU {statistics.median(serving):.1f} s" if server else "")
         + (

@@ -134,8 +134,10 @@ def _serve(args: argparse.Namespace, cfg: TrackingConfig) -> int:
     except ConfigError as exc:
         say(f"refused {exc}")
         code = EXIT_BAD_INPUT
-    # Everything is logged and said, and the job or sweep waits for this process to end: end
-    # it now, not after tearing down the two thousand modules MLflow imported (0.4 s).
+    # Everything is logged and said; the job or sweep waits for this last line (not for this
+    # process's end, which unmaps a few hundred MB), and the process ends now, not after
+    # tearing down the two thousand modules MLflow imported (0.4 s).
+    say(f"exit {code}")
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -62,6 +62,9 @@ class LiveLogger:
         self.down: str | None = None
         self.refused: str | None = None
         self._parent_known = threading.Event()
+        # The logger's last line (`exit <status>`), or the end of its output.
+        self._ended = threading.Event()
+        self.status: int | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         cmd = [
             sys.executable, "-m", "run.track", "serve",
@@ -105,9 +108,13 @@ class LiveLogger:
                 self.refused = rest
             elif word == "failed":
                 self.failed.append(rest)
+            elif word == "exit" and rest.lstrip("-").isdigit():
+                self.status = int(rest)
+                self._ended.set()
             if word in ("parent", "down", "refused"):
                 self._parent_known.set()
         self._parent_known.set()
+        self._ended.set()
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -157,15 +164,23 @@ class LiveLogger:
         except OSError:
             pass
         patience = _PATIENCE * self.cfg.timeout_s * max(1, len(self.handed))
-        try:
-            code = self.proc.wait(timeout=patience)
-        except subprocess.TimeoutExpired:
+        code: int | None = None
+        if not self._ended.wait(timeout=patience):
             self.proc.kill()
-            self.proc.wait()
-            code = None
             self.down = self.down or f"no answer within {patience} s"
-        for reader in self._readers:
-            reader.join(timeout=5)
+        elif self.status == 0:
+            # All logged and said: the process is ending (os._exit); its teardown, a few
+            # hundred MB unmapped, is not this sweep's to wait for (it is reaped beside).
+            code = 0
+            threading.Thread(target=self.proc.wait, daemon=True).start()
+        if code is None:  # something was not logged: its exit status and last words
+            try:
+                code = self.proc.wait(timeout=patience)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            for reader in self._readers:
+                reader.join(timeout=5)
         if LiveLogger.current is self:
             LiveLogger.current = None
         if self.sweep_dir is not None and os.environ.get(PARENT_ENV) == self.parent_id:
@@ -275,7 +290,7 @@ class TrackingCallback(Callback):
             print(warning, file=sys.stderr, flush=True)
         else:  # what of the logging the sweep waited for: the rest ran beside its jobs
             waited = time.perf_counter() - start
-            said = f"tracking: sweep logged to {logger.cfg.uri} ({waited:.1f} s after its end)"
+            said = f"tracking: sweep logged to {logger.cfg.uri} ({waited:.2f} s after its end)"
             print(said, flush=True)
 
 

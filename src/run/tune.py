@@ -61,7 +61,7 @@ def _main(argv: Sequence[str] | None) -> int:
             waited = time.perf_counter() - start
             uri = tuner.cfg.tracking.uri
             print(
-                warning or f"tracking: tuning logged to {uri} ({waited:.1f} s after its end)",
+                warning or f"tracking: tuning logged to {uri} ({waited:.2f} s after its end)",
                 flush=True,
             )
     return 0

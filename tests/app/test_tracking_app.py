@@ -93,7 +93,7 @@ def test_a_tracked_sweep_is_one_parent_run_and_its_jobs(
     proc = _sweep(tmp_path, shared_cache, mlflow_server.url, "basic")
     assert proc.returncode == 0, proc.stderr
     said = re.search(
-        rf"tracking: sweep logged to {re.escape(mlflow_server.url)} \((\d+\.\d) s after its end\)",
+        rf"tracking: sweep logged to {re.escape(mlflow_server.url)} \((\d+\.\d+) s after its end\)",
         proc.stdout,
     )
     assert said is not None, proc.stdout

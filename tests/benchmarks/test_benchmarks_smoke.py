@@ -56,7 +56,7 @@ def test_tracking_benchmark_quick() -> None:
     assert "logged: 1 parents, 3 children of" in out and ", exact" in out, out
     assert re.search(r"wall none \S+ s, mlflow \S+ s, per round mlflow / none: median "
                      r"(\S+) \(quartiles \1 to \1\), ratio \1 \(target <= 1.05\); the "
-                     r"tracked sweep waited \d+\.\d s for its logger after its end$",
+                     r"tracked sweep waited \d+\.\d+ s for its logger after its end$",
                      result_line(out, "tracking")), out  # fmt: skip
 
 
