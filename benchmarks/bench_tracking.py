@@ -5,6 +5,7 @@ tracking=mlflow, side by side, alternating, in one run.
     .venv/bin/python benchmarks/bench_tracking.py --quick   # the mini fixture, sqlite
     .venv/bin/python benchmarks/bench_tracking.py --tune    # a tuning (experiment=tune_fusion)
     .venv/bin/python benchmarks/bench_tracking.py --server-start   # the server's own start-up
+    .venv/bin/python benchmarks/bench_tracking.py --phases --repeat 21   # where the time goes
 
 Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
 its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a
@@ -18,7 +19,10 @@ of each sweep's process tree, how long the tracked sweep waited for its logger a
 end (what of the logging is on the sweep's path by design; the rest runs beside its jobs and
 costs wall time only where no core is free), and what the tracker holds afterwards (one parent
 and three children per tracked sweep, each child's metrics equal to its metrics.json), so the
-time bought is for the logging actually done.
+time bought is for the logging actually done. With `--phases` (sweeps only), each sweep also
+records where its time goes (`phase_marks.py`, a Hydra callback added to both sides) and the
+script prints each phase's median per side: start-up, each job, the end (the comparison, and
+the tracked sweep's wait for its logger), the interpreter's exit.
 """
 
 from __future__ import annotations
@@ -42,20 +46,34 @@ FIXTURE = ROOT / "tests" / "fixtures" / "mini"
 sys.path.insert(0, str(ROOT / "tests"))
 TARGET = 1.05
 
+from phase_marks import PHASES_ENV, phases  # noqa: E402  (this folder, as the script runs)
+
 
 def sweep(
-    args: list[str], folder: Path, tune: bool = False, burn: tuple[float, float] | None = None
-) -> tuple[float, float, float]:
+    args: list[str],
+    folder: Path,
+    tune: bool = False,
+    burn: tuple[float, float] | None = None,
+    marks: Path | None = None,
+) -> tuple[float, float, float, dict[str, float]]:
     """The sweep's (or tuning's) wall seconds, the CPU seconds of its whole process tree (the
     sweep, its jobs and its logger; the local tracking server's own work is reported apart),
-    and the seconds it waited for its logger after its end (0 untracked). `burn` (CPU seconds,
-    delay): a plain CPU-bound process beside the sweep, started that many seconds in (`--burn`)."""
+    the seconds it waited for its logger after its end (0 untracked), and its phases (`marks`:
+    the file its phase marks go to, `--phases`; else {}). `burn` (CPU seconds, delay): a plain
+    CPU-bound process beside the sweep, started that many seconds in (`--burn`)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = (
         ["run.tune", *args, f"tune.dir={folder}"]
         if tune
         else ["run", "-m", *args, f"hydra.sweep.dir={folder}"]
     )
+    if marks is not None:
+        marks.unlink(missing_ok=True)
+        env[PHASES_ENV] = str(marks)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(Path(__file__).parent), env.get("PYTHONPATH")) if p
+        )
+        command.append("+hydra.callbacks.bench_phases._target_=phase_marks.PhaseMarks")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     burner = None
     if burn is not None:
@@ -77,7 +95,8 @@ def sweep(
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     waited = re.search(r"logged to \S+ \((\d+\.\d+) s after its end\)", proc.stdout)
-    return seconds, cpu, float(waited[1]) if waited else 0.0
+    split = phases(marks.read_text(), seconds) if marks is not None else {}
+    return seconds, cpu, float(waited[1]) if waited else 0.0, split
 
 
 def check_logged(uri: str, experiment: str, folders: list[Path]) -> str:
@@ -224,6 +243,11 @@ def main() -> int:
         help="only what a local mlflow server costs to start, with and without its job runner",
     )
     parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="also where each sweep's time goes: start-up, each job, the end, the exit",
+    )
+    parser.add_argument(
         "--burn",
         metavar="SECONDS@DELAY",
         type=burn_spec,
@@ -234,6 +258,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.server_start:
         return server_start()
+    if args.phases and args.tune:
+        parser.error("--phases: sweeps only (a tuning is no multirun)")
     burn = args.burn
     other = "burn" if burn else "mlflow"
     store = "no" if burn else args.store or ("sqlite" if args.quick else "server")
@@ -268,13 +294,16 @@ def main() -> int:
             waits: list[float] = []
             serving: list[float] = []
             requests: list[collections.Counter[str]] = []
+            split: dict[str, list[dict[str, float]]] = {"none": [], other: []}
+            marks = work / "phases.txt" if args.phases else None
             folders = []
             for i in range(args.repeat):
                 for side, folder, given in (("none", work / f"none-{i}", base),
                                             (other, work / f"{other}-{i}", tracked)):  # fmt: skip
                     served, answered = server_cpu(server), requests_logged(server)
                     beside = burn if side == "burn" else None
-                    wall, used, waited = sweep(given, folder, args.tune, beside)
+                    wall, used, waited, parts = sweep(given, folder, args.tune, beside, marks)
+                    split[side].append(parts)
                     if side == "mlflow":
                         serving.append(server_cpu(server) - served)
                         requests.append(requests_logged(server) - answered)
@@ -301,6 +330,8 @@ def main() -> int:
     dataset = "mini" if args.quick else "travel"
     work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
     print(f"logged: {logged}")
+    if args.phases:
+        print(f"RESULT tracking phases: median s, none / {other}: {_phases(split, other)}")
     print(
         f"RESULT tracking: {dataset} {work_done}, {store} store, median of {args.repeat}: "
         f"CPU s of the process tree none {cpu_none:.1f}, {other} {cpu_mlflow:.1f} "
@@ -321,6 +352,16 @@ def main() -> int:
         )
     )
     return 0
+
+
+def _phases(split: dict[str, list[dict[str, float]]], other: str) -> str:
+    """Each phase's median on each side, and the difference."""
+    said = []
+    for phase in split["none"][0]:
+        none = statistics.median(p[phase] for p in split["none"])
+        tracked = statistics.median(p[phase] for p in split[other])
+        said.append(f"{phase} {none:.2f} / {tracked:.2f} ({tracked - none:+.2f})")
+    return ", ".join(said)
 
 
 def _requests(counts: list[collections.Counter[str]]) -> str:

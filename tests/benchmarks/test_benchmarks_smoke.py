@@ -52,8 +52,11 @@ def test_scale_benchmark_quick() -> None:
 
 
 def test_tracking_benchmark_quick() -> None:
-    out = run_benchmark("bench_tracking.py", "--quick", "--repeat", "1")
+    out = run_benchmark("bench_tracking.py", "--quick", "--repeat", "1", "--phases")
     assert "logged: 1 parents, 3 children of" in out and ", exact" in out, out
+    phases = result_line(out, "tracking phases")
+    for phase in ("start", "job 1", "job 2", "job 3", "end", "exit"):
+        assert re.search(rf"\b{phase} \d+\.\d\d / \d+\.\d\d \([+-]\d+\.\d\d\)", phases), out
     assert re.search(r"wall none \S+ s, mlflow \S+ s, per round mlflow / none: median "
                      r"(\S+) \(quartiles \1 to \1\), ratio \1 \(target <= 1.05\); the "
                      r"tracked sweep waited \d+\.\d+ s for its logger after its end$",
