@@ -76,6 +76,25 @@ class PairedResult:
 _CHUNK_ELEMENTS = 1 << 22
 
 
+@functools.cache
+def _blas_pools() -> Any:
+    """The BLAS libraries loaded (numpy's, scipy's), found once: threadpoolctl scans the
+    process's libraries (1.5 ms), and a comparison makes hundreds of tests."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """The sign patterns times the differences (`signs @ d`) on one BLAS thread. A comparison
+    makes hundreds of these products, each a fraction of a millisecond: OpenBLAS's other
+    threads woke for each one and spun between them, about 0.3 CPU s per comparison of the
+    travel set for no wall time on two cores (BENCHMARKS.md, "Tracking", third session), work
+    that competes with whatever else runs. One thread also makes the sums' last bits the same
+    whatever the machine's core count (a different count split them differently, ~1e-17)."""
+    return _blas_pools().limit(limits=1, user_api="blas")
+
+
 class SignFlip:
     """The sign-flip test of mean(d) = delta, for every delta at once.
 
@@ -90,9 +109,10 @@ class SignFlip:
         self.mean = float(d.mean())
         self.exact = is_exact(n, n_resamples)
         parts_a, parts_b = [], []
-        for signs in self._patterns(n, n_resamples, seed):
-            parts_a.append(signs @ d / n)
-            parts_b.append(signs.sum(axis=1) / n)
+        with _one_blas_thread():
+            for signs in self._patterns(n, n_resamples, seed):
+                parts_a.append(signs @ d / n)
+                parts_b.append(signs.sum(axis=1) / n)
         sums, counts = np.concatenate(parts_a), np.concatenate(parts_b)
         self.total = int(sums.size)
         self.a = sums - self.mean

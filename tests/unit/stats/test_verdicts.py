@@ -67,6 +67,22 @@ def test_paired_test_is_reproducible_and_two_sided() -> None:
     assert swapped.p_value == pytest.approx(first.p_value, abs=0.02)
 
 
+def test_the_sign_flip_sums_are_the_same_whatever_blas_threads_the_process_has() -> None:
+    """The products run on one BLAS thread (no spinning threads between a comparison's
+    hundreds of tests): the same bits with two threads set as with one, where two threads
+    used to split the sums differently at this size."""
+    from threadpoolctl import threadpool_limits
+
+    from retrieval_bench.stats.paired import SignFlip
+
+    d = np.random.default_rng(0).normal(size=1000)
+    with threadpool_limits(2, user_api="blas"):
+        two = SignFlip(d, 10_000, 0)
+    with threadpool_limits(1, user_api="blas"):
+        one = SignFlip(d, 10_000, 0)
+    assert np.array_equal(two.a, one.a) and np.array_equal(two.lower, one.lower)
+
+
 def test_no_difference_gives_p_one_and_empty_gives_nan() -> None:
     assert paired_test([1, 0, 1], [1, 0, 1], SIG).p_value == 1.0
     empty = paired_test([], [], SIG)
