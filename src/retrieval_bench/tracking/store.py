@@ -30,13 +30,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval_bench.config.tracking import TrackingConfig
 from retrieval_bench.errors import BenchError, ConfigError
 from retrieval_bench.paths import resolve_output
 from retrieval_bench.tracking import names as tn
 from retrieval_bench.tracking.content import Artifact, RunContent
+
+if TYPE_CHECKING:
+    from mlflow.store.artifact.artifact_repo import ArtifactRepository
 
 # Requests to a tracking server: few retries, a short back-off (MLflow's defaults retry for
 # minutes, which would hold a sweep's end for that long when the server is gone).
@@ -317,10 +320,8 @@ class TrackingStore:
         flight), into the artifact store the run already names (`info.artifact_uri`: MLflow's
         `log_artifact` would ask the tracker for the run again first). The first failure is
         raised once the requests in flight have ended."""
-        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
         run_id = run.info.run_id
-        repository = get_artifact_repository(run.info.artifact_uri, tracking_uri=self.uri)
+        repository = artifact_repository(run.info.artifact_uri, self.uri)
         with (
             tempfile.TemporaryDirectory(prefix="rb-track-") as tmp,
             ThreadPoolExecutor(_UPLOADS if self.remote else 1, "rb-track") as pool,
@@ -425,6 +426,17 @@ def _one_request(metrics: Sequence[Any], params: Sequence[Any], tags: Sequence[A
         and len(metrics) <= MAX_METRICS_PER_BATCH
         and len(metrics) + len(params) + len(tags) <= MAX_ENTITIES_PER_BATCH
     )
+
+
+def artifact_repository(artifact_uri: str, tracking_uri: str) -> ArtifactRepository:
+    """The run's artifact store as MLflow's client opens it for `log_artifact`, from the
+    artifact URI the run already names (no request): a Databricks profile in the tracking URI
+    goes into a `dbfs:` artifact URI, as the client does."""
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+    from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
+
+    located = add_databricks_profile_info_to_artifact_uri(artifact_uri, tracking_uri)
+    return get_artifact_repository(located, tracking_uri=tracking_uri)
 
 
 def _staged(artifact: Artifact, tmp: Path) -> tuple[str, str | None]:

@@ -301,3 +301,26 @@ def test_a_run_complete_but_not_ended_is_ended_by_the_next_sync(
     ended = store.client.get_run(run.info.run_id)
     assert ended.info.status == "FINISHED"
     assert ended.data.metrics == run.data.metrics
+
+
+def test_a_runs_artifact_store_is_opened_as_mlflows_client_opens_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Files go to the store the run names without asking the tracker for the run again, and
+    with what MLflow's own `log_artifact` adds to that URI: a Databricks profile."""
+    from mlflow.store.artifact import artifact_repository_registry as registry
+
+    from retrieval_bench.tracking.store import artifact_repository
+
+    opened: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(
+        registry,
+        "get_artifact_repository",
+        lambda uri, tracking_uri=None: opened.append((uri, tracking_uri)),
+    )
+    artifact_repository("dbfs:/databricks/mlflow/1/abc/artifacts", "databricks://team")
+    artifact_repository("mlflow-artifacts:/1/abc/artifacts", "http://127.0.0.1:5000")
+    assert opened == [
+        ("dbfs://team@databricks/databricks/mlflow/1/abc/artifacts", "databricks://team"),
+        ("mlflow-artifacts:/1/abc/artifacts", "http://127.0.0.1:5000"),
+    ]
