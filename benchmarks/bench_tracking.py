@@ -6,6 +6,7 @@ tracking=mlflow, side by side, alternating, in one run.
     .venv/bin/python benchmarks/bench_tracking.py --tune    # a tuning (experiment=tune_fusion)
     .venv/bin/python benchmarks/bench_tracking.py --server-start   # the server's own start-up
     .venv/bin/python benchmarks/bench_tracking.py --phases --repeat 21   # where the time goes
+    .venv/bin/python benchmarks/bench_tracking.py --burn 1.9@0.5 --burn-kind python --repeat 21
 
 Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
 its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a
@@ -22,7 +23,10 @@ and three children per tracked sweep, each child's metrics equal to its metrics.
 time bought is for the logging actually done. With `--phases` (sweeps only), each sweep also
 records where its time goes (`phase_marks.py`, a Hydra callback added to both sides) and the
 script prints each phase's median per side: start-up, each job, the end (the comparison, and
-the tracked sweep's wait for its logger), the interpreter's exit.
+the tracked sweep's wait for its logger), the interpreter's exit. With `--burn`, each round
+has a third side, a control: the untracked sweep beside a plain process that does that many
+CPU seconds of other work (`--burn-kind`) and no tracking, so what tracking costs can be read
+against what as much other work beside the sweep costs on the same machine, in the same run.
 """
 
 from __future__ import annotations
@@ -55,12 +59,14 @@ def sweep(
     tune: bool = False,
     burn: tuple[float, float] | None = None,
     marks: Path | None = None,
+    burn_kind: str = "spin",
 ) -> tuple[float, float, float, dict[str, float]]:
     """The sweep's (or tuning's) wall seconds, the CPU seconds of its whole process tree (the
     sweep, its jobs and its logger; the local tracking server's own work is reported apart),
     the seconds it waited for its logger after its end (0 untracked), and its phases (`marks`:
     the file its phase marks go to, `--phases`; else {}). `burn` (CPU seconds, delay): a plain
-    CPU-bound process beside the sweep, started that many seconds in (`--burn`)."""
+    CPU-bound process beside the sweep, started that many seconds in (`--burn`), doing
+    `burn_kind`'s work (`BURNERS`)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = (
         ["run.tune", *args, f"tune.dir={folder}"]
@@ -77,9 +83,8 @@ def sweep(
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     burner = None
     if burn is not None:
-        spin = "import time\ntime.sleep({1})\nt = time.process_time()\n"
-        spin += "while time.process_time() - t < {0}: pass"
-        burner = subprocess.Popen([sys.executable, "-c", spin.format(*burn)])
+        code = BURNERS[burn_kind].replace("SECONDS", str(burn[0])).replace("DELAY", str(burn[1]))
+        burner = subprocess.Popen([sys.executable, "-c", code])
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", *command],
@@ -97,6 +102,29 @@ def sweep(
     waited = re.search(r"logged to \S+ \((\d+\.\d+) s after its end\)", proc.stdout)
     split = phases(marks.read_text(), seconds) if marks is not None else {}
     return seconds, cpu, float(waited[1]) if waited else 0.0, split
+
+
+# `--burn-kind`: what the control process does for its CPU seconds. `spin` asks for its own
+# CPU time in a loop (a system call and little else); `python` builds, encodes, parses and
+# sorts JSON as the logger and a tracking server do (the interpreter's objects, allocation,
+# memory traffic). On this project's 2-core VM the second costs a sweep beside it about twice
+# what the first does for the same CPU seconds (BENCHMARKS.md, "Tracking").
+BURNERS = {
+    "spin": """import time
+time.sleep(DELAY)
+t = time.process_time()
+while time.process_time() - t < SECONDS:
+    pass
+""",
+    "python": """import json, time
+time.sleep(DELAY)
+t = time.process_time()
+d = {f"k{i}": [i, str(i) * 5, {"x": i / 3}] for i in range(20000)}
+while time.process_time() - t < SECONDS:
+    e = json.loads(json.dumps(d))
+    s = sorted(e.items(), key=lambda kv: kv[1][1])
+""",
+}
 
 
 def check_logged(uri: str, experiment: str, folders: list[Path]) -> str:
@@ -251,18 +279,26 @@ def main() -> int:
         "--burn",
         metavar="SECONDS@DELAY",
         type=burn_spec,
-        help="a control, no tracking: the second side is the untracked sweep beside a plain "
+        help="a control, no tracking: a third side, the untracked sweep beside a plain "
         "CPU-bound process of SECONDS CPU started DELAY s in (what that much other work on the "
-        "sweep's cores costs by itself; e.g. 2.6@2)",
+        "sweep's cores costs by itself; e.g. 1.9@0.5)",
+    )
+    parser.add_argument(
+        "--burn-kind",
+        choices=sorted(BURNERS),
+        help="the --burn process's work: spin (a loop on a system call) or python (JSON and "
+        "sorting, like a logger's or a server's work); default spin",
     )
     args = parser.parse_args()
     if args.server_start:
         return server_start()
     if args.phases and args.tune:
         parser.error("--phases: sweeps only (a tuning is no multirun)")
+    if args.burn_kind and args.burn is None:
+        parser.error("--burn-kind: the kind of --burn's work, so with --burn only")
+    args.burn_kind = args.burn_kind or "spin"
     burn = args.burn
-    other = "burn" if burn else "mlflow"
-    store = "no" if burn else args.store or ("sqlite" if args.quick else "server")
+    store = args.store or ("sqlite" if args.quick else "server")
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
         work = args.workdir or Path(tmp)
         what = ["experiment=tune_fusion"] if args.tune else ["retriever=bm25,dense,hybrid"]
@@ -283,67 +319,55 @@ def main() -> int:
         else:
             uri = f"sqlite:///{work / 'mlflow.db'}"
         tracked = [*base, "tracking=mlflow", f"tracking.uri={uri}", "tracking.experiment=bench"]
+        # Each round: the untracked sweep, the tracked one, and with --burn the untracked one
+        # beside the control process.
+        sides = {"none": (base, None), "mlflow": (tracked, None)}
+        if burn is not None:
+            sides["burn"] = (base, burn)
         try:
             sweep(base, work / "warm-none", args.tune)  # the embedding cache, the interpreter's
-            if burn is None:
-                sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow", args.tune)
-            else:
-                tracked = base
-            times: dict[str, list[float]] = {"none": [], other: []}
-            cpu: dict[str, list[float]] = {"none": [], other: []}
+            sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow", args.tune)
+            times: dict[str, list[float]] = {side: [] for side in sides}
+            cpu: dict[str, list[float]] = {side: [] for side in sides}
+            split: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
             waits: list[float] = []
             serving: list[float] = []
             requests: list[collections.Counter[str]] = []
-            split: dict[str, list[dict[str, float]]] = {"none": [], other: []}
             marks = work / "phases.txt" if args.phases else None
             folders = []
             for i in range(args.repeat):
-                for side, folder, given in (("none", work / f"none-{i}", base),
-                                            (other, work / f"{other}-{i}", tracked)):  # fmt: skip
+                for side, (given, beside) in sides.items():
                     served, answered = server_cpu(server), requests_logged(server)
-                    beside = burn if side == "burn" else None
-                    wall, used, waited, parts = sweep(given, folder, args.tune, beside, marks)
+                    wall, used, waited, parts = sweep(
+                        given, work / f"{side}-{i}", args.tune, beside, marks, args.burn_kind
+                    )
                     split[side].append(parts)
                     if side == "mlflow":
                         serving.append(server_cpu(server) - served)
                         requests.append(requests_logged(server) - answered)
+                        waits.append(waited)
                     times[side].append(wall)
                     cpu[side].append(used)
-                waits.append(waited)
                 folders.append(work / f"mlflow-{i}")
                 said = [f"{s} {times[s][-1]:.2f} s ({cpu[s][-1]:.1f} CPU s)" for s in cpu]
-                print(f"round {i + 1}: {', '.join(said)}; waited {waited:.2f} s", flush=True)
+                print(f"round {i + 1}: {', '.join(said)}; waited {waits[-1]:.2f} s", flush=True)
             check = check_tunings_logged if args.tune else check_logged
-            logged = (
-                f"nothing (--burn {burn[0]}@{burn[1]})" if burn else check(uri, "bench", folders)
-            )
+            logged = check(uri, "bench", folders)
         finally:
             if server is not None:
                 server.stop()
-    none, mlflow = statistics.median(times["none"]), statistics.median(times[other])
-    ratio = mlflow / none
-    # Each round's two sweeps ran one after the other: their ratio is blind to a drift of the
-    # machine's speed over the rounds (which the ratio of the medians is not).
-    pairs = sorted(t / n for t, n in zip(times[other], times["none"], strict=True))
-    quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0]] * 3
-    cpu_none, cpu_mlflow = statistics.median(cpu["none"]), statistics.median(cpu[other])
     dataset = "mini" if args.quick else "travel"
     work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
     print(f"logged: {logged}")
     if args.phases:
-        print(f"RESULT tracking phases: median s, none / {other}: {_phases(split, other)}")
+        for side, label in (("mlflow", "tracking phases"), ("burn", "tracking control phases")):
+            if side in sides:
+                print(f"RESULT {label}: median s, none / {side}: {_phases(split, side)}")
     print(
         f"RESULT tracking: {dataset} {work_done}, {store} store, median of {args.repeat}: "
-        f"CPU s of the process tree none {cpu_none:.1f}, {other} {cpu_mlflow:.1f} "
-        f"(+{cpu_mlflow - cpu_none:.1f}); wall none {none:.2f} s, {other} {mlflow:.2f} s, "
-        f"per round {other} / none: median {quartiles[1]:.3f} (quartiles {quartiles[0]:.3f} to "
-        f"{quartiles[2]:.3f}), "
-        + (
-            f"ratio {ratio:.3f} (a control: plain CPU work beside the sweep, no tracking)"
-            if burn
-            else f"ratio {ratio:.3f} (target <= {TARGET}); the tracked {work_done.split()[-1]} "
-            f"waited {statistics.median(waits):.2f} s for its logger after its end"
-        )
+        + _against_none(times, cpu, "mlflow")
+        + f" (target <= {TARGET}); the tracked {work_done.split()[-1]} "
+        f"waited {statistics.median(waits):.2f} s for its logger after its end"
         + (f"; the server's own CPU {statistics.median(serving):.1f} s" if server else "")
         + (
             f"; requests per tracked {work_done.split()[-1]} {_requests(requests)}"
@@ -351,7 +375,30 @@ def main() -> int:
             else ""
         )
     )
+    if burn is not None:
+        print(
+            f"RESULT tracking control: the untracked {work_done.split()[-1]} beside "
+            f"{burn[0]:g} CPU s of {args.burn_kind} work started {burn[1]:g} s in, no tracking, "
+            f"median of {args.repeat}: " + _against_none(times, cpu, "burn")
+        )
     return 0
+
+
+def _against_none(times: dict[str, list[float]], cpu: dict[str, list[float]], side: str) -> str:
+    """A side's CPU and wall time against the untracked sweep's: the ratio of the medians, and
+    the median (with quartiles) of each round's own ratio. Each round's sweeps ran one after
+    the other, so that ratio is blind to a drift of the machine's speed over the rounds (which
+    the ratio of the medians is not)."""
+    none, mine = statistics.median(times["none"]), statistics.median(times[side])
+    pairs = sorted(t / n for t, n in zip(times[side], times["none"], strict=True))
+    quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0]] * 3
+    cpu_none, cpu_mine = statistics.median(cpu["none"]), statistics.median(cpu[side])
+    return (
+        f"CPU s of the process tree none {cpu_none:.1f}, {side} {cpu_mine:.1f} "
+        f"(+{cpu_mine - cpu_none:.1f}); wall none {none:.2f} s, {side} {mine:.2f} s, "
+        f"per round {side} / none: median {quartiles[1]:.3f} (quartiles {quartiles[0]:.3f} to "
+        f"{quartiles[2]:.3f}), ratio {mine / none:.3f}"
+    )
 
 
 def _phases(split: dict[str, list[dict[str, float]]], other: str) -> str:

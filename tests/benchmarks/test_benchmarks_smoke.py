@@ -63,6 +63,19 @@ def test_tracking_benchmark_quick() -> None:
                      result_line(out, "tracking")), out  # fmt: skip
 
 
+def test_tracking_benchmark_burn_control_quick() -> None:
+    """The control, a third side: the untracked sweep beside a process doing --burn-kind's
+    work, no tracking."""
+    out = run_benchmark(
+        "bench_tracking.py", "--quick", "--repeat", "1", "--burn", "0.2@0", "--burn-kind", "python"
+    )
+    assert "logged: 1 parents, 3 children of" in out and ", exact" in out, out
+    assert "(target <= 1.05)" in result_line(out, "tracking")
+    control = result_line(out, "tracking control")
+    assert "beside 0.2 CPU s of python work started 0 s in, no tracking" in control, out
+    assert re.search(r"per round burn / none: median \S+ \(quartiles", control), out
+
+
 def test_sweep_benchmark_quick() -> None:
     out = run_benchmark(
         "bench_sweep.py", "--quick", "--values", "10", "--no-compare-run", "--repeat", "1"
