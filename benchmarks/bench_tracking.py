@@ -107,8 +107,8 @@ def sweep(
 # `--burn-kind`: what the control process does for its CPU seconds. `spin` asks for its own
 # CPU time in a loop (a system call and little else); `python` builds, encodes, parses and
 # sorts JSON as the logger and a tracking server do (the interpreter's objects, allocation,
-# memory traffic). On this project's 2-core VM the second costs a sweep beside it about twice
-# what the first does for the same CPU seconds (BENCHMARKS.md, "Tracking").
+# memory traffic). On this project's 2-core VM the second costs a sweep beside it more than the
+# first does for the same CPU seconds, up to about twice (BENCHMARKS.md, "Tracking").
 BURNERS = {
     "spin": """import time
 time.sleep(DELAY)
