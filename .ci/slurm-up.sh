@@ -111,9 +111,17 @@ fi
 install -d -o slurm -g slurm -m 0755 "$STATE_DIR/slurmctld" "$STATE_DIR/slurmd" "$LOG_DIR"
 
 # 4. The daemons: restarted when the config changed, started when not running.
+# Whether the daemon $1 runs: its pid file names a live process that is that daemon (a pid file
+# left by a daemon that died can name a pid the kernel has since given to another process or
+# thread, e.g. one of a restarted slurmctld's).
+running() {
+    local pid
+    pid=$(cat "/run/$1.pid" 2>/dev/null) || return 1
+    [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$1" ]]
+}
 stop() { # $1: daemon name; its pid file is /run/$1.pid
     local pidfile=/run/$1.pid
-    if [[ -s $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    if running "$1"; then
         say "stopping $1 (config changed)"
         kill "$(cat "$pidfile")"
         for _ in $(seq 50); do
@@ -123,7 +131,6 @@ stop() { # $1: daemon name; its pid file is /run/$1.pid
         die "$1 (pid $(cat "$pidfile")) did not stop"
     fi
 }
-running() { [[ -s /run/$1.pid ]] && kill -0 "$(cat "/run/$1.pid")" 2>/dev/null; }
 if [[ $changed -eq 1 ]]; then
     stop slurmd
     stop slurmctld
