@@ -57,16 +57,14 @@ def sweep(
     args: list[str],
     folder: Path,
     tune: bool = False,
-    burn: tuple[float, float] | None = None,
+    burner: str | None = None,
     marks: Path | None = None,
-    burn_kind: str = "spin",
 ) -> tuple[float, float, float, dict[str, float]]:
     """The sweep's (or tuning's) wall seconds, the CPU seconds of its whole process tree (the
     sweep, its jobs and its logger; the local tracking server's own work is reported apart),
     the seconds it waited for its logger after its end (0 untracked), and its phases (`marks`:
-    the file its phase marks go to, `--phases`; else {}). `burn` (CPU seconds, delay): a plain
-    CPU-bound process beside the sweep, started that many seconds in (`--burn`), doing
-    `burn_kind`'s work (`BURNERS`)."""
+    the file its phase marks go to, `--phases`; else {}). `burner`: the code of a plain
+    CPU-bound process run beside the sweep (`--burn`, `burner_code`)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = (
         ["run.tune", *args, f"tune.dir={folder}"]
@@ -81,18 +79,15 @@ def sweep(
         )
         command.append("+hydra.callbacks.bench_phases._target_=phase_marks.PhaseMarks")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    burner = None
-    if burn is not None:
-        code = BURNERS[burn_kind].replace("SECONDS", str(burn[0])).replace("DELAY", str(burn[1]))
-        burner = subprocess.Popen([sys.executable, "-c", code])
+    beside = None if burner is None else subprocess.Popen([sys.executable, "-c", burner])
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", *command],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     seconds = time.perf_counter() - start
-    if burner is not None:
-        burner.wait()
+    if beside is not None:
+        beside.wait()
     if proc.returncode != 0:
         sys.exit(f"python -m {' '.join(command)} failed:\n{proc.stderr[-3000:]}")
     if "warning:" in proc.stderr:
@@ -125,6 +120,12 @@ while time.process_time() - t < SECONDS:
     s = sorted(e.items(), key=lambda kv: kv[1][1])
 """,
 }
+
+
+def burner_code(seconds: float, delay: float, kind: str) -> str:
+    """The control process's code: `kind`'s work (`BURNERS`) for `seconds` of its CPU, after
+    sleeping `delay` seconds."""
+    return BURNERS[kind].replace("SECONDS", str(seconds)).replace("DELAY", str(delay))
 
 
 def check_logged(uri: str, experiment: str, folders: list[Path]) -> str:
@@ -298,6 +299,7 @@ def main() -> int:
         parser.error("--burn-kind: the kind of --burn's work, so with --burn only")
     args.burn_kind = args.burn_kind or "spin"
     burn = args.burn
+    burner = None if burn is None else burner_code(burn[0], burn[1], args.burn_kind)
     store = args.store or ("sqlite" if args.quick else "server")
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
         work = args.workdir or Path(tmp)
@@ -321,9 +323,12 @@ def main() -> int:
         tracked = [*base, "tracking=mlflow", f"tracking.uri={uri}", "tracking.experiment=bench"]
         # Each round: the untracked sweep, the tracked one, and with --burn the untracked one
         # beside the control process.
-        sides = {"none": (base, None), "mlflow": (tracked, None)}
-        if burn is not None:
-            sides["burn"] = (base, burn)
+        sides: dict[str, tuple[list[str], str | None]] = {
+            "none": (base, None),
+            "mlflow": (tracked, None),
+        }
+        if burner is not None:
+            sides["burn"] = (base, burner)
         try:
             sweep(base, work / "warm-none", args.tune)  # the embedding cache, the interpreter's
             sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow", args.tune)
@@ -339,7 +344,7 @@ def main() -> int:
                 for side, (given, beside) in sides.items():
                     served, answered = server_cpu(server), requests_logged(server)
                     wall, used, waited, parts = sweep(
-                        given, work / f"{side}-{i}", args.tune, beside, marks, args.burn_kind
+                        given, work / f"{side}-{i}", args.tune, beside, marks
                     )
                     split[side].append(parts)
                     if side == "mlflow":
