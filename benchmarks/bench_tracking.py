@@ -7,26 +7,29 @@ tracking=mlflow, side by side, alternating, in one run.
     .venv/bin/python benchmarks/bench_tracking.py --server-start   # the server's own start-up
     .venv/bin/python benchmarks/bench_tracking.py --phases --repeat 21   # where the time goes
     .venv/bin/python benchmarks/bench_tracking.py --burn 1.9@0.5 --burn-kind python --repeat 21
+    .venv/bin/python benchmarks/bench_tracking.py --uri http://tracker.example:5000 --repeat 21
 
 Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
-its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a
-tuning instead (`python -m run.tune experiment=tune_fusion`: 30 trials in each of 6 Optuna
-studies, every trial a child run of the tuning's); the two sides alternate
-`--repeat` times so a drift of the machine's speed hits both alike. The tracked side logs to a
-real `mlflow server` on 127.0.0.1 (sqlite backend, local artifact root; started here, on a free
-port) or, with `--store sqlite`, to a sqlite file. Reported: each side's wall time (median and
-every run), the ratio tracked / untracked (the issue's target: at most 1.05), the CPU seconds
-of each sweep's process tree, how long the tracked sweep waited for its logger after its own
-end (what of the logging is on the sweep's path by design; the rest runs beside its jobs and
-costs wall time only where no core is free), and what the tracker holds afterwards (one parent
-and three children per tracked sweep, each child's metrics equal to its metrics.json), so the
-time bought is for the logging actually done. With `--phases` (sweeps only), each sweep also
-records where its time goes (`phase_marks.py`, a Hydra callback added to both sides) and the
-script prints each phase's median per side: start-up, each job, the end (the comparison, and
-the tracked sweep's wait for its logger), the interpreter's exit. With `--burn`, each round
-has a third side, a control: the untracked sweep beside a plain process that does that many
-CPU seconds of other work (`--burn-kind`) and no tracking, so what tracking costs can be read
-against what as much other work beside the sweep costs on the same machine, in the same run.
+its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a tuning
+instead (`python -m run.tune experiment=tune_fusion`: 30 trials in each of 6 Optuna studies, every
+trial a child run of the tuning's); the two sides alternate `--repeat` times so a drift of the
+machine's speed hits both alike. The tracked side logs to a real `mlflow server` on 127.0.0.1
+(sqlite backend, local artifact root; started here, on a free port), with `--store sqlite` to a
+sqlite file, or with `--uri` to a tracker already running (a server on another host, as a team runs
+one: its work then is not on the sweep's cores, as it is with the local server; its runs stay
+there, in an experiment of their own). Reported: each side's wall time (median and every run), the
+ratio tracked / untracked (the issue's target: at most 1.05), the CPU seconds of each sweep's
+process tree, how long the tracked sweep waited for its logger after its own end (what of the
+logging is on the sweep's path by design; the rest runs beside its jobs and costs wall time only
+where no core is free), and what the tracker holds afterwards (one parent and three children per
+tracked sweep, each child's metrics equal to its metrics.json), so the time bought is for the
+logging actually done. With `--phases` (sweeps only), each sweep also records where its time goes
+(`phase_marks.py`, a Hydra callback added to both sides) and the script prints each phase's median
+per side: start-up, each job, the end (the comparison, and the tracked sweep's wait for its
+logger), the interpreter's exit. With `--burn`, each round has a third side, a control: the
+untracked sweep beside a plain process that does that many CPU seconds of other work
+(`--burn-kind`) and no tracking, so what tracking costs can be read against what as much other work
+beside the sweep costs on the same machine, in the same run.
 """
 
 from __future__ import annotations
@@ -263,7 +266,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="the mini fixture, a sqlite store")
     parser.add_argument("--repeat", type=int, default=3, help="sweeps per side (alternating)")
-    parser.add_argument("--store", choices=["server", "sqlite"], default="")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--store", choices=["server", "sqlite"], default="")
+    where.add_argument(
+        "--uri",
+        help="log to this MLflow tracker, already running (e.g. a server on another host); "
+        "nothing is started here, its CPU and requests are not counted, and its runs stay "
+        "there in an experiment named bench-<date>-<time>-<pid>",
+    )
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder")
     parser.add_argument("--tune", action="store_true", help="a tuning on each side, not a sweep")
     parser.add_argument(
@@ -300,7 +310,19 @@ def main() -> int:
     args.burn_kind = args.burn_kind or "spin"
     burn = args.burn
     burner = None if burn is None else burner_code(burn[0], burn[1], args.burn_kind)
-    store = args.store or ("sqlite" if args.quick else "server")
+    store = "remote" if args.uri else args.store or ("sqlite" if args.quick else "server")
+    experiment = "bench"
+    if args.uri:
+        from retrieval_bench.config.tracking import TrackingConfig
+        from retrieval_bench.errors import ConfigError
+        from retrieval_bench.tracking.store import check_reachable
+
+        try:
+            check_reachable(TrackingConfig(kind="mlflow", uri=args.uri))
+        except ConfigError as exc:
+            parser.error(f"--uri: {exc.message}")
+        # A tracker that holds other runs: this run's sweeps, and only they, are checked.
+        experiment = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
         work = args.workdir or Path(tmp)
         what = ["experiment=tune_fusion"] if args.tune else ["retriever=bm25,dense,hybrid"]
@@ -312,7 +334,9 @@ def main() -> int:
                 f"dataset.evalset={FIXTURE / 'evalsets' / 'mini.jsonl'}",
             ]
         server = None
-        if store == "server":
+        if args.uri:
+            uri = args.uri
+        elif store == "server":
             from support.mlflow_server import MlflowServer
 
             server = MlflowServer(work / "server")
@@ -320,7 +344,9 @@ def main() -> int:
             uri = server.url
         else:
             uri = f"sqlite:///{work / 'mlflow.db'}"
-        tracked = [*base, "tracking=mlflow", f"tracking.uri={uri}", "tracking.experiment=bench"]
+        tracked = [
+            *base, "tracking=mlflow", f"tracking.uri={uri}", f"tracking.experiment={experiment}"
+        ]  # fmt: skip
         # Each round: the untracked sweep, the tracked one, and with --burn the untracked one
         # beside the control process.
         sides: dict[str, tuple[list[str], str | None]] = {
@@ -331,7 +357,8 @@ def main() -> int:
             sides["burn"] = (base, burner)
         try:
             sweep(base, work / "warm-none", args.tune)  # the embedding cache, the interpreter's
-            sweep([*tracked, "tracking.experiment=warm"], work / "warm-mlflow", args.tune)
+            warm = f"tracking.experiment={experiment}-warm"
+            sweep([*tracked, warm], work / "warm-mlflow", args.tune)
             times: dict[str, list[float]] = {side: [] for side in sides}
             cpu: dict[str, list[float]] = {side: [] for side in sides}
             split: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
@@ -357,19 +384,21 @@ def main() -> int:
                 said = [f"{s} {times[s][-1]:.2f} s ({cpu[s][-1]:.1f} CPU s)" for s in cpu]
                 print(f"round {i + 1}: {', '.join(said)}; waited {waits[-1]:.2f} s", flush=True)
             check = check_tunings_logged if args.tune else check_logged
-            logged = check(uri, "bench", folders)
+            logged = check(uri, experiment, folders)
         finally:
             if server is not None:
                 server.stop()
     dataset = "mini" if args.quick else "travel"
     work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
-    print(f"logged: {logged}")
+    print(f"logged: {logged}" + (f" (experiment {experiment} at {uri})" if args.uri else ""))
     if args.phases:
         for side, label in (("mlflow", "tracking phases"), ("burn", "tracking control phases")):
             if side in sides:
                 print(f"RESULT {label}: median s, none / {side}: {_phases(split, side)}")
     print(
-        f"RESULT tracking: {dataset} {work_done}, {store} store, median of {args.repeat}: "
+        f"RESULT tracking: {dataset} {work_done}, "
+        + (f"the tracker at {args.uri}" if args.uri else f"{store} store")
+        + f", median of {args.repeat}: "
         + _against_none(times, cpu, "mlflow")
         + f" (target <= {TARGET}); the tracked {work_done.split()[-1]} "
         f"waited {statistics.median(waits):.2f} s for its logger after its end"

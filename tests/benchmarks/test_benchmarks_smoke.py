@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, run_benchmark
@@ -74,6 +75,28 @@ def test_tracking_benchmark_burn_control_quick() -> None:
     control = result_line(out, "tracking control")
     assert "beside 0.2 CPU s of python work started 0 s in, no tracking" in control, out
     assert re.search(r"per round burn / none: median \S+ \(quartiles", control), out
+
+
+def test_tracking_benchmark_against_a_running_tracker_quick(mlflow_server: Any) -> None:
+    """`--uri`: the tracked side logs to a tracker already running (here the tests' server, as
+    if on another host); its sweeps go to an experiment of their own and are checked there."""
+    out = run_benchmark("bench_tracking.py", "--quick", "--repeat", "1", "--uri", mlflow_server.url)
+    logged = re.search(r"^logged: 1 parents, 3 children of .*, exact \(experiment (bench-\S+) at "
+                       + re.escape(mlflow_server.url) + r"\)$", out, re.M)  # fmt: skip
+    assert logged, out
+    line = result_line(out, "tracking")
+    assert f"mini 3-job sweep, the tracker at {mlflow_server.url}, median of 1:" in line, line
+    assert "the server's own CPU" not in line, "a tracker elsewhere: its CPU is not measured"
+
+
+def test_tracking_benchmark_refuses_a_tracker_that_does_not_answer() -> None:
+    script = ROOT / "benchmarks" / "bench_tracking.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--uri", "http://127.0.0.1:9"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "--uri: no MLflow server answers at http://127.0.0.1:9" in proc.stderr
 
 
 def test_sweep_benchmark_quick() -> None:
