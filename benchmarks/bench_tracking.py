@@ -8,6 +8,7 @@ tracking=mlflow, side by side, alternating, in one run.
     .venv/bin/python benchmarks/bench_tracking.py --phases --repeat 21   # where the time goes
     .venv/bin/python benchmarks/bench_tracking.py --burn 1.9@0.5 --burn-kind python --repeat 21
     .venv/bin/python benchmarks/bench_tracking.py --uri http://tracker.example:5000 --repeat 21
+    .venv/bin/python benchmarks/bench_tracking.py --null-tracker --phases --repeat 21
 
 Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
 its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a tuning
@@ -29,7 +30,10 @@ per side: start-up, each job, the end (the comparison, and the tracked sweep's w
 logger), the interpreter's exit. With `--burn`, each round has a third side, a control: the
 untracked sweep beside a plain process that does that many CPU seconds of other work
 (`--burn-kind`) and no tracking, so what tracking costs can be read against what as much other work
-beside the sweep costs on the same machine, in the same run.
+beside the sweep costs on the same machine, in the same run. With `--null-tracker`, another
+side logs the tracked sweep to `null_tracker.py`, which answers MLflow's requests with no work:
+the logger's whole cost with the server's work off these cores (a control; only the real
+server's runs are checked).
 """
 
 from __future__ import annotations
@@ -300,17 +304,25 @@ def main() -> int:
         help="the --burn process's work: spin (a loop on a system call) or python (JSON and "
         "sorting, like a logger's or a server's work); default spin",
     )
+    parser.add_argument(
+        "--null-tracker",
+        action="store_true",
+        help="a control, another side: the tracked sweep logging to null_tracker.py, which "
+        "answers MLflow's requests with no work (the server's work off these cores; sweeps only)",
+    )
     args = parser.parse_args()
     if args.server_start:
         return server_start()
     if args.phases and args.tune:
         parser.error("--phases: sweeps only (a tuning is no multirun)")
+    if args.null_tracker and args.tune:
+        parser.error("--null-tracker: sweeps only")
     if args.burn_kind and args.burn is None:
         parser.error("--burn-kind: the kind of --burn's work, so with --burn only")
     args.burn_kind = args.burn_kind or "spin"
     burn = args.burn
     burner = None if burn is None else burner_code(burn[0], burn[1], args.burn_kind)
-    store = "remote" if args.uri else args.store or ("sqlite" if args.quick else "server")
+    store = args.store or ("sqlite" if args.quick else "server")
     experiment = "bench"
     if args.uri:
         from retrieval_bench.config.tracking import TrackingConfig
@@ -355,10 +367,16 @@ def main() -> int:
         }
         if burner is not None:
             sides["burn"] = (base, burner)
+        null = None
+        if args.null_tracker:
+            null, null_uri = start_null_tracker()
+            sides["null"] = ([*tracked, f"tracking.uri={null_uri}"], None)
         try:
             sweep(base, work / "warm-none", args.tune)  # the embedding cache, the interpreter's
             warm = f"tracking.experiment={experiment}-warm"
             sweep([*tracked, warm], work / "warm-mlflow", args.tune)
+            if "null" in sides:
+                sweep(sides["null"][0], work / "warm-null")
             times: dict[str, list[float]] = {side: [] for side in sides}
             cpu: dict[str, list[float]] = {side: [] for side in sides}
             split: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
@@ -388,11 +406,19 @@ def main() -> int:
         finally:
             if server is not None:
                 server.stop()
+            if null is not None:
+                null.kill()
+                null.wait()
     dataset = "mini" if args.quick else "travel"
     work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
     print(f"logged: {logged}" + (f" (experiment {experiment} at {uri})" if args.uri else ""))
     if args.phases:
-        for side, label in (("mlflow", "tracking phases"), ("burn", "tracking control phases")):
+        labels = (
+            ("mlflow", "tracking phases"),
+            ("burn", "tracking control phases"),
+            ("null", "tracking null tracker phases"),
+        )
+        for side, label in labels:
             if side in sides:
                 print(f"RESULT {label}: median s, none / {side}: {_phases(split, side)}")
     print(
@@ -415,7 +441,33 @@ def main() -> int:
             f"{burn[0]:g} CPU s of {args.burn_kind} work started {burn[1]:g} s in, no tracking, "
             f"median of {args.repeat}: " + _against_none(times, cpu, "burn")
         )
+    if args.null_tracker:
+        print(
+            "RESULT tracking null tracker: the tracked sweep logging to a tracker that answers "
+            "with no work (the server's work off these cores), median of "
+            f"{args.repeat}: " + _against_none(times, cpu, "null")
+        )
     return 0
+
+
+def start_null_tracker() -> tuple[subprocess.Popen[bytes], str]:
+    """`null_tracker.py` on a free port, once its /health answers; and its URI."""
+    import urllib.request
+
+    from support.mlflow_server import free_port
+
+    port = free_port()
+    script = Path(__file__).with_name("null_tracker.py")
+    proc = subprocess.Popen([sys.executable, str(script), str(port)])
+    uri = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=1):
+                return proc, uri
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    sys.exit(f"{script} did not answer at {uri}")
 
 
 def _against_none(times: dict[str, list[float]], cpu: dict[str, list[float]], side: str) -> str:

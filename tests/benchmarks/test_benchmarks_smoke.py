@@ -77,6 +77,16 @@ def test_tracking_benchmark_burn_control_quick() -> None:
     assert re.search(r"per round burn / none: median \S+ \(quartiles", control), out
 
 
+def test_tracking_benchmark_null_tracker_control_quick() -> None:
+    """The null tracker, another side: the tracked sweep logging to a stand-in that answers
+    MLflow's requests with no work; the real side is still checked exactly."""
+    out = run_benchmark("bench_tracking.py", "--quick", "--repeat", "1", "--null-tracker")
+    assert "logged: 1 parents, 3 children of" in out and ", exact" in out, out
+    control = result_line(out, "tracking null tracker")
+    assert "the tracked sweep logging to a tracker that answers with no work" in control, out
+    assert re.search(r"per round null / none: median \S+ \(quartiles", control), out
+
+
 def test_tracking_benchmark_against_a_running_tracker_quick(mlflow_server: Any) -> None:
     """`--uri`: the tracked side logs to a tracker already running (here the tests' server, as
     if on another host); its sweeps go to an experiment of their own and are checked there."""
