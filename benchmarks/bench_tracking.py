@@ -9,6 +9,7 @@ tracking=mlflow, side by side, alternating, in one run.
     .venv/bin/python benchmarks/bench_tracking.py --burn 1.9@0.5 --burn-kind python --repeat 21
     .venv/bin/python benchmarks/bench_tracking.py --uri http://tracker.example:5000 --repeat 21
     .venv/bin/python benchmarks/bench_tracking.py --null-tracker --phases --repeat 21
+    .venv/bin/python benchmarks/bench_tracking.py --logger-cost --repeat 5   # its CPU a run
 
 Each side is the app itself (`python -m run -m retriever=bm25,dense,hybrid ...`) in a process of
 its own, with a warm embedding cache (one untimed sweep first); with `--tune` each side is a tuning
@@ -310,9 +311,20 @@ def main() -> int:
         help="a control, another side: the tracked sweep logging to null_tracker.py, which "
         "answers MLflow's requests with no work (the server's work off these cores; sweeps only)",
     )
+    parser.add_argument(
+        "--logger-cost",
+        action="store_true",
+        help="only the logger's own CPU for each run of one sweep, logged to null_tracker.py "
+        "(--repeat times)",
+    )
     args = parser.parse_args()
     if args.server_start:
         return server_start()
+    if args.logger_cost:
+        others = (args.tune, args.phases, args.burn, args.null_tracker, args.uri, args.store)
+        if any(others):
+            parser.error("--logger-cost: only with --quick and --repeat (it runs no sides)")
+        return logger_cost(args.quick, args.repeat)
     if args.phases and args.tune:
         parser.error("--phases: sweeps only (a tuning is no multirun)")
     if args.null_tracker and args.tune:
@@ -338,13 +350,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
         work = args.workdir or Path(tmp)
         what = ["experiment=tune_fusion"] if args.tune else ["retriever=bm25,dense,hybrid"]
-        base = [*what, f"cache_dir={work / 'cache'}"]
-        if args.quick:
-            base += [
-                "dataset.name=mini",
-                f"dataset.corpus={FIXTURE / 'corpus' / 'mini'}",
-                f"dataset.evalset={FIXTURE / 'evalsets' / 'mini.jsonl'}",
-            ]
+        base = [*what, f"cache_dir={work / 'cache'}", *_quick(args.quick)]
         server = None
         if args.uri:
             uri = args.uri
@@ -367,11 +373,12 @@ def main() -> int:
         }
         if burner is not None:
             sides["burn"] = (base, burner)
-        null = None
-        if args.null_tracker:
-            null, null_uri = start_null_tracker()
-            sides["null"] = ([*tracked, f"tracking.uri={null_uri}"], None)
+        null = null_tracker(work / "null") if args.null_tracker else None
+        if null is not None:
+            sides["null"] = ([*tracked, f"tracking.uri={null.url}"], None)
         try:
+            if null is not None:
+                null.start()
             sweep(base, work / "warm-none", args.tune)  # the embedding cache, the interpreter's
             warm = f"tracking.experiment={experiment}-warm"
             sweep([*tracked, warm], work / "warm-mlflow", args.tune)
@@ -407,8 +414,7 @@ def main() -> int:
             if server is not None:
                 server.stop()
             if null is not None:
-                null.kill()
-                null.wait()
+                null.stop()
     dataset = "mini" if args.quick else "travel"
     work_done = "tuning (30 trials x 6 studies)" if args.tune else "3-job sweep"
     print(f"logged: {logged}" + (f" (experiment {experiment} at {uri})" if args.uri else ""))
@@ -450,24 +456,80 @@ def main() -> int:
     return 0
 
 
-def start_null_tracker() -> tuple[subprocess.Popen[bytes], str]:
-    """`null_tracker.py` on a free port, once its /health answers; and its URI."""
-    import urllib.request
+def null_tracker(folder: Path) -> Any:
+    """`null_tracker.py`, run as the tests' `mlflow server` is (`support.mlflow_server`): a free
+    port, its own process group, `start()` waits for its /health, `stop()` ends the group."""
+    from support.mlflow_server import MlflowServer
 
-    from support.mlflow_server import free_port
-
-    port = free_port()
     script = Path(__file__).with_name("null_tracker.py")
-    proc = subprocess.Popen([sys.executable, str(script), str(port)])
-    uri = f"http://127.0.0.1:{port}"
-    for _ in range(100):
+
+    class NullTracker(MlflowServer):
+        def command(self) -> list[str]:
+            return [sys.executable, str(script), str(self.port)]
+
+    return NullTracker(folder)
+
+
+def logger_cost(quick: bool, repeat: int) -> int:
+    """The logger's own CPU for each run of one finished sweep, the server's work left out: the
+    sweep run once untracked, then logged to the null tracker run by run, as the live logger
+    logs it (the parent opened, each job handed, the comparison at the end), with
+    `time.process_time()` around each step, in this process. The first open pays MLflow's
+    import; each repeat logs the same folder again as new runs (the null tracker stores
+    nothing, so nothing is found again)."""
+    from retrieval_bench.config.tracking import TrackingConfig
+    from retrieval_bench.jobdir.read import find_job_dirs
+    from retrieval_bench.tracking.store import TrackingStore
+    from retrieval_bench.tracking.sync import Syncer
+
+    with tempfile.TemporaryDirectory(prefix="bench-logger-") as tmp:
+        work = Path(tmp)
+        args = ["retriever=bm25,dense,hybrid", f"cache_dir={work / 'cache'}", *_quick(quick)]
+        sweep(args, work / "sweep")
+        jobs = find_job_dirs(work / "sweep")
+        tracker = null_tracker(work / "null")
+        tracker.start()
+        steps: dict[str, list[float]] = collections.defaultdict(list)
         try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=1):
-                return proc, uri
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    sys.exit(f"{script} did not answer at {uri}")
+            for _ in range(repeat):
+                at = time.process_time()
+                cfg = TrackingConfig(kind="mlflow", uri=tracker.url)
+                syncer = Syncer(TrackingStore.open(cfg), "logger-cost")
+                parent = syncer.open_sweep(work / "sweep", "bench", new_folder=True)
+                steps["open"].append(time.process_time() - at)
+                for job in jobs:
+                    at = time.process_time()
+                    syncer.job(job, parent.run_id, job.name, handed=True)
+                    steps[job.name.partition("=")[2] or job.name].append(time.process_time() - at)
+                at = time.process_time()
+                logged = {k for k, r in syncer.synced.runs.items() if r.run_id != parent.run_id}
+                syncer.sweep(work / "sweep", skip=logged, dataset="bench")
+                steps["the sweep's end"].append(time.process_time() - at)
+        finally:
+            tracker.stop()
+    first = steps["open"][0]
+    said = [f"open (MLflow's import, the parent's run) {first:.2f} s the first time"]
+    if repeat > 1:
+        said.append(f"{statistics.median(steps['open'][1:]):.3f} s after")
+    said += [f"{name} {statistics.median(v):.3f} s" for name, v in steps.items() if name != "open"]
+    dataset = "mini" if quick else "travel"
+    print(
+        f"RESULT logger cost: CPU s in the logger, a {dataset} 3-job sweep logged to the null "
+        f"tracker (no server work), median of {repeat}: " + ", ".join(said),
+        flush=True,
+    )
+    return 0
+
+
+def _quick(quick: bool) -> list[str]:
+    """The mini fixture's dataset overrides (`--quick`), else none."""
+    if not quick:
+        return []
+    return [
+        "dataset.name=mini",
+        f"dataset.corpus={FIXTURE / 'corpus' / 'mini'}",
+        f"dataset.evalset={FIXTURE / 'evalsets' / 'mini.jsonl'}",
+    ]
 
 
 def _against_none(times: dict[str, list[float]], cpu: dict[str, list[float]], side: str) -> str:

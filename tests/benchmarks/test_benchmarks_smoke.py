@@ -87,6 +87,16 @@ def test_tracking_benchmark_null_tracker_control_quick() -> None:
     assert re.search(r"per round null / none: median \S+ \(quartiles", control), out
 
 
+def test_tracking_benchmark_logger_cost_quick() -> None:
+    """The logger's own CPU per run, one sweep logged to the null tracker run by run."""
+    out = run_benchmark("bench_tracking.py", "--quick", "--repeat", "2", "--logger-cost")
+    line = result_line(out, "logger cost")
+    assert "a mini 3-job sweep logged to the null tracker (no server work), median of 2" in line
+    for step in ("open (MLflow's import, the parent's run)", "bm25", "dense", "hybrid",
+                 "the sweep's end"):  # fmt: skip
+        assert re.search(rf"{re.escape(step)} \d+\.\d+ s", line), (step, line)
+
+
 def test_tracking_benchmark_against_a_running_tracker_quick(mlflow_server: Any) -> None:
     """`--uri`: the tracked side logs to a tracker already running (here the tests' server, as
     if on another host); its sweeps go to an experiment of their own and are checked there."""
